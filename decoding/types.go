@@ -1,0 +1,97 @@
+package decoding
+
+import (
+	"time"
+
+	"github.com/jackc/pglogrepl"
+)
+
+// Message is what Decoder.Decode yields: *Begin, *Row, *Commit or
+// *LogicalMessage. Relation, Type and Origin messages only update the
+// decoder's state and yield nil.
+type Message interface{ isMessage() }
+
+// Begin opens a source transaction. pgoutput sends the commit LSN and time
+// up front, so every row of the transaction can carry them.
+type Begin struct {
+	Xid        uint32
+	CommitLSN  pglogrepl.LSN // LSN of the commit record (pgoutput "final LSN")
+	CommitTime time.Time     // UTC
+}
+
+// Commit closes the transaction opened by the last Begin.
+type Commit struct {
+	CommitLSN  pglogrepl.LSN // same as Begin.CommitLSN
+	EndLSN     pglogrepl.LSN // end of the commit record: the position to acknowledge once durable
+	CommitTime time.Time
+}
+
+// Op is the kind of row change.
+type Op uint8
+
+const (
+	OpInsert Op = iota + 1
+	OpUpdate
+	OpDelete
+	OpTruncate
+)
+
+// Datum kinds of one column value in a tuple, as pgoutput sends them.
+const (
+	DatumNull      byte = 'n'
+	DatumUnchanged byte = 'u' // unchanged TOASTed value (UPDATE only)
+	DatumText      byte = 't'
+	DatumBinary    byte = 'b'
+)
+
+// Datum is one column value exactly as sent. Data aliases the decoder's
+// input buffer: it is valid only until the next Decode call; copy to keep.
+type Datum struct {
+	Kind byte
+	Data []byte
+}
+
+// Column is one column of a relation as last announced by a Relation message.
+type Column struct {
+	Name    string
+	TypeOID uint32
+	TypeMod int32
+	Key     bool // part of the replica identity
+}
+
+// Relation is a table as described by the stream. A Relation message that
+// changes the columns replaces the cached one: rows always come with the
+// relation that was current when they were decoded.
+type Relation struct {
+	ID        uint32
+	Namespace string
+	Name      string
+	Columns   []Column
+}
+
+// Row is one changed row of the current transaction.
+type Row struct {
+	Relation *Relation
+	Op       Op
+	Seq      int     // position of this row among the rows of its transaction, from 0
+	New      []Datum // new tuple (insert, update); nil for delete
+	Old      []Datum // old tuple or key (update/delete with replica identity); may be nil
+	// Transaction context, copied from Begin.
+	Xid        uint32
+	CommitLSN  pglogrepl.LSN
+	CommitTime time.Time
+}
+
+// LogicalMessage is a pg_logical_emit_message message (transactional or not),
+// sent by pgoutput when the "messages" option is on.
+type LogicalMessage struct {
+	Transactional bool
+	LSN           pglogrepl.LSN
+	Prefix        string
+	Content       []byte // aliases the input buffer, like Datum.Data
+}
+
+func (*Begin) isMessage()          {}
+func (*Commit) isMessage()         {}
+func (*Row) isMessage()            {}
+func (*LogicalMessage) isMessage() {}

@@ -2,200 +2,28 @@
 //
 // A test binary either uses the server named by DELTABUS_TEST_PG (a DSN with
 // superuser rights and replication allowed) or starts one throwaway cluster
-// of its own on first use (initdb as the postgres user, a free port on
-// 127.0.0.1, logical replication settings, fsync off). Every test gets its
-// own database (NewDB); its replication slots and the database are dropped
-// when the test ends. Tests that must restart or stop PostgreSQL get a
-// private server (NewServer).
+// of its own on first use (see package pgcluster). Every test gets its own
+// database (NewDB); its replication slots and the database are dropped when
+// the test ends. Tests that must restart or stop PostgreSQL get a private
+// server (NewServer).
 //
 // A missing PostgreSQL is a test failure, never a skip.
 package pgtest
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deltabus/deltabus/pgcluster"
 )
 
-// BinDir is where the PostgreSQL server binaries are looked for first;
-// DELTABUS_PG_BIN overrides it.
-const BinDir = "/usr/lib/postgresql/15/bin"
+// Server is a private throwaway cluster.
+type Server = pgcluster.Server
 
-// Server is a throwaway PostgreSQL cluster started by this package.
-type Server struct {
-	Dir     string // temp dir holding data/, the socket and pg.log
-	DataDir string
-	Port    int
-	bin     string
-}
-
-func binDir() string {
-	if d := os.Getenv("DELTABUS_PG_BIN"); d != "" {
-		return d
-	}
-	return BinDir
-}
-
-// StartServer initialises and starts a new cluster. Extra lines are appended
-// to postgresql.conf (e.g. "max_slot_wal_keep_size = 16MB").
+// StartServer starts a cluster (see pgcluster.StartServer).
 func StartServer(ctx context.Context, extraConf ...string) (*Server, error) {
-	bin := binDir()
-	if _, err := os.Stat(filepath.Join(bin, "initdb")); err != nil {
-		return nil, fmt.Errorf("PostgreSQL server binaries not found in %s (install postgresql-15 or set DELTABUS_PG_BIN): %w", bin, err)
-	}
-	dir, err := os.MkdirTemp("", "deltabus-pg-")
-	if err != nil {
-		return nil, err
-	}
-	if err := chownToPostgres(dir); err != nil {
-		return nil, err
-	}
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{Dir: dir, DataDir: filepath.Join(dir, "data"), Port: port, bin: bin}
-	if out, err := s.pgRun(ctx, "initdb", "-D", s.DataDir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"); err != nil {
-		return nil, fmt.Errorf("initdb: %w: %s", err, out)
-	}
-	conf := []string{
-		"listen_addresses = '127.0.0.1'",
-		"port = " + strconv.Itoa(port),
-		"unix_socket_directories = '" + dir + "'",
-		"wal_level = logical",
-		"max_replication_slots = 64",
-		"max_wal_senders = 64",
-		"max_connections = 200",
-		"fsync = off",
-		"synchronous_commit = off",
-		"full_page_writes = off",
-		"wal_sender_timeout = 60s",
-		"shared_buffers = 256MB",
-		"max_wal_size = 4GB",
-		"log_min_messages = warning",
-	}
-	conf = append(conf, extraConf...)
-	f, err := os.OpenFile(filepath.Join(s.DataDir, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	_, err = f.WriteString("\n" + strings.Join(conf, "\n") + "\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := s.start(ctx); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-func (s *Server) start(ctx context.Context) error {
-	out, err := s.pgRun(ctx, "pg_ctl", "-D", s.DataDir, "-l", filepath.Join(s.Dir, "pg.log"), "-w", "-t", "60", "start")
-	if err != nil {
-		return fmt.Errorf("pg_ctl start: %w: %s (log: %s)", err, out, s.logTail())
-	}
-	return nil
-}
-
-// DSN returns a connection string for database db on this server.
-func (s *Server) DSN(db string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.Port, db)
-}
-
-// Restart restarts the server with "pg_ctl restart -m fast", dropping every
-// connection, as an operator would.
-func (s *Server) Restart(ctx context.Context) error {
-	out, err := s.pgRun(ctx, "pg_ctl", "-D", s.DataDir, "-l", filepath.Join(s.Dir, "pg.log"), "-w", "-t", "60", "-m", "fast", "restart")
-	if err != nil {
-		return fmt.Errorf("pg_ctl restart: %w: %s", err, out)
-	}
-	return nil
-}
-
-// StopServer stops the cluster (fast mode) but keeps its files.
-func (s *Server) StopServer(ctx context.Context) error {
-	out, err := s.pgRun(ctx, "pg_ctl", "-D", s.DataDir, "-w", "-t", "60", "-m", "fast", "stop")
-	if err != nil {
-		return fmt.Errorf("pg_ctl stop: %w: %s", err, out)
-	}
-	return nil
-}
-
-// StartAgain starts a stopped cluster.
-func (s *Server) StartAgain(ctx context.Context) error { return s.start(ctx) }
-
-// Stop stops the cluster and removes its files.
-func (s *Server) Stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	_, _ = s.pgRun(ctx, "pg_ctl", "-D", s.DataDir, "-w", "-t", "60", "-m", "immediate", "stop")
-	_ = os.RemoveAll(s.Dir)
-}
-
-func (s *Server) logTail() string {
-	b, _ := os.ReadFile(filepath.Join(s.Dir, "pg.log"))
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(b)
-}
-
-// pgRun runs a PostgreSQL binary as the postgres user when we are root.
-func (s *Server) pgRun(ctx context.Context, name string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(s.bin, name), args...)
-	cmd.Dir = s.Dir
-	if os.Geteuid() == 0 {
-		uid, gid, err := postgresIDs()
-		if err != nil {
-			return nil, err
-		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid}}
-		cmd.Env = append(os.Environ(), "HOME="+s.Dir)
-	}
-	return cmd.CombinedOutput()
-}
-
-func postgresIDs() (uint32, uint32, error) {
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return 0, 0, fmt.Errorf("PostgreSQL refuses to run as root and there is no postgres user: %w", err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return uint32(uid), uint32(gid), nil
-}
-
-func chownToPostgres(dir string) error {
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	uid, gid, err := postgresIDs()
-	if err != nil {
-		return err
-	}
-	return os.Chown(dir, int(uid), int(gid))
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return pgcluster.StartServer(ctx, extraConf...)
 }
 
 // NewServer starts a private cluster for one test and stops it at cleanup.
@@ -203,7 +31,7 @@ func NewServer(t testing.TB, extraConf ...string) *Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := StartServer(ctx, extraConf...)
+	s, err := pgcluster.StartServer(ctx, extraConf...)
 	if err != nil {
 		t.Fatalf("start PostgreSQL: %v", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/jackc/pglogrepl"
 )
 
-// Message is what Decoder.Decode yields: *Begin, *Row, *Commit or
+// Message is what Decoder.Decode yields: *Begin, *Row, *Commit, *Truncate or
 // *LogicalMessage. Relation, Type and Origin messages only update the
 // decoder's state and yield nil.
 type Message interface{ isMessage() }
@@ -33,6 +33,8 @@ const (
 	OpInsert Op = iota + 1
 	OpUpdate
 	OpDelete
+	// OpTruncate is not used on a Row: the decoder reports TRUNCATE as a
+	// *Truncate message, which is not a row and takes no Seq.
 	OpTruncate
 )
 
@@ -45,7 +47,9 @@ const (
 )
 
 // Datum is one column value exactly as sent. Data aliases the decoder's
-// input buffer: it is valid only until the next Decode call; copy to keep.
+// input buffer: it is valid only until the next Decode call; copy to keep
+// (Row.Detach copies a whole row). Data is nil for DatumNull and
+// DatumUnchanged, and non-nil (possibly empty) for DatumText and DatumBinary.
 type Datum struct {
 	Kind byte
 	Data []byte
@@ -61,7 +65,10 @@ type Column struct {
 
 // Relation is a table as described by the stream. A Relation message that
 // changes the columns replaces the cached one: rows always come with the
-// relation that was current when they were decoded.
+// relation that was current when they were decoded. A Relation is never
+// modified after it is published; a Relation message that repeats the cached
+// description exactly keeps the cached pointer, so consumers may key derived
+// data (such as a column index) by *Relation.
 type Relation struct {
 	ID        uint32
 	Namespace string
@@ -82,8 +89,22 @@ type Row struct {
 	CommitTime time.Time
 }
 
+// Truncate reports a TRUNCATE of one or more relations in the current
+// transaction. It is not a row: it takes no Seq.
+type Truncate struct {
+	Relations       []*Relation
+	Cascade         bool
+	RestartIdentity bool
+	// Transaction context, copied from Begin.
+	Xid        uint32
+	CommitLSN  pglogrepl.LSN
+	CommitTime time.Time
+}
+
 // LogicalMessage is a pg_logical_emit_message message (transactional or not),
-// sent by pgoutput when the "messages" option is on.
+// sent by pgoutput when the "messages" option is on. A transactional message
+// arrives between the Begin and Commit of its transaction; a
+// non-transactional one arrives on its own, outside any transaction.
 type LogicalMessage struct {
 	Transactional bool
 	LSN           pglogrepl.LSN
@@ -94,4 +115,5 @@ type LogicalMessage struct {
 func (*Begin) isMessage()          {}
 func (*Commit) isMessage()         {}
 func (*Row) isMessage()            {}
+func (*Truncate) isMessage()       {}
 func (*LogicalMessage) isMessage() {}

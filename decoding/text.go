@@ -1,0 +1,201 @@
+package decoding
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// ErrInfinity is returned by ParseTimestamptz for "infinity" and
+// "-infinity", which time.Time cannot represent.
+var ErrInfinity = errors.New("infinite timestamp")
+
+// ParseTimestamptz parses PostgreSQL's text output of a timestamptz under
+// DateStyle ISO, such as "2026-11-30 07:48:59.123456+00",
+// "1900-01-01 00:00:00+00:19:32", "10000-01-01 00:00:00+05:30" or
+// "0044-03-15 12:00:00+00 BC", and returns the instant in UTC. "infinity"
+// and "-infinity" yield an error wrapping ErrInfinity. It does not allocate
+// unless it fails.
+func ParseTimestamptz(text []byte) (time.Time, error) {
+	t, ok := parseTimestamptz(text)
+	if !ok {
+		switch string(text) {
+		case "infinity", "-infinity":
+			return time.Time{}, fmt.Errorf("parse timestamptz %q: %w", text, ErrInfinity)
+		}
+		return time.Time{}, fmt.Errorf("parse timestamptz %q: not PostgreSQL ISO output", text)
+	}
+	return t, nil
+}
+
+func parseTimestamptz(s []byte) (time.Time, bool) {
+	p := textParser{s: s}
+	year := p.digitsUntil('-', 4, 7)
+	month, day := p.fixed(2, '-'), p.fixed(2, ' ')
+	hour, minute := p.fixed(2, ':'), p.fixed(2, ':')
+	sec := p.fixed(2, 0)
+	nanos := p.fraction()
+	offset := p.offset()
+	if p.bad || year < 1 {
+		return time.Time{}, false
+	}
+	switch rest := string(p.s[p.pos:]); rest {
+	case "":
+	case " BC":
+		year = 1 - year
+	default:
+		return time.Time{}, false
+	}
+	if month < 1 || month > 12 || day < 1 || day > daysIn(time.Month(month), year) ||
+		hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, nanos, time.UTC)
+	return t.Add(-time.Duration(offset) * time.Second), true
+}
+
+func daysIn(m time.Month, year int) int {
+	return time.Date(year, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
+}
+
+// textParser reads ASCII fields; the first mismatch sets bad and every later
+// read returns 0.
+type textParser struct {
+	s   []byte
+	pos int
+	bad bool
+}
+
+// digitsUntil reads min..max digits followed by sep (consumed).
+func (p *textParser) digitsUntil(sep byte, min, max int) int {
+	v, n := 0, 0
+	for !p.bad && p.pos < len(p.s) && isDigit(p.s[p.pos]) && n < max {
+		v = v*10 + int(p.s[p.pos]-'0')
+		p.pos++
+		n++
+	}
+	p.bad = p.bad || n < min || !p.eat(sep)
+	return v
+}
+
+// fixed reads exactly n digits followed by sep (consumed) unless sep is 0.
+func (p *textParser) fixed(n int, sep byte) int {
+	if p.bad || len(p.s)-p.pos < n {
+		p.bad = true
+		return 0
+	}
+	v := 0
+	for _, c := range p.s[p.pos : p.pos+n] {
+		if !isDigit(c) {
+			p.bad = true
+			return 0
+		}
+		v = v*10 + int(c-'0')
+	}
+	p.pos += n
+	if sep != 0 && !p.eat(sep) {
+		p.bad = true
+	}
+	return v
+}
+
+func (p *textParser) eat(c byte) bool {
+	if p.bad || p.pos >= len(p.s) || p.s[p.pos] != c {
+		return false
+	}
+	p.pos++
+	return true
+}
+
+// fraction reads an optional ".d{1,9}" and returns nanoseconds.
+func (p *textParser) fraction() int {
+	if !p.eat('.') {
+		return 0
+	}
+	v, n := 0, 0
+	for p.pos < len(p.s) && isDigit(p.s[p.pos]) {
+		if n == 9 {
+			p.bad = true
+			return 0
+		}
+		v = v*10 + int(p.s[p.pos]-'0')
+		p.pos++
+		n++
+	}
+	if n == 0 {
+		p.bad = true
+		return 0
+	}
+	for ; n < 9; n++ {
+		v *= 10
+	}
+	return v
+}
+
+// offset reads "±HH", "±HH:MM" or "±HH:MM:SS" and returns seconds east of UTC.
+func (p *textParser) offset() int {
+	sign := 1
+	switch {
+	case p.eat('+'):
+	case p.eat('-'):
+		sign = -1
+	default:
+		p.bad = true
+		return 0
+	}
+	secs := p.fixed(2, 0) * 3600
+	if p.eat(':') {
+		secs += p.fixed(2, 0) * 60
+		if p.eat(':') {
+			secs += p.fixed(2, 0)
+		}
+	}
+	return sign * secs
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// ParseInt64 parses the text of a PostgreSQL integer (smallint, integer,
+// bigint) without allocating unless it fails.
+func ParseInt64(text []byte) (int64, error) {
+	s := text
+	neg := false
+	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	if len(s) == 0 {
+		return 0, fmt.Errorf("parse integer %q: no digits", text)
+	}
+	var u uint64
+	for _, c := range s {
+		if !isDigit(c) {
+			return 0, fmt.Errorf("parse integer %q: invalid character %q", text, c)
+		}
+		if u > (math.MaxUint64-9)/10 {
+			return 0, fmt.Errorf("parse integer %q: out of range", text)
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	switch {
+	case !neg && u <= math.MaxInt64:
+		return int64(u), nil
+	case neg && u <= 1<<63:
+		return int64(-u), nil
+	}
+	return 0, fmt.Errorf("parse integer %q: out of range", text)
+}
+
+// ParseInt32 is ParseInt64 for a value that must fit an int32 (an integer
+// column such as schema_version).
+func ParseInt32(text []byte) (int32, error) {
+	v, err := ParseInt64(text)
+	if err != nil {
+		return 0, err
+	}
+	if v < math.MinInt32 || v > math.MaxInt32 {
+		return 0, fmt.Errorf("parse integer %q: out of int32 range", text)
+	}
+	return int32(v), nil
+}

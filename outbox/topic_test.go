@@ -13,18 +13,18 @@ func TestValidTopic(t *testing.T) {
 		}
 	}
 	invalid := map[string]string{
-		"":                                  "empty",
+		"":                                 "empty",
 		strings.Repeat("a", MaxTopicLen+1): "129 bytes long, the limit is 128",
-		"_dead_letter":                      `reserved for internal tables`,
-		"Orders":                            `uppercase letter 'O' at offset 0`,
-		"a/b":                               `character '/' at offset 1 is not allowed`,
-		"a..b":                              `contains ".." at offset 1`,
-		".hidden":                           `starts with '.'`,
-		"-x":                                `starts with '-'`,
-		"a b":                               `character ' ' at offset 1`,
-		"caf\u00e9":                         `character 'é' at offset 3`,
-		"a\xffb":                            `byte 0xff at offset 1`,
-		"a\\b":                              `character '\\' at offset 1`,
+		"_dead_letter":                     `reserved for internal tables`,
+		"Orders":                           `uppercase letter 'O' at offset 0`,
+		"a/b":                              `character '/' at offset 1 is not allowed`,
+		"a..b":                             `contains ".." at offset 1`,
+		".hidden":                          `starts with '.'`,
+		"-x":                               `starts with '-'`,
+		"a b":                              `character ' ' at offset 1`,
+		"caf\u00e9":                        `character 'é' at offset 3`,
+		"a\xffb":                           `byte 0xff at offset 1`,
+		"a\\b":                             `character '\\' at offset 1`,
 	}
 	for name, want := range invalid {
 		err := ValidTopic(name)

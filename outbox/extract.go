@@ -61,7 +61,7 @@ func (p *plan) checkText(f int, b []byte, v *values) string {
 			return fmt.Sprintf("invalid topic name %s in column %q: %s", quoteShort(b), col, reason)
 		}
 	case fSchemaVersion:
-		if v.schemaVersion, err = parseInt32(b); err != nil {
+		if v.schemaVersion, err = decoding.ParseInt32(b); err != nil {
 			v.schemaVersion = 1
 			return fmt.Sprintf("schema_version %s in column %q is not a 32-bit integer", quoteShort(b), col)
 		}
@@ -70,7 +70,7 @@ func (p *plan) checkText(f int, b []byte, v *values) string {
 			return fmt.Sprintf("%s in column %q is not valid JSON", mappingFields[f], col)
 		}
 	case fOccurredAt:
-		if v.occurredAt, err = parseTimestamp(b); err != nil {
+		if v.occurredAt, err = parseTimestamp(b, p.noZone); err != nil {
 			return fmt.Sprintf("occurred_at %s in column %q is not an ISO timestamp", quoteShort(b), col)
 		}
 	}

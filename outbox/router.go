@@ -131,6 +131,7 @@ type plan struct {
 	cols     [numFields]string // mapped column names, "" when unmapped
 	idx      [numFields]int    // column position of each field, -1 when unmapped or missing
 	validate [numFields]bool   // payload/headers column is not json/jsonb: check the text
+	noZone   bool              // occurred_at is a timestamp without time zone
 	missing  string            // why the relation cannot be an outbox, "" when it can
 	rawKeys  []string          // JSON-encoded column names followed by ':'
 }
@@ -150,6 +151,7 @@ func newPlan(rel *decoding.Relation, m Mapping) *plan {
 			if c.Name == col {
 				p.idx[f] = i
 				p.validate[f] = c.TypeOID != oidJSON && c.TypeOID != oidJSONB
+				p.noZone = p.noZone || f == fOccurredAt && c.TypeOID == oidTimestamp
 				break
 			}
 		}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The README's test command (make test). Installs what is missing, starts one
+# PostgreSQL cluster (wal_level=logical) and one versitygw S3 server on
+# 127.0.0.1 for the whole run, runs go vet and every test, prints a summary,
+# and stops what it started. Extra arguments go to `go test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+source scripts/deps.sh
+source scripts/services.sh
+
+start_postgres
+start_versitygw
+trap stop_services EXIT
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test (PostgreSQL at $DELTABUS_TEST_PG, S3 at ${DELTABUS_TEST_S3%%@*}@...)"
+LOG=$(mktemp)
+set +e
+go test -count=1 -timeout 18m -v "${@:-./...}" >"$LOG" 2>&1
+status=$?
+set -e
+grep -E '^(\s*--- (PASS|FAIL|SKIP)|ok |FAIL|panic:|\s+\S+_test\.go:[0-9]+:)' "$LOG" | grep -vE '^\s+--- PASS' | tail -n 400 || true
+passed=$(grep -cE '^\s*--- PASS' "$LOG" || true)
+failed=$(grep -cE '^\s*--- FAIL' "$LOG" || true)
+skipped=$(grep -cE '^\s*--- SKIP' "$LOG" || true)
+if [ "$status" != 0 ]; then
+  echo "== go test failed (exit $status); last lines:"; tail -n 60 "$LOG"
+fi
+if [ "$skipped" != 0 ]; then grep -E -A2 '^\s*--- SKIP' "$LOG" | head -40; fi
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+rm -f "$LOG"
+exit "$status"

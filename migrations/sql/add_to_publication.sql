@@ -1,0 +1,2 @@
+-- Several outbox tables (in different schemas) can share one publication.
+ALTER PUBLICATION {{.Publication}} ADD TABLE {{.Table}};

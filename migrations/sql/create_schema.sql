@@ -1,0 +1,2 @@
+-- The schema that holds the outbox table.
+CREATE SCHEMA IF NOT EXISTS {{.Schema}};

@@ -1,0 +1,2 @@
+-- The primary key identifies a row in UPDATE and DELETE messages.
+ALTER TABLE {{.Table}} REPLICA IDENTITY DEFAULT;

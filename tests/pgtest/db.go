@@ -21,9 +21,13 @@ var (
 	dbCounter    atomic.Int64
 )
 
+// Runner is what TestMain has: *testing.M, or a wrapper that composes
+// several harnesses.
+type Runner interface{ Run() int }
+
 // Run runs the tests of a package and stops the shared server if this
 // process started one. Use it from TestMain: os.Exit(pgtest.Run(m)).
-func Run(m *testing.M) int {
+func Run(m Runner) int {
 	code := m.Run()
 	sharedMu.Lock()
 	defer sharedMu.Unlock()

@@ -1,16 +1,3 @@
-// Package storage is the object store the Delta log lives on: a flat space of
-// slash-separated keys under one root, with exactly the five operations the
-// Delta protocol needs from a log store (put-if-absent, put, get, sorted
-// list, delete). Two backends implement it, the local filesystem and S3, and
-// one conformance suite (storage/storagetest) holds both to the contract.
-//
-// Guarantees every backend gives:
-//   - PutIfAbsent is atomic and mutually exclusive: of any number of racing
-//     callers on one key, exactly one succeeds and the rest get ErrExists;
-//     readers never see a partially written object.
-//   - Put is atomic (all or nothing) and may overwrite.
-//   - List returns keys in lexicographic (byte) order and is strongly
-//     consistent with completed puts.
 package storage
 
 import (
@@ -19,7 +6,8 @@ import (
 	"time"
 )
 
-// ErrExists is returned by PutIfAbsent when the key already holds an object.
+// ErrExists is returned by PutIfAbsent when the key already holds an object
+// with different bytes.
 var ErrExists = errors.New("object already exists")
 
 // ErrNotFound is returned by Get when the key holds no object.
@@ -33,29 +21,49 @@ type Object struct {
 }
 
 // Store is the storage contract. Keys are relative, slash-separated, never
-// start with "/" and never contain "." or ".." segments.
+// start with "/" and never contain empty, "." or ".." segments (ValidateKey);
+// an invalid key is rejected with an error wrapping ErrInvalidKey before any
+// I/O. All methods are safe for concurrent use and honour ctx: when ctx ends
+// they return an error wrapping ctx.Err() (for writes the outcome is then
+// unknown, see PutIfAbsent).
 type Store interface {
 	// PutIfAbsent writes data at key only if no object exists there.
-	// It returns ErrExists (possibly wrapped) when one does. The write is
-	// durable when PutIfAbsent returns nil. An ambiguous outcome (timeout,
-	// 5xx) is resolved by the backend before returning: it reads the key back
-	// and compares bytes, so nil means "our bytes are there" and ErrExists
-	// means "someone else's bytes are there".
+	//
+	// It returns nil when the key holds exactly data on return: written by
+	// this call, or already there with identical bytes (an earlier attempt of
+	// the same write). It returns ErrExists (possibly wrapped) when the key
+	// holds different bytes; the existing object is left untouched. Of racing
+	// callers writing different bytes, exactly one gets nil. The write is
+	// durable when PutIfAbsent returns nil, and readers never see a partial
+	// object.
+	//
+	// An ambiguous outcome (timeout, 5xx, a retried request whose first
+	// attempt landed) is resolved by the backend before returning: it reads
+	// the key back and compares bytes. Any other error means the outcome is
+	// unknown (the bytes may or may not be there); calling PutIfAbsent again
+	// with the same bytes resolves it.
 	PutIfAbsent(ctx context.Context, key string, data []byte) error
 
 	// Put writes data at key atomically, replacing any existing object. The
-	// write is durable when Put returns nil.
+	// write is durable when Put returns nil; readers see either the old or
+	// the new object, never a mix.
 	Put(ctx context.Context, key string, data []byte) error
 
-	// Get returns the whole object at key, or ErrNotFound (possibly wrapped).
+	// Get returns the whole object at key, or an error wrapping ErrNotFound
+	// when the key holds no object (including when the key names a
+	// "directory": directories are not objects).
 	Get(ctx context.Context, key string) ([]byte, error)
 
 	// List returns every object whose key starts with prefix and sorts
 	// strictly after startAfter ("" = from the beginning), in lexicographic
-	// key order. Directories are not objects.
+	// byte order of Key. startAfter need not be an existing key. prefix ""
+	// lists the whole store; an empty result is an empty slice and nil
+	// error. Directories are not objects. Keys are relative to the store
+	// root. List is strongly consistent with completed writes.
 	List(ctx context.Context, prefix, startAfter string) ([]Object, error)
 
-	// Delete removes the object at key. Deleting a missing key is not an error.
+	// Delete removes the object at key. Deleting a missing key is not an
+	// error. The removal is durable when Delete returns nil.
 	Delete(ctx context.Context, key string) error
 
 	// String returns the store's URL (file:///path or s3://bucket/prefix)

@@ -1,0 +1,50 @@
+// Package storage is the object store the Delta log lives on: a flat space of
+// slash-separated keys under one root, with exactly the five operations the
+// Delta protocol needs from a log store (put-if-absent, put, get, sorted
+// list, delete). Two backends implement it, the local filesystem (Local) and
+// S3 (S3), and one conformance suite (storage/storagetest) holds both to the
+// contract. Open builds either from a URL (file:///abs/path, s3://bucket/prefix);
+// Sub scopes a store under a key prefix (one Delta table per topic).
+//
+// Guarantees every backend gives:
+//   - PutIfAbsent is atomic and mutually exclusive: of any number of racing
+//     callers on one key writing different bytes, exactly one succeeds and
+//     the rest get ErrExists; readers never see a partially written object.
+//   - PutIfAbsent is idempotent for identical bytes: it returns nil when the
+//     key already holds exactly the bytes given. So a caller that saw an
+//     error (timeout, crash, injected fault) may simply call it again with
+//     the same bytes: nil means "our bytes are there", ErrExists means
+//     "someone else's bytes are there". The S3 backend does this itself for
+//     timeouts and 5xx responses before returning.
+//   - Put is atomic (all or nothing) and may overwrite.
+//   - A nil return from PutIfAbsent, Put or Delete means the change is durable
+//     (local: file and directory fsynced; S3: acknowledged by the service).
+//   - List returns keys in lexicographic (byte) order and is strongly
+//     consistent with completed puts.
+//   - Keys are validated the same way everywhere (see ValidateKey), so a key
+//     that works on one backend works on the other.
+//
+// # Local filesystem
+//
+// Keys map to files under the root directory. PutIfAbsent writes a hidden
+// temporary file (".<name>.<uuid>.tmp") in the target directory, fsyncs it,
+// hard-links it to the final name with link(2) (which fails with EEXIST
+// instead of overwriting), removes the temporary name and fsyncs the
+// directory. It never renames, because rename(2) overwrites. Put uses
+// temporary file + fsync + rename + directory fsync. Missing parent
+// directories are created and made durable. Temporary files are never listed;
+// ones left behind by a crash are harmless garbage.
+//
+// # S3
+//
+// PutIfAbsent is a PutObject with "If-None-Match: *" (supported by AWS S3
+// and by S3-compatible servers such as versitygw). HTTP goes through
+// go-retryablehttp (connection errors, 429 and 5xx are retried with capped
+// exponential backoff); the SDK's own retryer is disabled so retries are not
+// multiplied. Because a retried conditional PUT whose first attempt landed
+// gets 412, and a timed-out one may or may not have landed, every outcome
+// other than success or a definite client error is resolved by reading the
+// key back and comparing bytes; 409 ConditionalRequestConflict is retried.
+//
+// Fault injection for other packages' tests is in Faulty.
+package storage

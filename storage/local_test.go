@@ -1,0 +1,110 @@
+package storage_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/storage/storagetest"
+)
+
+func newLocal(t *testing.T) *storage.Local {
+	t.Helper()
+	l, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestLocalConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Store { return newLocal(t) })
+}
+
+// TestLocalTempFilesHidden: files shaped like our temporaries (left by a
+// crash) are not listed, and such names are refused as keys.
+func TestLocalTempFilesHidden(t *testing.T) {
+	l := newLocal(t)
+	if err := l.Put(t.Context(), "_delta_log/00000000000000000000.json", []byte("v0")); err != nil {
+		t.Fatal(err)
+	}
+	crashLeft := ".00000000000000000001.json.0b7c3c4e-0d7e-4b0a-9f57-1f1e2d3c4b5a.tmp"
+	if err := os.WriteFile(filepath.Join(l.Root(), "_delta_log", crashLeft), []byte("partial"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := l.List(t.Context(), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 1 || objs[0].Key != "_delta_log/00000000000000000000.json" {
+		t.Fatalf("List = %+v, want only the committed object", objs)
+	}
+	if err := l.Put(t.Context(), "_delta_log/"+crashLeft, nil); !errors.Is(err, storage.ErrInvalidKey) {
+		t.Fatalf("Put of a temp-shaped key: %v, want ErrInvalidKey", err)
+	}
+	// Dot files that are not our temporaries are ordinary keys.
+	if err := l.Put(t.Context(), ".hidden.tmp", []byte("h")); err != nil {
+		t.Fatalf("Put(.hidden.tmp): %v", err)
+	}
+}
+
+// TestLocalNoTempLeftovers: after racing put-if-absents and overwrites, only
+// the objects remain on disk.
+func TestLocalNoTempLeftovers(t *testing.T) {
+	l := newLocal(t)
+	ctx := t.Context()
+	for i := range 8 {
+		l.PutIfAbsent(ctx, "d/k", []byte{byte(i)})
+		if err := l.Put(ctx, "d/p", []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(l.Root(), "d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != "k,p" {
+		t.Fatalf("directory holds %q, want only k and p", names)
+	}
+}
+
+func TestLocalString(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "with space")
+	l, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := l.String(), "file://"+strings.ReplaceAll(dir, " ", "%20"); got != want {
+		t.Fatalf("String() = %q, want %q", got, want)
+	}
+	if _, err := storage.NewLocal(filepath.Join(dir, "..", "with space")); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, nil, 0o644)
+	if _, err := storage.NewLocal(file); err == nil {
+		t.Fatal("NewLocal on a regular file succeeded")
+	}
+}
+
+func TestValidateKey(t *testing.T) {
+	valid := []string{"a", "a/b", "_delta_log/00000000000000000000.json", ".hidden", "a/.b", "..a", "a b/%20/=/ü", "a..b"}
+	invalid := []string{"", "/a", "a/", "a//b", ".", "..", "a/./b", "a/../b", "a\x00", "\xc3\x28"}
+	for _, k := range valid {
+		if err := storage.ValidateKey(k); err != nil {
+			t.Errorf("ValidateKey(%q) = %v, want nil", k, err)
+		}
+	}
+	for _, k := range invalid {
+		if err := storage.ValidateKey(k); !errors.Is(err, storage.ErrInvalidKey) {
+			t.Errorf("ValidateKey(%q) = %v, want ErrInvalidKey", k, err)
+		}
+	}
+}

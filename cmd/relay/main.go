@@ -1,0 +1,162 @@
+// Command relay moves transactional-outbox events from PostgreSQL's logical
+// replication stream into Delta Lake topic tables, exactly once and in source
+// commit order. Run `relay help` for the commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Version is set at build time with -ldflags "-X main.Version=...".
+var Version = "0.1.0-dev"
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // runtime failure or divergence found
+	exitUsage   = 2 // bad flags, bad config, unreadable input
+)
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, env *cliEnv, args []string) int
+}
+
+var commands map[string]command
+
+func init() {
+	commands = map[string]command{
+		"run":     {"stream outbox events into Delta topic tables (the daemon)", cmdRun},
+		"migrate": {"create the outbox table, its index and the publication (idempotent)", cmdMigrate},
+		"demo":    {"run everything on embedded defaults: throwaway PostgreSQL, local store, demo producer", cmdDemo},
+		"inspect": {"print a Delta table's snapshot (version, protocol, metadata, files, records, txns)", cmdInspect},
+		"tail":    {"print a Delta table's change feed as JSON lines", cmdTail},
+		"status":  {"show the slot, WAL held back and every topic's position", cmdStatus},
+		"version": {"print the version", cmdVersion},
+	}
+}
+
+// cliEnv is what commands write to; tests swap it.
+type cliEnv struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+func main() {
+	env := &cliEnv{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	os.Exit(runCLI(ctx, env, os.Args[1:]))
+}
+
+func runCLI(ctx context.Context, env *cliEnv, args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(env.stdout)
+		return exitOK
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		return cmdVersion(ctx, env, nil)
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(env.stderr, "relay: unknown command %q; run `relay help` for the list\n", args[0])
+		return exitUsage
+	}
+	return cmd.run(ctx, env, args[1:])
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "relay %s: transactional outbox (PostgreSQL) -> Delta Lake topic tables, exactly once, in commit order\n\n", Version)
+	fmt.Fprintln(w, "Usage: relay <command> [flags]\n\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun `relay <command> --help` for a command's flags.")
+	fmt.Fprintln(w, "Environment: DELTABUS_SOURCE (PostgreSQL DSN), DELTABUS_STORE (file:///path or s3://bucket/prefix),")
+	fmt.Fprintln(w, "DELTABUS_SLOT, DELTABUS_PUBLICATION, DELTABUS_S3_ENDPOINT, DELTABUS_S3_PATH_STYLE, AWS_* credentials.")
+}
+
+func cmdVersion(_ context.Context, env *cliEnv, _ []string) int {
+	fmt.Fprintf(env.stdout, "relay %s\n", Version)
+	return exitOK
+}
+
+// newFlagSet returns a flag set whose errors and help go to env.stderr.
+func newFlagSet(env *cliEnv, name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.stderr, "Usage: relay %s %s\n\nFlags:\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses flags and positional arguments in any order (so
+// `relay inspect URL --json` works) into fs; positional arguments are
+// returned. -h maps to exit 0, errors to exitUsage.
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	pos, code, ok := parseArgs(fs, args)
+	if ok && len(pos) > 0 {
+		fmt.Fprintf(fs.Output(), "relay %s: unexpected argument %q\n", fs.Name(), pos[0])
+		return exitUsage, false
+	}
+	return code, ok
+}
+
+func parseArgs(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, exitOK, false
+			}
+			return nil, exitUsage, false
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, 0, true
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), 0, true
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// fail prints one line and returns the exit code.
+func fail(env *cliEnv, code int, err error) int {
+	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+	fmt.Fprintf(env.stderr, "relay: %s\n", msg)
+	return code
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q is invalid: use debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q is invalid: use text or json", format)
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/migrations"
+	"github.com/deltabus/deltabus/outbox"
+)
+
+func cmdMigrate(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlagSet(env, "migrate", "[flags]")
+	var sf sourceFlags
+	sf.register(fs, env)
+	schema := fs.String("schema", "public", "schema of the outbox table")
+	table := fs.String("table", "outbox", "outbox table name")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if sf.source == "" {
+		return fail(env, exitUsage, fmt.Errorf("no source database: set DELTABUS_SOURCE or --source to a PostgreSQL DSN"))
+	}
+	mappings, err := outbox.ParseMappings(sf.mapping, nil)
+	if err != nil {
+		return fail(env, exitUsage, fmt.Errorf("--mapping: %w", err))
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, sf.source)
+	if err != nil {
+		return fail(env, exitFailure, fmt.Errorf("cannot connect to PostgreSQL: %w; check DELTABUS_SOURCE", err))
+	}
+	defer conn.Close(ctx)
+	rep, err := migrations.Apply(ctx, conn, migrations.Options{Schema: *schema, Table: *table, Publication: sf.publication, Mappings: mappings})
+	if err != nil {
+		return fail(env, exitFailure, err)
+	}
+	fmt.Fprint(env.stdout, rep.String())
+	if !rep.Changed() {
+		fmt.Fprintln(env.stdout, "nothing to do: the outbox is already set up")
+	}
+	return exitOK
+}

@@ -1,0 +1,108 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/topic"
+	"github.com/deltabus/deltabus/storage"
+)
+
+// topicTable is the relay's view of one topic's Delta table.
+type topicTable struct {
+	name  string
+	store storage.Store // scoped to <root>/<topic>/
+	// table is nil until the table exists; the committer creates it on the
+	// first commit. Only the committer goroutine touches it after load.
+	table *delta.Table
+	// skipUpTo is the table's txn version for our appId when it was loaded:
+	// source transactions with commit LSN <= skipUpTo are already in the
+	// table and are dropped. -1 when the table has no txn of ours.
+	skipUpTo int64
+}
+
+// tables loads topic tables lazily, once per relay session.
+type tables struct {
+	root  storage.Store
+	appID string
+	mu    sync.Mutex
+	m     map[string]*topicTable
+}
+
+func newTables(root storage.Store, appID string) *tables {
+	return &tables{root: root, appID: appID, m: make(map[string]*topicTable)}
+}
+
+// get returns the topic's table, reading its snapshot on first use.
+func (ts *tables) get(ctx context.Context, name string) (*topicTable, error) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if t := ts.m[name]; t != nil {
+		return t, nil
+	}
+	t := &topicTable{name: name, store: storage.Sub(ts.root, name), skipUpTo: -1}
+	tbl, err := delta.OpenTable(ctx, t.store)
+	switch {
+	case errors.Is(err, delta.ErrTableNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("open topic %q table: %w", name, err)
+	default:
+		t.table = tbl
+		if v, ok := tbl.TxnVersion(ts.appID); ok {
+			t.skipUpTo = v
+		}
+	}
+	ts.m[name] = t
+	return t, nil
+}
+
+// ensureTable creates the topic's table at version 0 if it does not exist
+// yet (a concurrent creator winning the race is fine) and opens it.
+func (t *topicTable) ensureTable(ctx context.Context, root storage.Store) error {
+	if t.table != nil {
+		return nil
+	}
+	meta, proto := topic.NewTableMetadata(t.name)
+	if t.name == outbox.DeadLetterTopic {
+		meta.SchemaString = topic.SchemaString(true)
+	}
+	err := delta.CreateTable(ctx, t.store, meta, proto)
+	if err != nil && !errors.Is(err, delta.ErrTableExists) {
+		return fmt.Errorf("create topic %q table: %w", t.name, err)
+	}
+	tbl, err := delta.OpenTable(ctx, t.store)
+	if err != nil {
+		return fmt.Errorf("open topic %q table: %w", t.name, err)
+	}
+	t.table = tbl
+	return registerTopic(ctx, root, t.name)
+}
+
+// registryPrefix holds one small object per topic table and per relay, so
+// tools find the topics without listing every data file of the store.
+const registryPrefix = "_deltabus/"
+
+func registerTopic(ctx context.Context, root storage.Store, name string) error {
+	key := registryPrefix + "topics/" + name
+	if err := root.Put(ctx, key, []byte(name+"\n")); err != nil {
+		return fmt.Errorf("register topic %q: %w", name, err)
+	}
+	return nil
+}
+
+// ListTopics returns the topics registered in a store, sorted.
+func ListTopics(ctx context.Context, root storage.Store) ([]string, error) {
+	objs, err := root.List(ctx, registryPrefix+"topics/", "")
+	if err != nil {
+		return nil, fmt.Errorf("list topics in %s: %w", root, err)
+	}
+	names := make([]string, 0, len(objs))
+	for _, o := range objs {
+		names = append(names, o.Key[len(registryPrefix+"topics/"):])
+	}
+	return names, nil
+}

@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/tests/s3test"
+)
+
+// crashScale is the size of the crash tests: small in CI, the full
+// 200k events / 20 kills with DELTABUS_LONG=1.
+func crashScale() (events, kills int) {
+	if os.Getenv("DELTABUS_LONG") != "" {
+		return 200_000, 20
+	}
+	events, kills = 12_000, 6
+	if v, err := strconv.Atoi(os.Getenv("DELTABUS_CRASH_EVENTS")); err == nil {
+		events = v
+	}
+	return events, kills
+}
+
+// TestCrashExactlyOnceLocal: 4 producers write over 5 topics with
+// multi-topic transactions while the relay process is SIGKILLed at random
+// moments and restarted; each topic must end with exactly the source's ids,
+// once each, in source commit order.
+func TestCrashExactlyOnceLocal(t *testing.T) {
+	url, store := localStore(t)
+	crashTest(t, url, store, nil)
+}
+
+// TestCrashExactlyOnceS3 is the same against a real S3 server (versitygw).
+func TestCrashExactlyOnceS3(t *testing.T) {
+	b := s3test.NewBucket(t)
+	store, err := storage.Open(context.Background(), b.URL("bus"), b.Options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{
+		"DELTABUS_S3_ENDPOINT=" + b.Endpoint, "DELTABUS_S3_PATH_STYLE=true", "AWS_REGION=" + b.Region,
+		"AWS_ACCESS_KEY_ID=" + b.AccessKey, "AWS_SECRET_ACCESS_KEY=" + b.SecretKey,
+	}
+	crashTest(t, b.URL("bus"), store, env)
+}
+
+func crashTest(t *testing.T, storeURL string, store storage.Store, extraEnv []string) {
+	events, kills := crashScale()
+	db := setup(t)
+	truth := newTruthSlot(t, db, "deltabus")
+	env := append([]string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + storeURL}, extraEnv...)
+	args := []string{"--standby", "--batch-max-delay", "20ms", "--batch-max-events", "2000"}
+	p := startRelay(t, env, args...)
+	waitSlotActive(t, db.DSN, "deltabus", p)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var prod producers
+	produced := make(chan struct{})
+	go func() { prod.run(ctx, t, db.DSN, 4, events); close(produced) }()
+
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	for i := 0; i < kills; i++ {
+		time.Sleep(time.Duration(150+rng.IntN(900)) * time.Millisecond)
+		if done, err := p.exited(); done {
+			t.Fatalf("relay exited on its own: %v\n%s", err, p.tail())
+		}
+		p.kill()
+		t.Logf("kill %d: SIGKILL after %d events written", i+1, prod.written.Load())
+		p = startRelay(t, env, args...)
+	}
+	<-produced
+	waitDrained(t, db.DSN, "deltabus", 3*time.Minute)
+	if err := p.stop(time.Minute); err != nil {
+		t.Fatalf("relay did not stop cleanly on SIGTERM: %v\n%s", err, p.tail())
+	}
+	rows := truth.read(t)
+	if len(rows) != events {
+		t.Fatalf("truth slot saw %d inserts, producers wrote %d", len(rows), events)
+	}
+	checkAgainstTruth(t, store, rows)
+}

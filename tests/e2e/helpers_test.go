@@ -1,0 +1,209 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/migrations"
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/tests/pgtest"
+	"github.com/deltabus/deltabus/tests/s3test"
+	"github.com/deltabus/deltabus/verify"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(withS3{m})) }
+
+// withS3 runs the tests under both harnesses: PostgreSQL and versitygw.
+type withS3 struct{ m *testing.M }
+
+func (w withS3) Run() int { return s3test.Run(w.m) }
+
+var topics = []string{"orders", "payments", "tenants", "ingestion", "quality"}
+
+// setup migrates a fresh database and returns it.
+func setup(t *testing.T) *pgtest.DB {
+	t.Helper()
+	db := pgtest.NewDB(t)
+	ctx := context.Background()
+	conn := db.Conn(t)
+	if _, err := migrations.Apply(ctx, conn, migrations.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// producers writes n events with `workers` concurrent producers, in
+// transactions of 1-4 events that often span topics; it returns when done
+// or when ctx ends. Insert errors during a PostgreSQL restart are retried.
+type producers struct {
+	written atomic.Int64
+}
+
+func (p *producers) run(ctx context.Context, t *testing.T, dsn string, workers, n int) {
+	var wg sync.WaitGroup
+	per := n / workers
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.worker(ctx, t, dsn, w, per)
+		}()
+	}
+	wg.Wait()
+}
+
+func (p *producers) worker(ctx context.Context, t *testing.T, dsn string, w, n int) {
+	rng := rand.New(rand.NewPCG(uint64(w), 42))
+	var conn *pgx.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+	}()
+	for done := 0; done < n && ctx.Err() == nil; {
+		if conn == nil {
+			c, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			conn = c
+		}
+		k := min(1+rng.IntN(4), n-done)
+		evs := make([]outbox.NewEvent, k)
+		for i := range evs {
+			tp := topics[rng.IntN(len(topics))]
+			payload, _ := json.Marshal(map[string]any{"worker": w, "n": done + i, "note": "ünïcode \"quoted\""})
+			evs[i] = outbox.NewEvent{Topic: tp, Key: fmt.Sprintf("k%d", rng.IntN(100)), Type: "Happened", Payload: payload}
+		}
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return outbox.Write(ctx, tx, evs...) })
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			conn.Close(context.Background())
+			conn = nil // PostgreSQL restarting: reconnect and retry this transaction
+			continue
+		}
+		done += k
+		p.written.Add(int64(k))
+	}
+}
+
+// checkAgainstTruth asserts that every topic holds exactly the source's
+// event ids for that topic, each once, in the source's commit order.
+func checkAgainstTruth(t *testing.T, root storage.Store, truth []truthRow) {
+	t.Helper()
+	ctx := context.Background()
+	want := map[string][]string{}
+	for _, r := range truth {
+		tp := r.Topic
+		if outbox.ValidTopic(tp) != nil {
+			tp = outbox.DeadLetterTopic
+		}
+		want[tp] = append(want[tp], r.ID)
+	}
+	for tp, ids := range want {
+		rows, err := verify.ReadTopic(ctx, root, tp)
+		if err != nil {
+			t.Fatalf("read topic %s: %v", tp, err)
+		}
+		got := make([]string, len(rows))
+		for i, r := range rows {
+			got[i] = r.ID
+		}
+		if len(got) != len(ids) {
+			t.Errorf("topic %s: %d rows in Delta, %d in the source", tp, len(got), len(ids))
+		}
+		for i := range min(len(got), len(ids)) {
+			if got[i] != ids[i] {
+				t.Errorf("topic %s: row %d is %s, source commit order says %s", tp, i, got[i], ids[i])
+				break
+			}
+		}
+	}
+}
+
+var (
+	relayBinOnce sync.Once
+	relayBin     string
+	relayBinErr  error
+)
+
+// buildRelay builds cmd/relay once per test binary.
+func buildRelay(t *testing.T) string {
+	t.Helper()
+	relayBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "deltabus-relay-bin-")
+		if err != nil {
+			relayBinErr = err
+			return
+		}
+		relayBin = filepath.Join(dir, "relay")
+		out, err := exec.Command("go", "build", "-o", relayBin, "github.com/deltabus/deltabus/cmd/relay").CombinedOutput()
+		if err != nil {
+			relayBinErr = fmt.Errorf("go build: %v: %s", err, out)
+		}
+	})
+	if relayBinErr != nil {
+		t.Fatal(relayBinErr)
+	}
+	return relayBin
+}
+
+// localStore returns a file:// URL and the store under a temp dir.
+func localStore(t *testing.T) (string, storage.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "file://" + dir, st
+}
+
+// waitDrained waits until the slot confirmed the current WAL insert position.
+func waitDrained(t *testing.T, dsn, slot string, timeout time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var target string
+	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&target); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		var ok *bool
+		if err := conn.QueryRow(ctx, `SELECT confirmed_flush_lsn >= $1::pg_lsn FROM pg_replication_slots WHERE slot_name = $2`, target, slot).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		if ok != nil && *ok {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("slot %s did not confirm %s within %v", slot, target, timeout)
+}
+
+func migrate(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
+	if _, err := migrations.Apply(context.Background(), conn, migrations.Options{}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,79 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/deltabus/deltabus/tests/pgtest"
+)
+
+// runCLI runs the relay binary to completion and returns exit code and
+// stderr.
+func runCLI(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(buildRelay(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// TestBadInputGetsOneClearLine: each misconfiguration exits non-zero with
+// one line that names the problem and the fix, and writes nothing.
+func TestBadInputGetsOneClearLine(t *testing.T) {
+	db := setup(t)
+	noPub := pgtest.NewDB(t)
+	notOutbox := setup(t)
+	notOutbox.Exec(t, `CREATE TABLE orders (id int primary key, total numeric)`)
+	notOutbox.Exec(t, `ALTER PUBLICATION deltabus ADD TABLE orders`)
+	replica := pgtest.NewServer(t, "wal_level = replica")
+
+	cases := []struct {
+		name, source, store string
+		want                []string
+	}{
+		{"no source", "", "file:///tmp/x", []string{"DELTABUS_SOURCE"}},
+		{"bad store", db.DSN, "ftp://nope", []string{"unsupported scheme", "file:///path"}},
+		{"relative store", db.DSN, "file://relative/path", []string{"absolute path"}},
+		{"unreachable database", "postgres://postgres@127.0.0.1:1/db?connect_timeout=2", "", []string{"cannot connect", "127.0.0.1"}},
+		{"wal_level", replica.DSN("postgres"), "", []string{"wal_level", "logical", "restart"}},
+		{"missing publication", noPub.DSN, "", []string{"publication", "relay migrate"}},
+		{"not an outbox", notOutbox.DSN, "", []string{"orders", "not a DeltaBus outbox"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			store := c.store
+			if store == "" {
+				store = "file://" + dir
+			}
+			code, _, stderr := runCLI(t, []string{"DELTABUS_SOURCE=" + c.source, "DELTABUS_STORE=" + store}, "run", "--metrics-addr", "")
+			if code == 0 {
+				t.Fatalf("exit 0, want non-zero; stderr: %s", stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			if len(lines) != 1 {
+				t.Fatalf("want one line on stderr, got %d:\n%s", len(lines), stderr)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(lines[0], w) {
+					t.Errorf("error %q does not mention %q", lines[0], w)
+				}
+			}
+			entries, _ := os.ReadDir(dir)
+			if len(entries) != 0 {
+				t.Errorf("store written to despite the error: %v", filepath.Join(dir, entries[0].Name()))
+			}
+		})
+	}
+}

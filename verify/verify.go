@@ -1,0 +1,177 @@
+// Package verify checks Delta topic tables against the source outbox row by
+// row: every source row is in its topic exactly once (or in _dead_letter if
+// it could not be routed), nothing is in a topic that the source does not
+// hold, and each topic's rows are in source commit order (commit_lsn, seq)
+// across Delta versions. The demo and the end-to-end tests use it; the
+// reconciler is the production tool for the same question at scale.
+package verify
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/topic"
+	"github.com/deltabus/deltabus/storage"
+)
+
+// Logged is one row of a topic table with where it landed.
+type Logged struct {
+	ID          string
+	CommitLSN   int64
+	Seq         int32
+	CommitTime  time.Time // source commit time
+	Version     int64     // Delta version that added it
+	VersionTime time.Time // that version's commit timestamp
+}
+
+// ReadTopic returns a topic table's rows in version order, and within a
+// version in (commit_lsn, seq) order.
+func ReadTopic(ctx context.Context, root storage.Store, name string) ([]Logged, error) {
+	st := storage.Sub(root, name)
+	var rows []Logged
+	err := delta.ReadChanges(ctx, st, 0, -1, func(cf delta.ChangeFile) error {
+		if cf.ChangeType != "insert" {
+			return fmt.Errorf("topic %q version %d: unexpected change type %q", name, cf.Version, cf.ChangeType)
+		}
+		start := len(rows)
+		err := topic.ReadEventKeys(ctx, st, cf.Path, func(k topic.EventKey) error {
+			rows = append(rows, Logged{ID: k.ID, CommitLSN: k.CommitLSN, Seq: k.Seq, CommitTime: k.CommitTime,
+				Version: cf.Version, VersionTime: cf.Timestamp})
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("topic %q version %d file %s: %w", name, cf.Version, cf.Path, err)
+		}
+		_ = start
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.Version != b.Version {
+			return a.Version < b.Version
+		}
+		if a.CommitLSN != b.CommitLSN {
+			return a.CommitLSN < b.CommitLSN
+		}
+		return a.Seq < b.Seq
+	})
+	return rows, nil
+}
+
+// Report is the outcome of Compare.
+type Report struct {
+	SourceRows int64
+	Topics     map[string][]Logged
+	Problems   []string // empty when the log is an exact account of the source
+	Latencies  []time.Duration
+}
+
+// OK reports whether no problem was found.
+func (r Report) OK() bool { return len(r.Problems) == 0 }
+
+const maxProblems = 50
+
+func (r *Report) problem(format string, args ...any) {
+	if len(r.Problems) < maxProblems {
+		r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+	} else if len(r.Problems) == maxProblems {
+		r.Problems = append(r.Problems, "... more problems omitted")
+	}
+}
+
+// Compare reads every row of the outbox table and every registered topic
+// table and reports each difference.
+func Compare(ctx context.Context, conn *pgx.Conn, outboxTable string, root storage.Store) (Report, error) {
+	rep := Report{Topics: map[string][]Logged{}}
+	want, err := sourceRows(ctx, conn, outboxTable)
+	if err != nil {
+		return rep, err
+	}
+	rep.SourceRows = int64(len(want))
+	names, err := relay.ListTopics(ctx, root)
+	if err != nil {
+		return rep, err
+	}
+	seen := make(map[string]string, len(want)) // id -> topic it was found in
+	for _, name := range names {
+		rows, err := ReadTopic(ctx, root, name)
+		if err != nil {
+			return rep, err
+		}
+		rep.Topics[name] = rows
+		checkTopic(&rep, name, rows, want, seen)
+	}
+	for id, t := range want {
+		if _, ok := seen[id]; !ok {
+			rep.problem("event %s (topic %q) is missing from the log", id, t)
+		}
+	}
+	return rep, nil
+}
+
+func checkTopic(rep *Report, name string, rows []Logged, want map[string]string, seen map[string]string) {
+	for i, r := range rows {
+		if prev, dup := seen[r.ID]; dup {
+			rep.problem("event %s is in the log twice (topics %q and %q)", r.ID, prev, name)
+		}
+		seen[r.ID] = name
+		wantTopic, ok := want[r.ID]
+		switch {
+		case !ok:
+			rep.problem("event %s in topic %q is not in the source", r.ID, name)
+		case name == outbox.DeadLetterTopic:
+			if outbox.ValidTopic(wantTopic) == nil {
+				rep.problem("event %s with valid topic %q went to %s", r.ID, wantTopic, name)
+			}
+		case wantTopic != name:
+			rep.problem("event %s belongs to topic %q but is in %q", r.ID, wantTopic, name)
+		}
+		if i > 0 {
+			p := rows[i-1]
+			if p.CommitLSN > r.CommitLSN || (p.CommitLSN == r.CommitLSN && p.Seq >= r.Seq) {
+				rep.problem("topic %q out of source commit order: (%d,%d) at version %d after (%d,%d) at version %d",
+					name, r.CommitLSN, r.Seq, r.Version, p.CommitLSN, p.Seq, p.Version)
+			}
+		}
+		if !r.CommitTime.IsZero() && !r.VersionTime.IsZero() {
+			rep.Latencies = append(rep.Latencies, r.VersionTime.Sub(r.CommitTime))
+		}
+	}
+}
+
+func sourceRows(ctx context.Context, conn *pgx.Conn, table string) (map[string]string, error) {
+	rows, err := conn.Query(ctx, "SELECT id::text, topic FROM "+table)
+	if err != nil {
+		return nil, fmt.Errorf("read source rows: %w", err)
+	}
+	want := map[string]string{}
+	for rows.Next() {
+		var id, t string
+		if err := rows.Scan(&id, &t); err != nil {
+			return nil, err
+		}
+		want[id] = t
+	}
+	return want, rows.Err()
+}
+
+// Percentile returns the p-th percentile (0..100) of ds.
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(float64(len(s)-1) * p / 100)
+	return s[i]
+}

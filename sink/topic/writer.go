@@ -1,0 +1,310 @@
+package topic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/google/uuid"
+
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/storage"
+)
+
+// Defaults of FileOptions.
+const (
+	DefaultRowGroupRows  = 64 << 10
+	DefaultRowGroupBytes = 32 << 20
+	DefaultMaxFileRows   = 1_000_000
+	DefaultMaxFileBytes  = 32 << 20
+	DefaultMemoryBuffer  = 8 << 20
+)
+
+// FileOptions bound the memory and the size of the files a FileWriter makes.
+// Zero fields take the defaults above.
+type FileOptions struct {
+	// DeadLetter selects the dead-letter schema (AppendDeadLetter); otherwise
+	// the event schema (Append).
+	DeadLetter bool
+	// RowGroupRows and RowGroupBytes close a row group: pending rows are
+	// encoded into the current file when either is reached. RowGroupBytes
+	// counts the raw appended bytes (strings plus fixed-width columns).
+	RowGroupRows  int
+	RowGroupBytes int64
+	// MaxFileRows and MaxFileBytes close a file and start the next one.
+	// MaxFileBytes counts encoded (compressed) bytes and is checked after
+	// each row group, so a file may exceed it by one row group. Because
+	// storage.Store.Put takes the whole object as []byte, one finished file
+	// is held in memory while it is uploaded: keep MaxFileBytes moderate.
+	MaxFileRows  int
+	MaxFileBytes int64
+	// MemoryBuffer is how much of a file being written stays in memory;
+	// beyond it the file is moved to a temporary file in TempDir
+	// ("" = os.TempDir()).
+	MemoryBuffer int64
+	TempDir      string
+}
+
+func (o FileOptions) withDefaults() FileOptions {
+	if o.RowGroupRows <= 0 {
+		o.RowGroupRows = DefaultRowGroupRows
+	}
+	if o.RowGroupBytes <= 0 {
+		o.RowGroupBytes = DefaultRowGroupBytes
+	}
+	if o.MaxFileRows <= 0 {
+		o.MaxFileRows = DefaultMaxFileRows
+	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if o.MemoryBuffer <= 0 {
+		o.MemoryBuffer = DefaultMemoryBuffer
+	}
+	return o
+}
+
+// dataFile is one parquet file, open or finished.
+type dataFile struct {
+	name  string
+	buf   *spillBuffer
+	pw    *pqarrow.FileWriter
+	stats fileStats
+}
+
+// FileWriter streams events of one topic into parquet data files under the
+// table root and, on Close, uploads them and returns their add actions. Rows
+// keep the order in which they were appended, within a file and across the
+// returned adds. A FileWriter is not safe for concurrent use.
+type FileWriter struct {
+	store  storage.Store
+	opts   FileOptions
+	cols   []column
+	props  *parquet.WriterProperties
+	rows   *rowBuilders
+	cur    *dataFile
+	done   []*dataFile
+	total  int
+	bytes  int64
+	err    error // sticky: after a failure only Abort and Close (which reports it) work
+	closed bool
+}
+
+// NewFileWriter returns a writer of data files for the topic table whose
+// root is store (see storage.Sub).
+func NewFileWriter(store storage.Store, opts FileOptions) *FileWriter {
+	opts = opts.withDefaults()
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithMaxRowGroupLength(int64(opts.RowGroupRows)),
+		parquet.WithDictionaryFor("event_id", false),
+		parquet.WithDictionaryFor("payload", false),
+		parquet.WithDictionaryFor("raw_row", false),
+		parquet.WithCreatedBy("deltabus"),
+	)
+	return &FileWriter{
+		store: store,
+		opts:  opts,
+		cols:  tableColumns(opts.DeadLetter),
+		props: props,
+		rows:  newRowBuilders(ArrowSchema(opts.DeadLetter), memory.DefaultAllocator),
+	}
+}
+
+// Rows returns the number of rows appended so far.
+func (w *FileWriter) Rows() int { return w.total }
+
+// Bytes returns the approximate raw size of the rows appended so far
+// (string bytes plus fixed-width columns), for batching decisions.
+func (w *FileWriter) Bytes() int64 { return w.bytes }
+
+// Append adds one event. It fails on a dead-letter writer.
+func (w *FileWriter) Append(e *outbox.Event) error {
+	if err := w.usable(false); err != nil {
+		return err
+	}
+	before := w.rows.rawSize
+	w.rows.appendEvent(e, w.current())
+	w.bytes += w.rows.rawSize - before
+	return w.afterAppend()
+}
+
+// AppendDeadLetter adds one dead letter. It fails on an event writer.
+func (w *FileWriter) AppendDeadLetter(d *outbox.DeadLetter) error {
+	if err := w.usable(true); err != nil {
+		return err
+	}
+	before := w.rows.rawSize
+	w.rows.appendDeadLetter(d, w.current())
+	w.bytes += w.rows.rawSize - before
+	return w.afterAppend()
+}
+
+func (w *FileWriter) usable(deadLetter bool) error {
+	switch {
+	case w.closed:
+		return errors.New("append to a closed topic file writer")
+	case w.err != nil:
+		return w.err
+	case deadLetter != w.opts.DeadLetter:
+		return fmt.Errorf("append: writer schema is dead-letter=%t, row is dead-letter=%t", w.opts.DeadLetter, deadLetter)
+	}
+	return nil
+}
+
+// current returns the stats of the open file, starting a file if none is open.
+func (w *FileWriter) current() *fileStats {
+	if w.cur == nil {
+		name := fmt.Sprintf("part-%05d-%s.c000.zstd.parquet", len(w.done), uuid.NewString())
+		w.cur = &dataFile{name: name, buf: &spillBuffer{dir: w.opts.TempDir, memLimit: w.opts.MemoryBuffer}}
+	}
+	return &w.cur.stats
+}
+
+func (w *FileWriter) afterAppend() error {
+	w.total++
+	fileFull := w.cur.stats.rows >= int64(w.opts.MaxFileRows)
+	if !fileFull && w.rows.rows < w.opts.RowGroupRows && w.rows.rawSize < w.opts.RowGroupBytes {
+		return nil
+	}
+	if err := w.flushRowGroup(); err != nil {
+		return w.fail(err)
+	}
+	if fileFull || w.cur.buf.Len() >= w.opts.MaxFileBytes {
+		if err := w.finishFile(); err != nil {
+			return w.fail(err)
+		}
+	}
+	return nil
+}
+
+func (w *FileWriter) fail(err error) error {
+	w.err = err
+	return err
+}
+
+// flushRowGroup encodes the pending rows as one row group of the open file.
+func (w *FileWriter) flushRowGroup() error {
+	if w.rows.rows == 0 {
+		return nil
+	}
+	rec := w.rows.newRecord()
+	defer rec.Release()
+	if w.cur.pw == nil {
+		pw, err := pqarrow.NewFileWriter(rec.Schema(), w.cur.buf, w.props, pqarrow.DefaultWriterProps())
+		if err != nil {
+			return fmt.Errorf("open parquet writer for %s: %w", w.cur.name, err)
+		}
+		w.cur.pw = pw
+	}
+	if err := w.cur.pw.Write(rec); err != nil {
+		return fmt.Errorf("write row group of %d rows to %s: %w", rec.NumRows(), w.cur.name, err)
+	}
+	return nil
+}
+
+// finishFile writes the footer of the open file and queues it for upload.
+func (w *FileWriter) finishFile() error {
+	if w.cur == nil {
+		return nil
+	}
+	f := w.cur
+	w.cur = nil
+	w.done = append(w.done, f)
+	if f.pw == nil {
+		return nil
+	}
+	if err := f.pw.Close(); err != nil {
+		return fmt.Errorf("close parquet file %s: %w", f.name, err)
+	}
+	return nil
+}
+
+// Close finishes the last file, uploads every file to the store and returns
+// their add actions in row order. A writer with no rows returns no adds.
+// On error nothing is returned and the files already uploaded are deleted
+// (best effort; a leftover is an unreferenced orphan, never read).
+func (w *FileWriter) Close(ctx context.Context) ([]delta.Add, error) {
+	if w.closed {
+		return nil, errors.New("topic file writer already closed")
+	}
+	defer w.Abort()
+	if w.err == nil {
+		if err := w.flushRowGroup(); err != nil {
+			w.err = err
+		} else if err := w.finishFile(); err != nil {
+			w.err = err
+		}
+	}
+	if w.err != nil {
+		return nil, fmt.Errorf("finish data files: %w", w.err)
+	}
+	adds := make([]delta.Add, 0, len(w.done))
+	for _, f := range w.done {
+		add, err := w.upload(ctx, f)
+		if err != nil {
+			w.deleteUploaded(adds)
+			return nil, err
+		}
+		adds = append(adds, add)
+	}
+	return adds, nil
+}
+
+func (w *FileWriter) upload(ctx context.Context, f *dataFile) (delta.Add, error) {
+	if err := ctx.Err(); err != nil {
+		return delta.Add{}, fmt.Errorf("upload %s: %w", f.name, err)
+	}
+	data, err := f.buf.Bytes()
+	if err != nil {
+		return delta.Add{}, fmt.Errorf("upload %s: %w", f.name, err)
+	}
+	if err := w.store.Put(ctx, f.name, data); err != nil {
+		return delta.Add{}, fmt.Errorf("upload %s (%d bytes) to %s: %w", f.name, len(data), w.store, err)
+	}
+	f.buf.Discard()
+	return delta.Add{
+		Path:             f.name,
+		PartitionValues:  map[string]*string{},
+		Size:             int64(len(data)),
+		ModificationTime: time.Now().UnixMilli(),
+		DataChange:       true,
+		Stats:            string(f.stats.appendJSON(make([]byte, 0, 512), w.cols)),
+	}, nil
+}
+
+func (w *FileWriter) deleteUploaded(adds []delta.Add) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, a := range adds {
+		_ = w.store.Delete(ctx, a.Path)
+	}
+}
+
+// Abort discards every pending row and file (temporary files included)
+// without uploading anything. It is safe to call at any time, also after
+// Close; the writer cannot be used afterwards.
+func (w *FileWriter) Abort() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	if w.cur != nil {
+		w.done = append(w.done, w.cur)
+		w.cur = nil
+	}
+	for _, f := range w.done {
+		if f.pw != nil {
+			_ = f.pw.Close()
+		}
+		f.buf.Discard()
+	}
+	w.done = nil
+	w.rows.release()
+}

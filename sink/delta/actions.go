@@ -1,10 +1,17 @@
 package delta
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+)
 
 // Action is one line of a Delta commit file: exactly one of the pointer
-// fields is set. Unknown action names are kept in Unknown so a reader can
-// ignore them as the protocol requires.
+// fields is set. A line holding an unknown action name decodes to an Action
+// with every field nil, which readers skip as the protocol requires; unknown
+// fields inside known actions are ignored too.
 type Action struct {
 	Protocol   *Protocol       `json:"protocol,omitempty"`
 	Metadata   *Metadata       `json:"metaData,omitempty"`
@@ -102,4 +109,97 @@ type CommitInfo struct {
 	InCommitTimestamp *int64                     `json:"-"`
 	TxnID             string                     `json:"-"`
 	Raw               map[string]json.RawMessage `json:"-"`
+}
+
+// UnmarshalJSON keeps every field of the commitInfo in Raw and extracts the
+// typed fields leniently: a field of an unexpected JSON type is left unset
+// rather than failing the whole commit (commitInfo is free-form provenance).
+func (c *CommitInfo) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	*c = CommitInfo{Raw: raw}
+	c.Timestamp = rawInt64(raw["timestamp"])
+	c.InCommitTimestamp = rawInt64(raw["inCommitTimestamp"])
+	var id string
+	if json.Unmarshal(raw["txnId"], &id) == nil {
+		c.TxnID = id
+	}
+	return nil
+}
+
+// MarshalJSON writes Raw with the typed fields laid over it, keys sorted
+// except that inCommitTimestamp, when set, comes first (the protocol requires
+// it to be the first field of the first action of an ICT commit).
+func (c CommitInfo) MarshalJSON() ([]byte, error) {
+	fields := make(map[string]json.RawMessage, len(c.Raw)+3)
+	maps.Copy(fields, c.Raw)
+	set := func(k string, v any) error {
+		b, err := json.Marshal(v)
+		fields[k] = b
+		return err
+	}
+	if c.Timestamp != nil {
+		if err := set("timestamp", *c.Timestamp); err != nil {
+			return nil, err
+		}
+	}
+	if c.InCommitTimestamp != nil {
+		if err := set("inCommitTimestamp", *c.InCommitTimestamp); err != nil {
+			return nil, err
+		}
+	}
+	if c.TxnID != "" {
+		if err := set("txnId", c.TxnID); err != nil {
+			return nil, err
+		}
+	}
+	keys := slices.Sorted(maps.Keys(fields))
+	if i := slices.Index(keys, "inCommitTimestamp"); i > 0 {
+		keys = append([]string{"inCommitTimestamp"}, slices.Delete(keys, i, i+1)...)
+	}
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		buf.Write(kb)
+		buf.WriteByte(':')
+		if err := json.Compact(&buf, fields[k]); err != nil {
+			return nil, err
+		}
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// Operation returns commitInfo.operation, or "" when absent or not a string.
+func (c *CommitInfo) Operation() string {
+	if c == nil {
+		return ""
+	}
+	var op string
+	_ = json.Unmarshal(c.Raw["operation"], &op)
+	return op
+}
+
+// rawInt64 decodes an exact JSON integer; anything else gives nil.
+func rawInt64(raw json.RawMessage) *int64 {
+	if len(raw) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var n json.Number
+	if dec.Decode(&n) != nil || strings.ContainsAny(n.String(), ".eE") {
+		return nil
+	}
+	v, err := n.Int64()
+	if err != nil {
+		return nil
+	}
+	return &v
 }

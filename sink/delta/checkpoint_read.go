@@ -1,0 +1,165 @@
+package delta
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/deltabus/deltabus/storage"
+)
+
+// checkpointColumns are the top-level checkpoint columns replay needs;
+// commitInfo, cdc, checkpointMetadata and sidecar columns are never read.
+var checkpointColumns = map[string]bool{
+	"txn": true, "add": true, "remove": true, "metaData": true, "protocol": true, "domainMetadata": true,
+}
+
+// skippedChildren are typed duplicates of JSON fields (writeStatsAsStruct);
+// skipping them keeps odd physical types in stats from breaking replay.
+var skippedChildren = map[string]bool{"stats_parsed": true, "partitionValues_parsed": true}
+
+// readCheckpoint reads every part of a checkpoint into actions.
+func readCheckpoint(ctx context.Context, store storage.Store, ref checkpointRef) ([]Action, error) {
+	var out []Action
+	for _, key := range ref.Keys {
+		data, err := store.Get(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("read checkpoint %s: %w", key, err)
+		}
+		acts, err := ParseCheckpoint(ctx, data)
+		if err != nil {
+			return nil, fmt.Errorf("read checkpoint %s: %w", key, err)
+		}
+		out = append(out, acts...)
+	}
+	return out, nil
+}
+
+// ParseCheckpoint decodes one checkpoint parquet file (classic or one part
+// of a multi-part checkpoint) into actions. It accepts the delta-spark MAP
+// layout (repeated group key_value), the arrow-rs layout (entries), old
+// checkpoints with fewer columns (missing columns read as null) and never
+// panics on corrupt input.
+func ParseCheckpoint(ctx context.Context, data []byte) (acts []Action, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			acts, err = nil, fmt.Errorf("corrupt checkpoint parquet: %v", r)
+		}
+	}()
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("open parquet: %w", err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("parquet schema: %w", err)
+	}
+	var leaves []int
+	for _, f := range fr.Manifest.Fields {
+		if checkpointColumns[f.Field.Name] {
+			leaves = appendLeaves(leaves, f, 0)
+		}
+	}
+	if len(leaves) == 0 {
+		return nil, fmt.Errorf("no Delta action columns in checkpoint")
+	}
+	rr, err := fr.GetRecordReader(ctx, leaves, nil)
+	if err != nil {
+		return nil, fmt.Errorf("parquet record reader: %w", err)
+	}
+	defer rr.Release()
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		batch, err := recordActions(rec)
+		if err != nil {
+			return nil, err
+		}
+		acts = append(acts, batch...)
+	}
+	if err := rr.Err(); err != nil {
+		return nil, fmt.Errorf("read parquet: %w", err)
+	}
+	return acts, nil
+}
+
+func appendLeaves(out []int, f pqarrow.SchemaField, depth int) []int {
+	if f.IsLeaf() {
+		return append(out, f.ColIndex)
+	}
+	for _, c := range f.Children {
+		if depth == 0 && skippedChildren[c.Field.Name] {
+			continue
+		}
+		out = appendLeaves(out, c, depth+1)
+	}
+	return out
+}
+
+// recordActions turns each row of a batch into the action it holds (the
+// one non-null top-level struct); rows holding none are skipped.
+func recordActions(rec arrow.RecordBatch) ([]Action, error) {
+	var out []Action
+	for row := 0; row < int(rec.NumRows()); row++ {
+		for c := 0; c < int(rec.NumCols()); c++ {
+			col := rec.Column(c)
+			if col.IsNull(row) {
+				continue
+			}
+			m, ok := arrowValue(col, row).(map[string]any)
+			if !ok {
+				continue
+			}
+			a, err := actionFromMap(rec.ColumnName(c), m)
+			if err != nil {
+				return nil, fmt.Errorf("checkpoint row %d column %s: %w", row, rec.ColumnName(c), err)
+			}
+			if a != nil {
+				out = append(out, *a)
+			}
+		}
+	}
+	return out, nil
+}
+
+// actionFromMap builds an action from a decoded checkpoint struct by way of
+// its JSON form, so checkpoint and commit parsing share one set of rules.
+// Null struct members are dropped first: a missing column and a null value
+// mean the same thing.
+func actionFromMap(name string, m map[string]any) (*Action, error) {
+	dropNulls(m)
+	if name == "add" || name == "remove" {
+		if path, _ := m["path"].(string); path == "" {
+			return nil, nil // a null struct whose members are all null
+		}
+	}
+	b, err := json.Marshal(map[string]any{name: jsonSafe(m)})
+	if err != nil {
+		return nil, err
+	}
+	var a Action
+	if err := json.Unmarshal(b, &a); err != nil {
+		return nil, err
+	}
+	normalizeAction(&a)
+	return &a, nil
+}
+
+func dropNulls(m map[string]any) {
+	for k, v := range m {
+		switch x := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			if k != "partitionValues" && k != "configuration" && k != "options" && k != "tags" {
+				dropNulls(x)
+			}
+		}
+	}
+}

@@ -2,18 +2,86 @@ package bootstrap
 
 import (
 	"context"
-	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 
+	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
 )
 
-// FirstStart returns the relay's first-start hook (see relay.Relay.Bootstrap).
-func FirstStart(log *slog.Logger) func(ctx context.Context, cfg relay.Config, store storage.Store) (pglogrepl.LSN, error) {
-	return func(ctx context.Context, cfg relay.Config, store storage.Store) (pglogrepl.LSN, error) {
-		return 0, errors.New("bootstrap: not implemented yet")
+// Options tune a snapshot. The zero value is usable.
+type Options struct {
+	Log *slog.Logger
+	// Mappings gives each outbox table's column layout (the zero value is
+	// the DeltaBus layout everywhere), as for relay.New.
+	Mappings outbox.Mappings
+	// Connections is how many connections read the snapshot in parallel
+	// (default 2). Each reads whole topics.
+	Connections int
+	// Files bounds the data files and the memory of each topic writer.
+	Files topic.FileOptions
+	// ProgressEvery is the period of the progress log line (default 5s).
+	ProgressEvery time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Log == nil {
+		o.Log = slog.Default()
 	}
+	if o.Connections <= 0 {
+		o.Connections = 2
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = 5 * time.Second
+	}
+	if o.Files.RowGroupRows == 0 {
+		o.Files.RowGroupRows = 32 << 10
+	}
+	if o.Files.RowGroupBytes == 0 {
+		o.Files.RowGroupBytes = 16 << 20
+	}
+	if o.Files.MemoryBuffer == 0 {
+		o.Files.MemoryBuffer = 4 << 20
+	}
+	return o
+}
+
+// FirstStart returns the relay's first-start hook (see relay.Relay.Bootstrap)
+// for the DeltaBus outbox layout. Use FirstStartWith for other mappings.
+func FirstStart(log *slog.Logger) func(ctx context.Context, cfg relay.Config, store storage.Store) (pglogrepl.LSN, error) {
+	return FirstStartWith(Options{Log: log})
+}
+
+// FirstStartWith returns the first-start hook: it (re)creates the slot with
+// an exported snapshot, copies the rows the snapshot sees into the topics
+// (skipping events they already hold), commits each topic once, writes the
+// relay marker and returns the consistent point to stream from.
+func FirstStartWith(opts Options) func(ctx context.Context, cfg relay.Config, store storage.Store) (pglogrepl.LSN, error) {
+	return func(ctx context.Context, cfg relay.Config, store storage.Store) (pglogrepl.LSN, error) {
+		res, err := Snapshot(ctx, cfg, store, opts)
+		if err != nil {
+			return 0, err
+		}
+		return res.ConsistentPoint, nil
+	}
+}
+
+// TopicResult is what a snapshot did to one topic.
+type TopicResult struct {
+	Added   int64 // events (or dead letters) committed
+	Skipped int64 // already in the topic, not written again
+	Version int64 // Delta version of the snapshot commit, -1 when nothing was committed
+}
+
+// Result describes a finished snapshot.
+type Result struct {
+	ConsistentPoint pglogrepl.LSN // the stream starts here
+	Rows            int64         // outbox rows the snapshot saw
+	Topics          map[string]TopicResult
+	DroppedSlot     bool // an existing slot was dropped first
+	Took            time.Duration
 }

@@ -1,0 +1,190 @@
+package bootstrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/decoding"
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/topic"
+	"github.com/deltabus/deltabus/storage"
+)
+
+// copyJob is the state shared by the connections copying one snapshot.
+type copyJob struct {
+	root     storage.Store
+	opts     Options
+	lsn      pglogrepl.LSN // commit_lsn of every snapshot row: consistent point - 1
+	takenAt  time.Time
+	existing map[string]*idSet // read-only while copying
+
+	rows    atomic.Int64 // rows read
+	dlSeq   atomic.Int64 // next seq of a dead letter (unique across connections)
+	mu      sync.Mutex
+	results map[string][]unitFiles // topic -> files by unit
+	added   map[string]int64
+	skipped map[string]int64
+}
+
+// unitFiles are the data files one unit wrote for one topic.
+type unitFiles struct {
+	unit int
+	adds []delta.Add
+}
+
+func (j *copyJob) record(name string, unit int, adds []delta.Add, added, skipped int64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(adds) > 0 {
+		j.results[name] = append(j.results[name], unitFiles{unit: unit, adds: adds})
+	}
+	j.added[name] += added
+	if skipped > 0 {
+		j.skipped[name] += skipped
+	}
+}
+
+// openSnapshotConn opens a connection whose transaction reads the exported
+// snapshot.
+func openSnapshotConn(ctx context.Context, dsn, snapshot string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse source DSN: %w", err)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 10 * time.Second
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to source: %w", err)
+	}
+	for _, q := range []string{
+		"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+		"SET TRANSACTION SNAPSHOT " + quoteLiteral(snapshot),
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			conn.Close(context.Background())
+			return nil, fmt.Errorf("import snapshot %s: %q: %w", snapshot, q, err)
+		}
+	}
+	return conn, nil
+}
+
+// unitWriter copies one unit: its topic's events and its dead letters.
+type unitWriter struct {
+	j       *copyJob
+	u       *unit
+	router  *outbox.Router
+	events  *topic.FileWriter
+	dead    *topic.FileWriter
+	evTopic string
+	seq     int64
+	counts  [4]int64 // events added, events skipped, dead letters added, dead letters skipped
+}
+
+// copyUnit reads the unit's rows through conn and uploads its files.
+func (j *copyJob) copyUnit(ctx context.Context, conn *pgx.Conn, router *outbox.Router, u *unit) error {
+	w := &unitWriter{j: j, u: u, router: router}
+	defer w.abort()
+	for _, s := range u.parts {
+		if err := w.copyPart(ctx, conn, s); err != nil {
+			return fmt.Errorf("copy topic %s of %s: %w", u.label(), s.qualified(), err)
+		}
+	}
+	return w.close(ctx)
+}
+
+func (w *unitWriter) copyPart(ctx context.Context, conn *pgx.Conn, s *source) error {
+	row := decoding.Row{Relation: s.rel, Op: decoding.OpInsert, CommitLSN: w.j.lsn, CommitTime: w.j.takenAt}
+	parser := newCopyRows(len(s.rel.Columns), func(d []decoding.Datum) error {
+		if w.seq > math.MaxInt32 {
+			return errors.New("more than 2^31 rows in one topic: seq overflows")
+		}
+		row.New, row.Seq = d, int(w.seq)
+		w.seq++
+		w.j.rows.Add(1)
+		return w.route(&row)
+	})
+	if _, err := conn.PgConn().CopyTo(ctx, parser, w.u.copySQL(s)); err != nil {
+		return err
+	}
+	return parser.finish()
+}
+
+func (w *unitWriter) route(row *decoding.Row) error {
+	ev, dl, err := w.router.Route(row)
+	if err != nil {
+		return err
+	}
+	switch {
+	case ev != nil:
+		if w.events == nil {
+			w.evTopic = ev.Topic
+			w.events = topic.NewFileWriter(storage.Sub(w.j.root, ev.Topic), w.j.opts.Files)
+		} else if ev.Topic != w.evTopic {
+			return fmt.Errorf("row of topic %q in the unit of topic %q", ev.Topic, w.evTopic)
+		}
+		if k, ok := eventKey(ev.ID); ok && w.j.existing[ev.Topic].has(k) {
+			w.counts[1]++
+			return nil
+		}
+		w.counts[0]++
+		return w.events.Append(ev)
+	case dl != nil:
+		if w.j.existing[outbox.DeadLetterTopic].has(deadLetterKey(dl.SourceTable, dl.RawRow)) {
+			w.counts[3]++
+			return nil
+		}
+		if w.dead == nil {
+			opts := w.j.opts.Files
+			opts.DeadLetter = true
+			w.dead = topic.NewFileWriter(storage.Sub(w.j.root, outbox.DeadLetterTopic), opts)
+		}
+		dl.Seq = int32(w.j.dlSeq.Add(1) - 1)
+		w.counts[2]++
+		return w.dead.AppendDeadLetter(dl)
+	}
+	return nil
+}
+
+// close uploads the unit's files (they stay invisible until the topic's
+// snapshot commit) and records them.
+func (w *unitWriter) close(ctx context.Context) error {
+	if w.events != nil {
+		adds, err := w.events.Close(ctx)
+		w.events = nil
+		if err != nil {
+			return fmt.Errorf("upload files of topic %q: %w", w.evTopic, err)
+		}
+		w.j.record(w.evTopic, w.u.index, adds, w.counts[0], w.counts[1])
+	}
+	if w.dead != nil {
+		adds, err := w.dead.Close(ctx)
+		w.dead = nil
+		if err != nil {
+			return fmt.Errorf("upload dead letters: %w", err)
+		}
+		w.j.record(outbox.DeadLetterTopic, w.u.index, adds, w.counts[2], w.counts[3])
+	} else if w.counts[3] > 0 {
+		w.j.record(outbox.DeadLetterTopic, w.u.index, nil, 0, w.counts[3])
+	}
+	return nil
+}
+
+func (w *unitWriter) abort() {
+	if w.events != nil {
+		w.events.Abort()
+	}
+	if w.dead != nil {
+		w.dead.Abort()
+	}
+}

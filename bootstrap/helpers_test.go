@@ -1,0 +1,222 @@
+package bootstrap_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/migrations"
+	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/topic"
+	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/tests/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+
+func testCtx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func testLog(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// newOutbox creates the outbox, its index and the publication.
+func newOutbox(t testing.TB) *pgtest.DB {
+	t.Helper()
+	db := pgtest.NewDB(t)
+	conn := db.Conn(t)
+	if _, err := migrations.Apply(testCtx(t, time.Minute), conn, migrations.Options{}); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return db
+}
+
+const numTopics = 4
+
+// fill inserts n rows spread over numTopics topics, with occurred_at in
+// the past and deliberately not in id or insertion order.
+func fill(t testing.TB, db *pgtest.DB, n int) {
+	t.Helper()
+	db.Exec(t, fmt.Sprintf(`INSERT INTO outbox (topic, key, type, payload, headers, occurred_at)
+		SELECT 'topic-' || (i %% %d), 'k' || (i %% 997), 'created',
+		       jsonb_build_object('i', i, 'note', repeat('x', 120) || E'\ttab\nline \\ back'),
+		       CASE WHEN i %% 3 = 0 THEN '{"trace":"t"}'::jsonb END,
+		       timestamptz '2026-01-01' + ((i * 7919) %% %d) * interval '1 millisecond'
+		FROM generate_series(1, %d) i`, numTopics, n, n))
+}
+
+// producers insert small transactions at full speed until stop is closed.
+func producers(t testing.TB, db *pgtest.DB, k int, stop <-chan struct{}) (wait func() int64) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var total int64
+	for p := range k {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			conn, err := pgx.Connect(ctx, db.DSN)
+			if err != nil {
+				t.Errorf("producer %d: %v", p, err)
+				return
+			}
+			defer conn.Close(ctx)
+			rng := rand.New(rand.NewPCG(uint64(p), 42))
+			var n int64
+			for {
+				select {
+				case <-stop:
+					mu.Lock()
+					total += n
+					mu.Unlock()
+					return
+				default:
+				}
+				rows := 1 + rng.IntN(5)
+				_, err := conn.Exec(ctx, `INSERT INTO outbox (topic, key, type, payload)
+					SELECT 'topic-' || ((i + $1) % 5), 'p' || $2, 'live', jsonb_build_object('i', i)
+					FROM generate_series(1, $3::int) i`, rng.IntN(100), p, rows)
+				if err != nil {
+					t.Errorf("producer %d: %v", p, err)
+					return
+				}
+				n += int64(rows)
+			}
+		}()
+	}
+	return func() int64 { wg.Wait(); return total }
+}
+
+// sourceIDs returns the outbox ids by topic.
+func sourceIDs(t testing.TB, db *pgtest.DB) map[string][]string {
+	t.Helper()
+	ctx := testCtx(t, time.Minute)
+	conn := db.Conn(t)
+	rows, err := conn.Query(ctx, `SELECT topic, id::text FROM outbox`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for rows.Next() {
+		var tp, id string
+		if err := rows.Scan(&tp, &id); err != nil {
+			t.Fatal(err)
+		}
+		out[tp] = append(out[tp], id)
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	return out
+}
+
+// topicRows returns a topic's rows sorted by (commit_lsn, seq), and the
+// txn version of appID (-1 without one).
+func topicRows(t testing.TB, store storage.Store, name, appID string) ([]topic.EventRef, int64) {
+	t.Helper()
+	ctx := testCtx(t, time.Minute)
+	st := storage.Sub(store, name)
+	snap, err := delta.LoadSnapshot(ctx, st, -1)
+	if errors.Is(err, delta.ErrNoTable) {
+		return nil, -1
+	}
+	if err != nil {
+		t.Fatalf("load topic %s: %v", name, err)
+	}
+	var refs []topic.EventRef
+	for _, add := range snap.Files {
+		err := topic.ReadEventIDs(ctx, st, add, func(r topic.EventRef) error {
+			refs = append(refs, r)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.SortFunc(refs, func(a, b topic.EventRef) int {
+		return cmp.Or(cmp.Compare(a.CommitLSN, b.CommitLSN), cmp.Compare(a.Seq, b.Seq))
+	})
+	v := int64(-1)
+	if x, ok := snap.Txns[appID]; ok {
+		v = x.Version
+	}
+	return refs, v
+}
+
+// checkTopics asserts every topic holds exactly the source's ids, once each,
+// in (commit_lsn, seq) order with no two rows at the same position, and
+// that the snapshot rows (commit_lsn = snapLSN) come in (occurred_at, id)
+// order. It returns the number of snapshot rows.
+func checkTopics(t testing.TB, db *pgtest.DB, store storage.Store, appID string, snapLSN int64) int {
+	t.Helper()
+	src := sourceIDs(t, db)
+	snapRows := 0
+	for name, ids := range src {
+		refs, _ := topicRows(t, store, name, appID)
+		seen := make(map[string]bool, len(refs))
+		for i, r := range refs {
+			if seen[r.ID] {
+				t.Errorf("topic %s: event %s twice", name, r.ID)
+			}
+			seen[r.ID] = true
+			if i > 0 && refs[i-1].CommitLSN == r.CommitLSN && refs[i-1].Seq == r.Seq {
+				t.Errorf("topic %s: two rows at (commit_lsn %d, seq %d)", name, r.CommitLSN, r.Seq)
+			}
+			if r.CommitLSN == snapLSN {
+				snapRows++
+				if i > 0 && refs[i-1].CommitLSN == snapLSN && !before(refs[i-1], r) {
+					t.Errorf("topic %s: snapshot rows out of (occurred_at, id) order at seq %d", name, r.Seq)
+				}
+			}
+		}
+		if len(seen) != len(ids) {
+			t.Errorf("topic %s: %d distinct events in the topic, %d rows in the outbox", name, len(seen), len(ids))
+		}
+		for _, id := range ids {
+			if !seen[id] {
+				t.Errorf("topic %s: outbox row %s missing", name, id)
+				break
+			}
+		}
+	}
+	return snapRows
+}
+
+func before(a, b topic.EventRef) bool {
+	if c := a.OccurredAt.Compare(b.OccurredAt); c != 0 {
+		return c < 0
+	}
+	return a.ID < b.ID
+}
+
+func localStore(t testing.TB) (storage.Store, string) {
+	dir := t.TempDir()
+	st, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, "file://" + dir
+}
+
+func testConfig(db *pgtest.DB, storeURL string) relay.Config {
+	return relay.Config{Source: db.DSN, Store: storeURL, Slot: "deltabus", Publication: "deltabus"}.WithDefaults()
+}

@@ -1,0 +1,158 @@
+package bootstrap
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/storage"
+)
+
+// Snapshot drops the relay's slot if it exists (it must be idle), creates
+// it again with an exported snapshot, copies every outbox row that snapshot
+// sees into the topics, skipping events a topic already holds from this
+// relay, commits each topic once with txn{appId, consistentPoint-1}, then
+// writes the relay marker. It is the first start, the redo of an
+// interrupted first start, and the core of Recover. Repeating it after a
+// failure at any point is safe.
+func Snapshot(ctx context.Context, cfg relay.Config, store storage.Store, opts Options) (Result, error) {
+	start := time.Now()
+	cfg, opts = cfg.WithDefaults(), opts.withDefaults()
+	log := opts.Log.With("slot", cfg.Slot)
+	sql, err := pgx.Connect(ctx, cfg.Source)
+	if err != nil {
+		return Result{}, fmt.Errorf("bootstrap: connect to source: %w", err)
+	}
+	defer sql.Close(context.WithoutCancel(ctx))
+	var res Result
+	if res.DroppedSlot, err = dropSlot(ctx, sql, cfg.Slot); err != nil {
+		return res, fmt.Errorf("bootstrap: %w", err)
+	}
+	if res.DroppedSlot {
+		log.Warn("bootstrap: dropped the existing replication slot: its snapshot was never committed, or it was lost; copying again")
+	}
+	existing, err := existingIDs(ctx, store, cfg.AppID)
+	if err != nil {
+		return res, fmt.Errorf("bootstrap: read events already in the topics: %w", err)
+	}
+	slot, err := createExportedSlot(ctx, cfg.Source, cfg.Slot)
+	if err != nil {
+		return res, fmt.Errorf("bootstrap: %w", err)
+	}
+	defer slot.close()
+	res.ConsistentPoint = slot.consistentPoint
+	version := int64(slot.consistentPoint) - 1
+	for name, set := range existing {
+		if set.txn >= version {
+			return res, fmt.Errorf("bootstrap: topic %q records txn version %d, at or past the new slot's consistent point %s: the source's LSNs went backwards (a restored or different database?)", name, set.txn, slot.consistentPoint)
+		}
+	}
+	log.Info("bootstrap: slot created with an exported snapshot", "consistent_point", slot.consistentPoint,
+		"snapshot", slot.snapshotName, "topics_with_events", len(existing))
+	job := &copyJob{root: store, opts: opts, lsn: slot.consistentPoint - 1, takenAt: slot.takenAt, existing: existing,
+		results: map[string][]unitFiles{}, added: map[string]int64{}, skipped: map[string]int64{}}
+	if err := job.copyAll(ctx, cfg, slot, log); err != nil {
+		return res, fmt.Errorf("bootstrap: %w", err)
+	}
+	if res.Topics, err = job.commitTopics(ctx, cfg.AppID, version); err != nil {
+		return res, fmt.Errorf("bootstrap: %w", err)
+	}
+	m := relay.Marker{AppID: cfg.AppID, Slot: cfg.Slot, Publication: cfg.Publication, SystemID: slot.systemID,
+		Database: sql.Config().Database, ConsistentPoint: slot.consistentPoint.String()}
+	if err := writeMarker(ctx, store, m); err != nil {
+		return res, fmt.Errorf("bootstrap: %w", err)
+	}
+	res.Rows, res.Took = job.rows.Load(), time.Since(start)
+	log.Info("bootstrap: snapshot committed", "rows", res.Rows, "topics", len(res.Topics),
+		"took", res.Took.Round(time.Millisecond), "rows_per_s", int64(float64(res.Rows)/res.Took.Seconds()),
+		"stream_from", res.ConsistentPoint)
+	return res, nil
+}
+
+// copyAll imports the snapshot into opts.Connections transactions, closes
+// the replication connection (the slot stays) and copies every unit.
+func (j *copyJob) copyAll(ctx context.Context, cfg relay.Config, slot *exportedSlot, log interface {
+	Info(string, ...any)
+}) error {
+	conns := make([]*pgx.Conn, 0, j.opts.Connections)
+	defer func() {
+		for _, c := range conns {
+			c.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	for range j.opts.Connections {
+		c, err := openSnapshotConn(ctx, cfg.Source, slot.snapshotName)
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
+	}
+	slot.close() // every transaction holds the snapshot now
+	srcs, err := publishedSources(ctx, conns[0], cfg.Publication, j.opts.Mappings)
+	if err != nil {
+		return err
+	}
+	units, err := planUnits(ctx, conns[0], srcs)
+	if err != nil {
+		return err
+	}
+	var est int64
+	for _, s := range srcs {
+		est += s.estRows
+	}
+	log.Info("bootstrap: copying", "tables", len(srcs), "topics", len(units), "estimated_rows", est, "connections", len(conns))
+	stop := j.reportProgress(ctx, est)
+	defer stop()
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	for _, c := range conns {
+		router := outbox.NewRouter(j.opts.Mappings)
+		g.Go(func() error {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(units) {
+					return nil
+				}
+				if err := j.copyUnit(gctx, c, router, units[i]); err != nil {
+					return err
+				}
+			}
+		})
+	}
+	return g.Wait()
+}
+
+// reportProgress logs rows done, rate and ETA every opts.ProgressEvery.
+func (j *copyJob) reportProgress(ctx context.Context, est int64) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		start := time.Now()
+		t := time.NewTicker(j.opts.ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			rows := j.rows.Load()
+			el := time.Since(start).Seconds()
+			rate := float64(rows) / el
+			attrs := []any{"rows", rows, "rows_per_s", int64(rate)}
+			if total := max(est, rows); total > 0 && rate > 0 {
+				attrs = append(attrs, "estimated_total", total, "percent", 100*rows/total,
+					"eta", time.Duration(float64(total-rows)/rate*float64(time.Second)).Round(time.Second))
+			}
+			j.opts.Log.Info("bootstrap: progress", attrs...)
+		}
+	}()
+	return func() { close(done) }
+}

@@ -1,0 +1,167 @@
+package delta
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/deltabus/deltabus/storage"
+)
+
+// checkpointSchema is the delta-spark checkpoint layout (delta-protocol.md
+// §7): MAPs with a repeated key_value group, LISTs with list/element.
+var checkpointSchema = func() *arrow.Schema {
+	str := arrow.BinaryTypes.String
+	i64 := arrow.PrimitiveTypes.Int64
+	i32 := arrow.PrimitiveTypes.Int32
+	boolean := arrow.FixedWidthTypes.Boolean
+	f := func(name string, t arrow.DataType) arrow.Field {
+		return arrow.Field{Name: name, Type: t, Nullable: true}
+	}
+	strMap := arrow.MapOf(str, str)
+	strList := arrow.ListOfField(arrow.Field{Name: "element", Type: str, Nullable: true})
+	dv := arrow.StructOf(f("storageType", str), f("pathOrInlineDv", str), f("offset", i32),
+		f("sizeInBytes", i32), f("cardinality", i64), f("maxRowIndex", i64))
+	return arrow.NewSchema([]arrow.Field{
+		f("txn", arrow.StructOf(f("appId", str), f("version", i64), f("lastUpdated", i64))),
+		f("add", arrow.StructOf(f("path", str), f("partitionValues", strMap), f("size", i64),
+			f("modificationTime", i64), f("dataChange", boolean), f("tags", strMap), f("deletionVector", dv),
+			f("baseRowId", i64), f("defaultRowCommitVersion", i64), f("stats", str))),
+		f("remove", arrow.StructOf(f("path", str), f("deletionTimestamp", i64), f("dataChange", boolean),
+			f("extendedFileMetadata", boolean), f("partitionValues", strMap), f("size", i64), f("deletionVector", dv),
+			f("baseRowId", i64), f("defaultRowCommitVersion", i64))),
+		f("metaData", arrow.StructOf(f("id", str), f("name", str), f("description", str),
+			f("format", arrow.StructOf(f("provider", str), f("options", strMap))), f("schemaString", str),
+			f("partitionColumns", strList), f("configuration", strMap), f("createdTime", i64))),
+		f("protocol", arrow.StructOf(f("minReaderVersion", i32), f("minWriterVersion", i32),
+			f("readerFeatures", strList), f("writerFeatures", strList))),
+		f("domainMetadata", arrow.StructOf(f("domain", str), f("configuration", str), f("removed", boolean))),
+	}, nil)
+}()
+
+// kv renders a string map in Arrow's JSON form for MAP columns.
+func kv[V string | *string](m map[string]V) []map[string]any {
+	out := make([]map[string]any, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, map[string]any{"key": k, "value": m[k]})
+	}
+	return out
+}
+
+// checkpointRows returns the checkpoint rows of snap in Arrow JSON form:
+// protocol, metaData, txns, domains, adds and unexpired tombstones sorted by
+// path, file actions with dataChange=false; never commitInfo or cdc.
+func checkpointRows(snap *Snapshot, now time.Time) (rows []map[string]any, numAdds int) {
+	p, m := snap.Protocol, snap.Metadata
+	rows = append(rows, map[string]any{"protocol": map[string]any{
+		"minReaderVersion": p.MinReaderVersion, "minWriterVersion": p.MinWriterVersion,
+		"readerFeatures": p.ReaderFeatures, "writerFeatures": p.WriterFeatures}})
+	rows = append(rows, map[string]any{"metaData": map[string]any{
+		"id": m.ID, "name": m.Name, "description": m.Description,
+		"format":       map[string]any{"provider": m.Format.Provider, "options": kv(m.Format.Options)},
+		"schemaString": m.SchemaString, "partitionColumns": nonNil(m.PartitionColumns),
+		"configuration": kv(m.Configuration), "createdTime": m.CreatedTime}})
+	for _, id := range slices.Sorted(maps.Keys(snap.Txns)) {
+		t := snap.Txns[id]
+		rows = append(rows, map[string]any{"txn": map[string]any{"appId": t.AppID, "version": t.Version, "lastUpdated": t.LastUpdated}})
+	}
+	for _, d := range slices.Sorted(maps.Keys(snap.Domains)) {
+		rows = append(rows, map[string]any{"domainMetadata": snap.Domains[d]})
+	}
+	adds := slices.Collect(maps.Values(snap.Files))
+	sort.Slice(adds, func(i, j int) bool { return adds[i].Path < adds[j].Path })
+	for _, a := range adds {
+		rows = append(rows, map[string]any{"add": map[string]any{
+			"path": a.Path, "partitionValues": kv(a.PartitionValues), "size": a.Size,
+			"modificationTime": a.ModificationTime, "dataChange": false, "tags": kv(a.Tags),
+			"deletionVector": a.DeletionVector, "baseRowId": a.BaseRowID,
+			"defaultRowCommitVersion": a.DefaultRowCommitVersion, "stats": nullIfEmpty(a.Stats)}})
+	}
+	cutoff := now.Add(-retention(m, "delta.deletedFileRetentionDuration", 7*24*time.Hour)).UnixMilli()
+	removes := slices.Collect(maps.Values(snap.Tombstones))
+	sort.Slice(removes, func(i, j int) bool { return removes[i].Path < removes[j].Path })
+	for _, r := range removes {
+		if r.DeletionTimestamp == nil || *r.DeletionTimestamp <= cutoff {
+			continue // expired tombstone
+		}
+		rows = append(rows, map[string]any{"remove": map[string]any{
+			"path": r.Path, "deletionTimestamp": r.DeletionTimestamp, "dataChange": false,
+			"extendedFileMetadata": r.ExtendedFileMetadata, "partitionValues": kvOrNil(r.PartitionValues),
+			"size": r.Size, "deletionVector": r.DeletionVector}})
+	}
+	return rows, len(adds)
+}
+
+func kvOrNil(m map[string]*string) any {
+	if m == nil {
+		return nil
+	}
+	return kv(m)
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// EncodeCheckpoint renders snap as a classic checkpoint parquet file and
+// returns it with its number of action rows and active files.
+func EncodeCheckpoint(snap *Snapshot, now time.Time) (data []byte, rows, numAdds int, err error) {
+	rowMaps, numAdds := checkpointRows(snap, now)
+	js, err := json.Marshal(rowMaps)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("encode checkpoint rows: %w", err)
+	}
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, checkpointSchema, bytes.NewReader(js))
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("build checkpoint record: %w", err)
+	}
+	defer rec.Release()
+	var buf bytes.Buffer
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy),
+		parquet.WithCreatedBy("DeltaBus"), parquet.WithMaxRowGroupLength(1<<20))
+	w, err := pqarrow.NewFileWriter(checkpointSchema, &buf, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("checkpoint writer: %w", err)
+	}
+	if err := w.Write(rec); err != nil {
+		return nil, 0, 0, fmt.Errorf("write checkpoint: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, 0, 0, fmt.Errorf("close checkpoint: %w", err)
+	}
+	return buf.Bytes(), len(rowMaps), numAdds, nil
+}
+
+// WriteCheckpoint writes the classic checkpoint of snap (whose commit must
+// already exist) and then overwrites _last_checkpoint. Both are plain
+// atomic Puts: overwriting a checkpoint with the same state is allowed.
+func WriteCheckpoint(ctx context.Context, store storage.Store, snap *Snapshot, now time.Time) error {
+	data, rows, adds, err := EncodeCheckpoint(snap, now)
+	if err != nil {
+		return fmt.Errorf("checkpoint version %d: %w", snap.Version, err)
+	}
+	if err := store.Put(ctx, CheckpointKey(snap.Version), data); err != nil {
+		return fmt.Errorf("checkpoint version %d: %w", snap.Version, err)
+	}
+	hint, _ := json.Marshal(map[string]int64{
+		"version": snap.Version, "size": int64(rows), "sizeInBytes": int64(len(data)), "numOfAddFiles": int64(adds)})
+	if err := store.Put(ctx, LastCheckpointKey, hint); err != nil {
+		return fmt.Errorf("checkpoint version %d: _last_checkpoint: %w", snap.Version, err)
+	}
+	return nil
+}

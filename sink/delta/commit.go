@@ -1,0 +1,285 @@
+package delta
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/deltabus/deltabus/storage"
+)
+
+// CommitActions is one blind append: data files plus, for exactly-once, the
+// txn recording the batch's position in the source.
+type CommitActions struct {
+	Adds []Add
+	Txn  *Txn // LastUpdated is set by Commit
+	// Operation defaults to "STREAMING UPDATE" with a Txn, else "WRITE".
+	Operation string
+	// OperationParameters are JSON-encoded strings, as delta-spark writes
+	// them; nil = defaults for the operation.
+	OperationParameters map[string]string
+}
+
+// putRetries bounds re-sending the same bytes after an unknown outcome.
+const putRetries = 3
+
+// Commit appends actions as the next version and returns it. Every add gets
+// dataChange=true and non-null partitionValues. The file holds commitInfo
+// first, then the adds, then the txn, via PutIfAbsent. When another writer
+// won the version, Commit reads the winners: a protocol/metaData change
+// aborts with ErrConcurrentMetadataChange; our appId at a version ≥ ours
+// gives ErrAlreadyCommitted; our appId at a lower version gives
+// ErrConcurrentWriter; otherwise it retries at the next version. A batch
+// whose txn is already reached returns ErrAlreadyCommitted without writing.
+// On error the returned version is -1. A checkpoint is written after
+// versions that are multiples of delta.checkpointInterval; its failure is
+// logged, never returned.
+func (t *Table) Commit(ctx context.Context, ca CommitActions) (int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stale {
+		if err := t.reload(ctx); err != nil {
+			return -1, err
+		}
+	}
+	if err := t.validate(&ca); err != nil {
+		return -1, fmt.Errorf("commit to %s: %w", t.store, err)
+	}
+	if err := t.checkTxn(ca.Txn); err != nil {
+		return -1, err
+	}
+	readVersion, txnID := t.snap.Version, uuid.NewString()
+	for attempt := 0; attempt < t.opts.MaxAttempts; attempt++ {
+		v := t.snap.Version + 1
+		acts, data, err := t.build(ca, readVersion, txnID)
+		if err != nil {
+			return -1, fmt.Errorf("commit to %s version %d: %w", t.store, v, err)
+		}
+		err = t.put(ctx, v, data)
+		if err == nil {
+			t.snap.applyCommit(v, acts, t.opts.Now())
+			t.maybeCheckpoint(ctx)
+			return v, nil
+		}
+		if !errors.Is(err, storage.ErrExists) {
+			t.stale = true // outcome unknown: the reload's txn check settles a retry
+			return -1, fmt.Errorf("commit to %s version %d: %w", t.store, v, err)
+		}
+		if err := t.catchUp(ctx, ca.Txn); err != nil {
+			return -1, fmt.Errorf("commit to %s version %d: %w", t.store, v, err)
+		}
+	}
+	return -1, fmt.Errorf("commit to %s: gave up after %d conflicting attempts", t.store, t.opts.MaxAttempts)
+}
+
+func (t *Table) validate(ca *CommitActions) error {
+	if ca.Txn != nil && ca.Txn.AppID == "" {
+		return errors.New("txn has an empty appId")
+	}
+	if len(ca.Adds) == 0 && ca.Txn == nil {
+		return errors.New("nothing to commit")
+	}
+	parts := t.snap.Metadata.PartitionColumns
+	seen := map[string]bool{}
+	for i := range ca.Adds {
+		a := &ca.Adds[i]
+		if a.Path == "" || a.Size < 0 {
+			return fmt.Errorf("add %d: empty path or negative size", i)
+		}
+		if k := FileKey(a.Path, a.DeletionVector); seen[k] {
+			return fmt.Errorf("add %d: path %q added twice", i, a.Path)
+		} else {
+			seen[k] = true
+		}
+		a.DataChange = true
+		if a.PartitionValues == nil {
+			a.PartitionValues = map[string]*string{}
+		}
+		for _, c := range parts {
+			if _, ok := a.PartitionValues[c]; !ok {
+				return fmt.Errorf("add %q: partitionValues lacks partition column %q", a.Path, c)
+			}
+		}
+		if len(a.PartitionValues) != len(parts) {
+			return fmt.Errorf("add %q: partitionValues has %d keys, table has %d partition columns", a.Path, len(a.PartitionValues), len(parts))
+		}
+	}
+	return nil
+}
+
+// checkTxn refuses a batch the table already holds.
+func (t *Table) checkTxn(txn *Txn) error {
+	if txn == nil {
+		return nil
+	}
+	if cur, ok := t.snap.Txns[txn.AppID]; ok && cur.Version >= txn.Version {
+		return fmt.Errorf("commit to %s: appId %q is at txn version %d, batch %d: %w",
+			t.store, txn.AppID, cur.Version, txn.Version, ErrAlreadyCommitted)
+	}
+	return nil
+}
+
+// build renders the commit: commitInfo first, then adds, then txn.
+func (t *Table) build(ca CommitActions, readVersion int64, txnID string) ([]Action, []byte, error) {
+	now := t.opts.Now()
+	ms := now.UnixMilli()
+	ci, err := t.commitInfo(ca, ms, readVersion, txnID)
+	if err != nil {
+		return nil, nil, err
+	}
+	acts := make([]Action, 0, len(ca.Adds)+2)
+	acts = append(acts, Action{CommitInfo: ci})
+	for i := range ca.Adds {
+		acts = append(acts, Action{Add: &ca.Adds[i]})
+	}
+	if ca.Txn != nil {
+		txn := *ca.Txn
+		txn.LastUpdated = &ms
+		acts = append(acts, Action{Txn: &txn})
+	}
+	data, err := EncodeCommit(acts)
+	return acts, data, err
+}
+
+func (t *Table) commitInfo(ca CommitActions, ms, readVersion int64, txnID string) (*CommitInfo, error) {
+	op := ca.Operation
+	if op == "" {
+		op = "WRITE"
+		if ca.Txn != nil {
+			op = "STREAMING UPDATE"
+		}
+	}
+	params := ca.OperationParameters
+	if params == nil {
+		params = t.defaultParams(op, ca.Txn)
+	}
+	var bytes, rows int64
+	rowsKnown := true
+	for _, a := range ca.Adds {
+		bytes += a.Size
+		n, ok := StatsNumRecords(a.Stats)
+		rows, rowsKnown = rows+n, rowsKnown && ok
+	}
+	metrics := map[string]string{"numAddedFiles": strconv.Itoa(len(ca.Adds)), "numRemovedFiles": "0",
+		"numOutputBytes": strconv.FormatInt(bytes, 10)}
+	if rowsKnown {
+		metrics["numOutputRows"] = strconv.FormatInt(rows, 10)
+	}
+	raw := map[string]any{"operation": op, "operationParameters": params, "readVersion": readVersion,
+		"isolationLevel": "Serializable", "isBlindAppend": true, "engineInfo": t.opts.EngineInfo,
+		"operationMetrics": metrics}
+	ci, err := newCommitInfo(raw, ms, txnID)
+	if err != nil {
+		return nil, err
+	}
+	if ictEnabled(t.snap.Protocol, t.snap.Metadata) {
+		ict := ms
+		if prev := t.snap.CommitInfo; prev != nil && prev.InCommitTimestamp != nil {
+			ict = max(ict, *prev.InCommitTimestamp+1)
+		}
+		ci.InCommitTimestamp = &ict
+	}
+	return ci, nil
+}
+
+func (t *Table) defaultParams(op string, txn *Txn) map[string]string {
+	if op == "STREAMING UPDATE" && txn != nil {
+		return map[string]string{"outputMode": "Append", "queryId": txn.AppID, "epochId": strconv.FormatInt(txn.Version, 10)}
+	}
+	pc, _ := json.Marshal(nonNil(t.snap.Metadata.PartitionColumns))
+	return map[string]string{"mode": "Append", "partitionBy": string(pc)}
+}
+
+// newCommitInfo builds a CommitInfo from free-form fields.
+func newCommitInfo(fields map[string]any, ms int64, txnID string) (*CommitInfo, error) {
+	ci := &CommitInfo{Timestamp: &ms, TxnID: txnID, Raw: map[string]json.RawMessage{}}
+	for k, v := range fields {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("commitInfo.%s: %w", k, err)
+		}
+		ci.Raw[k] = b
+	}
+	return ci, nil
+}
+
+// put writes the commit file; an unknown outcome is resolved by re-sending
+// the same bytes (the Store contract makes that idempotent).
+func (t *Table) put(ctx context.Context, v int64, data []byte) error {
+	var err error
+	for i := 0; i < putRetries; i++ {
+		if err = t.store.PutIfAbsent(ctx, CommitKey(v), data); err == nil || errors.Is(err, storage.ErrExists) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		t.opts.Logger.Warn("delta: commit put failed, retrying same bytes", "table", t.store.String(), "version", v, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(100*(i+1)) * time.Millisecond):
+		}
+	}
+	return err
+}
+
+// catchUp reads and applies the commits that beat us, checking each for
+// conflicts with our batch.
+func (t *Table) catchUp(ctx context.Context, txn *Txn) error {
+	for {
+		v := t.snap.Version + 1
+		data, err := t.store.Get(ctx, CommitKey(v))
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read winning commit %d: %w", v, err)
+		}
+		acts, err := ParseCommit(data)
+		if err != nil {
+			t.stale = true
+			return fmt.Errorf("parse winning commit %d: %w", v, err)
+		}
+		if err := winnerConflict(v, acts, txn); err != nil {
+			if !errors.Is(err, ErrAlreadyCommitted) && !errors.Is(err, ErrConcurrentWriter) {
+				t.stale = true
+				return err
+			}
+			t.snap.applyCommit(v, acts, time.Time{})
+			return err
+		}
+		t.snap.applyCommit(v, acts, time.Time{})
+	}
+}
+
+func winnerConflict(v int64, acts []Action, txn *Txn) error {
+	for _, a := range acts {
+		switch {
+		case a.Protocol != nil || a.Metadata != nil:
+			return fmt.Errorf("version %d changed the protocol or metadata: %w", v, ErrConcurrentMetadataChange)
+		case a.Txn != nil && txn != nil && a.Txn.AppID == txn.AppID && a.Txn.Version >= txn.Version:
+			return fmt.Errorf("version %d holds appId %q txn %d ≥ batch %d: %w", v, txn.AppID, a.Txn.Version, txn.Version, ErrAlreadyCommitted)
+		case a.Txn != nil && txn != nil && a.Txn.AppID == txn.AppID:
+			return fmt.Errorf("version %d holds appId %q txn %d < batch %d: %w", v, txn.AppID, a.Txn.Version, txn.Version, ErrConcurrentWriter)
+		}
+	}
+	return nil
+}
+
+// maybeCheckpoint writes a checkpoint after versions that are multiples of
+// the interval; failures are logged only.
+func (t *Table) maybeCheckpoint(ctx context.Context) {
+	v := t.snap.Version
+	if v == 0 || v%CheckpointInterval(t.snap.Metadata) != 0 {
+		return
+	}
+	if err := WriteCheckpoint(ctx, t.store, t.snap, t.opts.Now()); err != nil {
+		t.opts.Logger.Warn("delta: checkpoint failed (commit stands)", "table", t.store.String(), "version", v, "err", err)
+	}
+}

@@ -1,0 +1,12 @@
+package delta
+
+import (
+	"io"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+)
+
+func printSchema(w io.Writer, pf *file.Reader) {
+	schema.PrintSchema(pf.MetaData().Schema.Root(), w, 2)
+}

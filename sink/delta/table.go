@@ -1,0 +1,128 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/deltabus/deltabus/storage"
+)
+
+var (
+	// ErrAlreadyCommitted: the table's txn for the appId is already at or
+	// beyond the batch version, so the batch is committed (by us earlier or
+	// by a zombie instance). Write nothing more for this batch.
+	ErrAlreadyCommitted = errors.New("delta: batch already committed (txn version already reached)")
+	// ErrConcurrentWriter: another live writer commits with our appId.
+	ErrConcurrentWriter = errors.New("delta: concurrent writer with the same appId")
+	// ErrConcurrentMetadataChange: a concurrent commit changed protocol or
+	// metaData; the table must be reopened and the batch re-planned.
+	ErrConcurrentMetadataChange = errors.New("delta: concurrent protocol or metadata change")
+	// ErrTableExists: CreateTable found a different table at the location.
+	ErrTableExists = errors.New("delta: a different table already exists")
+)
+
+// Options configure OpenTable.
+type Options struct {
+	Logger      *slog.Logger     // nil = slog.Default()
+	EngineInfo  string           // commitInfo.engineInfo; "" = "DeltaBus/<module version>"
+	Now         func() time.Time // nil = time.Now
+	MaxAttempts int              // commit attempts across conflicts; 0 = 1000
+}
+
+func (o *Options) defaults() {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.EngineInfo == "" {
+		o.EngineInfo = defaultEngineInfo()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 1000
+	}
+}
+
+func defaultEngineInfo() string {
+	v := "dev"
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
+	}
+	return "DeltaBus/" + v
+}
+
+// Table is a writer's handle on one table: it keeps the snapshot in memory
+// and advances it with every commit it makes or observes, so appends never
+// re-read the log. Safe for concurrent use; commits are serialised.
+type Table struct {
+	store storage.Store
+	opts  Options
+	mu    sync.Mutex
+	snap  *Snapshot
+	stale bool // in-memory state may be behind or wrong: reload before use
+}
+
+// OpenTable loads the latest snapshot and refuses tables this writer cannot
+// append to safely (CheckWritable).
+func OpenTable(ctx context.Context, store storage.Store, opts Options) (*Table, error) {
+	opts.defaults()
+	t := &Table{store: store, opts: opts}
+	if err := t.reload(ctx); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *Table) reload(ctx context.Context) error {
+	snap, err := loadSnapshot(ctx, t.store, -1, t.opts.Logger)
+	if err != nil {
+		return fmt.Errorf("open table %s: %w", t.store, err)
+	}
+	if err := CheckWritable(snap.Protocol, snap.Metadata); err != nil {
+		return fmt.Errorf("open table %s: %w", t.store, err)
+	}
+	t.snap, t.stale = snap, false
+	return nil
+}
+
+// Version returns the latest version this handle knows.
+func (t *Table) Version() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.snap.Version
+}
+
+// Metadata returns the table's current metaData.
+func (t *Table) Metadata() Metadata {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.snap.Metadata
+}
+
+// NumFiles returns the number of active files this handle knows.
+func (t *Table) NumFiles() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.snap.Files)
+}
+
+// TxnVersion returns the latest txn version recorded for appID.
+func (t *Table) TxnVersion(appID string) (int64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	txn, ok := t.snap.Txns[appID]
+	return txn.Version, ok
+}
+
+// Refresh re-reads the log (e.g. before resuming after an error).
+func (t *Table) Refresh(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.reload(ctx)
+}

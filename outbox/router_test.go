@@ -314,3 +314,22 @@ func BenchmarkRoute(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// BenchmarkRouteTextPayload routes rows whose payload column is text, so
+// every payload is checked to be JSON.
+func BenchmarkRouteTextPayload(b *testing.B) {
+	rel := outboxRelation()
+	rel.Columns[5].TypeOID, rel.Columns[6].TypeOID = oidText, oidText
+	r := NewRouter(Mappings{})
+	tuple := goodTuple()
+	tuple[5] = txt(`{"order_id": "o-1234567890", "customer": {"id": "c-42", "tier": "gold"}, "lines": [` +
+		`{"sku": "A-1", "qty": 2, "price": 12.5}, {"sku": "B-7", "qty": 1, "price": 99.0}], "currency": "EUR"}`)
+	row := newRow(rel, decoding.OpInsert, tuple)
+	b.ReportAllocs()
+	for b.Loop() {
+		if ev, _, _ := r.Route(row); ev == nil {
+			b.Fatal("not an event")
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}

@@ -1,0 +1,137 @@
+package topic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/storage"
+)
+
+// duckdbDir finds the DuckDB node client installed by
+// scripts/install-duckdb.sh. A missing node or package fails the test:
+// only DELTABUS_SKIP_DUCKDB=1 skips it.
+func duckdbDir(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("DELTABUS_SKIP_DUCKDB") == "1" {
+		t.Skip("DELTABUS_SKIP_DUCKDB=1")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("node is required for the DuckDB reader check (or set DELTABUS_SKIP_DUCKDB=1): %v", err)
+	}
+	dir := os.Getenv("DELTABUS_DUCKDB_DIR")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = filepath.Join(home, ".cache", "deltabus", "duckdb")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@duckdb", "node-api", "package.json")); err != nil {
+		t.Fatalf("@duckdb/node-api is not installed in %s: run scripts/install-duckdb.sh (or set DELTABUS_SKIP_DUCKDB=1): %v", dir, err)
+	}
+	return dir
+}
+
+// commitJSON writes version v of a table's log with put-if-absent.
+func commitJSON(t *testing.T, tbl storage.Store, v int64, actions []delta.Action) {
+	t.Helper()
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, `{"commitInfo":{"timestamp":%d,"operation":"WRITE","engineInfo":"deltabus-test"}}`+"\n", time.Now().UnixMilli())
+	for _, a := range actions {
+		line, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	key := fmt.Sprintf("_delta_log/%020d.json", v)
+	if err := tbl.PutIfAbsent(context.Background(), key, buf.Bytes()); err != nil {
+		t.Fatalf("commit %s: %v", key, err)
+	}
+}
+
+func createTable(t *testing.T, tbl storage.Store, topic string) {
+	md, proto := NewTableMetadata(topic)
+	commitJSON(t, tbl, 0, []delta.Action{{Protocol: &proto}, {Metadata: &md}})
+}
+
+// appendCommit writes rows as data files and commits them at version v
+// with a txn of the last commit LSN.
+func appendCommit(t *testing.T, tbl storage.Store, v int64, opts FileOptions, evs []outbox.Event) {
+	adds := writeEvents(t, tbl, opts, evs)
+	acts := make([]delta.Action, 0, len(adds)+1)
+	for i := range adds {
+		acts = append(acts, delta.Action{Add: &adds[i]})
+	}
+	last := time.Now().UnixMilli()
+	acts = append(acts, delta.Action{Txn: &delta.Txn{AppID: "deltabus-test", Version: evs[len(evs)-1].CommitLSN, LastUpdated: &last}})
+	commitJSON(t, tbl, v, acts)
+}
+
+type duckTable struct {
+	Actions []struct {
+		Version int64 `json:",string"`
+		Action  string
+	}
+	Protocol []struct {
+		MinReaderVersion int
+		MinWriterVersion int
+		WriterFeatures   []string
+		ReaderFeatures   []string
+	}
+	Configuration []struct{ Key, Type, Value string }
+	Metadata      []struct {
+		ID, Name, Provider, PartitionColumnsType string
+		PartitionColumns                         int `json:",string"`
+	}
+	Schema []struct {
+		Name, Type string
+		Nullable   bool
+	}
+	Txns []struct {
+		Version           int64 `json:",string"`
+		AppID, TxnVersion string
+	}
+	Adds []struct {
+		Version                                                               int64 `json:",string"`
+		Path, Size, PartitionValuesType, StatsType                            string
+		StatsValid, DataChange                                                bool
+		NumRecords, MinLSN, MaxLSN, MinOccurredAt, MaxOccurredAt, NullHeaders string
+	}
+	Files []struct {
+		Path, Rows, MinLSN, MaxLSN, MinOccurredAt, MaxOccurredAt, NullHeaders string
+		Columns                                                               []struct{ Name, Type string }
+		ParquetSchema                                                         []struct{ Name, Type, Repetition, Logical string }
+		Codecs                                                                []string
+	}
+	Rows []map[string]any
+}
+
+func runDuckDB(t *testing.T, dirs ...string) map[string]duckTable {
+	t.Helper()
+	pkg := duckdbDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{"testdata/duckdb_check.mjs", pkg}, dirs...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("duckdb_check.mjs: %v\n%s", err, stderr.String())
+	}
+	res := map[string]duckTable{}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("duckdb output: %v\n%.2000s", err, out)
+	}
+	return res
+}

@@ -1,0 +1,95 @@
+// duckdb_check.mjs reads Delta topic tables with DuckDB, an independent
+// reader, and prints what it sees as JSON on stdout; the Go test
+// (duckdb_test.go) decides whether that is right.
+//
+//   node duckdb_check.mjs <dir holding node_modules/@duckdb/node-api> <table dir>...
+//
+// The Delta log is read with read_json_objects and the data files with
+// read_parquet: the delta extension cannot be downloaded here, and
+// autoloading is off so a missing extension fails fast instead of hanging.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+const [pkgDir, ...tables] = process.argv.slice(2);
+if (!pkgDir || tables.length === 0) {
+  console.error('usage: duckdb_check.mjs <duckdb cache dir> <table dir>...');
+  process.exit(2);
+}
+const require = createRequire(path.join(path.resolve(pkgDir), 'package.json'));
+const { DuckDBInstance } = require('@duckdb/node-api');
+
+const instance = await DuckDBInstance.create(':memory:', {
+  autoinstall_known_extensions: 'false',
+  autoload_known_extensions: 'false',
+  threads: '1',
+});
+const con = await instance.connect();
+
+const lit = (s) => "'" + String(s).replaceAll("'", "''") + "'";
+const all = async (sql) => (await con.runAndReadAll(sql)).getRowObjectsJson();
+
+await con.run(`SET TimeZone = 'UTC'`).catch(() => {}); // needs ICU; epoch_us below does not
+
+async function checkTable(dir) {
+  const log = lit(path.join(dir, '_delta_log', '*.json'));
+  await con.run(`CREATE OR REPLACE TEMP TABLE log AS
+    SELECT regexp_extract(filename, '(\\d{20})\\.json$', 1)::BIGINT AS version, json
+    FROM read_json_objects(${log}, format = 'newline_delimited', filename = true)`);
+
+  const actions = await all(`SELECT version, json_keys(json)[1] AS action FROM log ORDER BY version, action`);
+  const protocol = await all(`SELECT * FROM (
+      SELECT unnest(json_transform(json->'$.protocol',
+        '{"minReaderVersion":"INTEGER","minWriterVersion":"INTEGER","writerFeatures":["VARCHAR"],"readerFeatures":["VARCHAR"]}'), recursive := false)
+      FROM log WHERE json_exists(json, '$.protocol'))`);
+  await con.run(`CREATE OR REPLACE TEMP TABLE md AS SELECT json->'$.metaData' AS md FROM log WHERE json_exists(json, '$.metaData')`);
+  const configuration = await all(`SELECT k AS key,
+      json_type(md, '$.configuration."' || k || '"') AS type,
+      json_extract_string(md, '$.configuration."' || k || '"') AS value
+    FROM (SELECT md, unnest(json_keys(md->'configuration')) AS k FROM md) ORDER BY k`);
+  const metadata = await all(`SELECT md->>'id' AS id, md->>'name' AS name,
+      md->>'$.format.provider' AS provider, json_type(md, '$.partitionColumns') AS partitionColumnsType,
+      json_array_length(md->'partitionColumns') AS partitionColumns FROM md`);
+  const schema = await all(`SELECT f->>'name' AS name, f->>'type' AS type, (f->'nullable')::BOOLEAN AS nullable
+    FROM (SELECT unnest(json_extract((md->>'schemaString')::JSON, '$.fields[*]')) AS f FROM md)`);
+  const txns = await all(`SELECT version, json->>'$.txn.appId' AS appId, (json->'$.txn.version')::BIGINT::VARCHAR AS txnVersion
+    FROM log WHERE json_exists(json, '$.txn') ORDER BY version`);
+  const adds = await all(`SELECT version, a->>'path' AS path, (a->'size')::BIGINT::VARCHAR AS size,
+      json_type(a, '$.partitionValues') AS partitionValuesType, json_type(a, '$.stats') AS statsType,
+      json_valid(a->>'stats') AS statsValid, (a->'dataChange')::BOOLEAN AS dataChange,
+      ((a->>'stats')::JSON->'numRecords')::BIGINT::VARCHAR AS numRecords,
+      ((a->>'stats')::JSON->'$.minValues.commit_lsn')::BIGINT::VARCHAR AS minLSN,
+      ((a->>'stats')::JSON->'$.maxValues.commit_lsn')::BIGINT::VARCHAR AS maxLSN,
+      epoch_us(((a->>'stats')::JSON->>'$.minValues.occurred_at')::TIMESTAMPTZ)::VARCHAR AS minOccurredAt,
+      epoch_us(((a->>'stats')::JSON->>'$.maxValues.occurred_at')::TIMESTAMPTZ)::VARCHAR AS maxOccurredAt,
+      ((a->>'stats')::JSON->'$.nullCount.headers')::BIGINT::VARCHAR AS nullHeaders
+    FROM (SELECT version, json->'$.add' AS a FROM log WHERE json_exists(json, '$.add'))
+    ORDER BY version, path`);
+
+  const files = [];
+  const rows = [];
+  for (const add of adds) {
+    const f = lit(path.join(dir, decodeURIComponent(add.path)));
+    const [agg] = await all(`SELECT count(*)::VARCHAR AS rows,
+        min(commit_lsn)::VARCHAR AS minLSN, max(commit_lsn)::VARCHAR AS maxLSN,
+        epoch_us(min(occurred_at))::VARCHAR AS minOccurredAt, epoch_us(max(occurred_at))::VARCHAR AS maxOccurredAt,
+        count(*) FILTER (WHERE headers IS NULL)::VARCHAR AS nullHeaders
+      FROM read_parquet(${f})`);
+    const columns = await all(`SELECT column_name AS name, column_type AS type FROM (DESCRIBE SELECT * FROM read_parquet(${f}))`);
+    const parquetSchema = await all(`SELECT name, type, repetition_type AS repetition, logical_type AS logical
+      FROM parquet_schema(${f}) WHERE name <> 'schema'`);
+    const codecs = await all(`SELECT DISTINCT compression FROM parquet_metadata(${f})`);
+    files.push({ path: add.path, ...agg, columns, parquetSchema, codecs: codecs.map((c) => c.compression) });
+    for (const r of await all(`SELECT * REPLACE (
+          epoch_us(occurred_at)::VARCHAR AS occurred_at, epoch_us(commit_time)::VARCHAR AS commit_time,
+          commit_lsn::VARCHAR AS commit_lsn, xid::VARCHAR AS xid)
+        FROM read_parquet(${f}, file_row_number = true) ORDER BY file_row_number`)) {
+      delete r.file_row_number;
+      rows.push(r);
+    }
+  }
+  return { actions, protocol, configuration, metadata, schema, txns, adds, files, rows };
+}
+
+const out = {};
+for (const t of tables) out[t] = await checkTable(t);
+process.stdout.write(JSON.stringify(out));

@@ -1,11 +1,13 @@
 package delta
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"sort"
 
@@ -176,4 +178,95 @@ func dataKey(logPath string) (string, error) {
 		return "", fmt.Errorf("data file path %q: %w", logPath, err)
 	}
 	return p, nil
+}
+
+// Tail writes the change feed of versions from..to (see ReadChanges) to w as
+// JSON lines, one per row: the table's columns in schema order (partition
+// values taken from the log and typed by the schema), then _change_type,
+// _commit_version and _commit_timestamp (RFC 3339, UTC, milliseconds).
+func Tail(ctx context.Context, store storage.Store, from, to int64, w io.Writer) error {
+	snap, err := LoadSnapshot(ctx, store, -1)
+	if err != nil {
+		return fmt.Errorf("tail %s: %w", store, err)
+	}
+	if to >= 0 && to < snap.Version {
+		if snap, err = LoadSnapshot(ctx, store, to); err != nil {
+			return fmt.Errorf("tail %s: %w", store, err)
+		}
+	}
+	schema, err := snap.Schema()
+	if err != nil {
+		return fmt.Errorf("tail %s: %w", store, err)
+	}
+	bw := bufio.NewWriter(w)
+	err = ReadChanges(ctx, store, from, to, func(cf ChangeFile) error {
+		return ReadChangeRows(ctx, store, schema, cf, func(row []RowField) error {
+			return writeRow(bw, row)
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("tail %s: %w", store, err)
+	}
+	return bw.Flush()
+}
+
+// RowField is one named value of a change row, in output order.
+type RowField struct {
+	Name  string
+	Value any
+}
+
+// ReadChangeRows reads the rows of one change file as ordered fields: the
+// schema's columns (partition columns from the log), then _change_type,
+// _commit_version and _commit_timestamp.
+func ReadChangeRows(ctx context.Context, store storage.Store, schema *StructType, cf ChangeFile, fn func([]RowField) error) error {
+	parts := map[string]any{}
+	for name, raw := range cf.PartitionValues {
+		f, ok := schema.Field(name)
+		if !ok {
+			continue
+		}
+		v, err := PartitionValue(raw, f.PrimitiveType())
+		if err != nil {
+			return fmt.Errorf("version %d file %s: partition %s: %w", cf.Version, cf.Path, name, err)
+		}
+		parts[f.Name] = v
+	}
+	ts := cf.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	return ReadParquetRows(ctx, store, cf.Key, func(row map[string]any) error {
+		out := make([]RowField, 0, len(schema.Fields)+3)
+		for _, f := range schema.Fields {
+			v, ok := parts[f.Name]
+			if !ok {
+				v = row[f.Name]
+			}
+			out = append(out, RowField{f.Name, v})
+		}
+		ct := cf.ChangeType
+		if cf.CDC {
+			ct, _ = row["_change_type"].(string)
+		}
+		out = append(out, RowField{"_change_type", ct}, RowField{"_commit_version", cf.Version},
+			RowField{"_commit_timestamp", ts})
+		return fn(out)
+	})
+}
+
+func writeRow(w *bufio.Writer, row []RowField) error {
+	w.WriteByte('{')
+	for i, f := range row {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		k, _ := json.Marshal(f.Name)
+		v, err := json.Marshal(jsonSafe(f.Value))
+		if err != nil {
+			return fmt.Errorf("column %s: %w", f.Name, err)
+		}
+		w.Write(k)
+		w.WriteByte(':')
+		w.Write(v)
+	}
+	w.WriteByte('}')
+	return w.WriteByte('\n')
 }

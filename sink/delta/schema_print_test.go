@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"bufio"
 	"io"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -10,3 +11,5 @@ import (
 func printSchema(w io.Writer, pf *file.Reader) {
 	schema.PrintSchema(pf.MetaData().Schema.Root(), w, 2)
 }
+
+func newBufWriter(w io.Writer) *bufio.Writer { return bufio.NewWriter(w) }

@@ -1,0 +1,274 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/storage"
+)
+
+// occCacheBudget bounds the occurred_at columns kept in memory per topic
+// between the window pass and bisection (8 bytes per row).
+const occCacheBudget = 32 << 20
+
+// logFile is one active data file of a topic table.
+type logFile struct {
+	path       string // decoded, relative to the table root
+	size       int64
+	rows       int64 // numRecords from stats, -1 when absent
+	lo, hi     int64 // every row's occurred_at (µs) is in [lo, hi) when bounded
+	bounded    bool
+	unreadable string // why the file cannot be read; "" when it can
+}
+
+// topicLog is the log side of one topic: its active files at one version.
+type topicLog struct {
+	topic      string
+	store      storage.Store
+	version    int64 // -1 when the topic has no table
+	files      []*logFile
+	cache      map[*logFile][]int64
+	cacheBytes int64
+}
+
+// unreadableError marks a data file that is referenced but cannot be read.
+type unreadableError struct{ path, why string }
+
+func (e *unreadableError) Error() string { return fmt.Sprintf("data file %s: %s", e.path, e.why) }
+
+// loadTopicLog reads the topic's snapshot and checks that every active file
+// exists in storage with the size its add records.
+func loadTopicLog(ctx context.Context, root storage.Store, topic string) (*topicLog, error) {
+	st := storage.Sub(root, topic)
+	tl := &topicLog{topic: topic, store: st, version: -1, cache: map[*logFile][]int64{}}
+	snap, err := delta.LoadSnapshot(ctx, st, -1)
+	if errors.Is(err, delta.ErrNoTable) {
+		return tl, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load log of topic %q: %w", topic, err)
+	}
+	tl.version = snap.Version
+	objs, err := st.List(ctx, "", "")
+	if err != nil {
+		return nil, fmt.Errorf("list data files of topic %q: %w", topic, err)
+	}
+	sizes := make(map[string]int64, len(objs))
+	for _, o := range objs {
+		if !strings.HasPrefix(o.Key, delta.LogDir) {
+			sizes[o.Key] = o.Size
+		}
+	}
+	for _, add := range snap.Files {
+		tl.files = append(tl.files, newLogFile(add, sizes))
+	}
+	sort.Slice(tl.files, func(i, j int) bool { return tl.files[i].path < tl.files[j].path })
+	return tl, nil
+}
+
+func newLogFile(add delta.Add, sizes map[string]int64) *logFile {
+	f := &logFile{size: add.Size, rows: -1}
+	p, err := url.PathUnescape(add.Path)
+	if err != nil {
+		p = add.Path
+	}
+	f.path = p
+	parseStats(f, add.Stats)
+	switch size, ok := sizes[p]; {
+	case strings.Contains(add.Path, "://"):
+		f.unreadable = "absolute data file paths are not supported"
+	case len(add.DeletionVector) > 0 && string(add.DeletionVector) != "null":
+		f.unreadable = "deletion vectors are not supported"
+	case !ok:
+		f.unreadable = "referenced by an active add but missing from storage"
+	case size != add.Size:
+		f.unreadable = fmt.Sprintf("is %d bytes in storage, its add says %d", size, add.Size)
+	}
+	return f
+}
+
+// parseStats takes numRecords and the occurred_at bounds from add.stats.
+// Bounds are widened to whole milliseconds so that writers that truncate
+// timestamps to milliseconds are still enclosed.
+func parseStats(f *logFile, stats string) {
+	if stats == "" {
+		return
+	}
+	var s struct {
+		NumRecords *int64                     `json:"numRecords"`
+		Min        map[string]json.RawMessage `json:"minValues"`
+		Max        map[string]json.RawMessage `json:"maxValues"`
+	}
+	if json.Unmarshal([]byte(stats), &s) != nil {
+		return
+	}
+	if s.NumRecords != nil {
+		f.rows = *s.NumRecords
+	}
+	lo, okLo := statsTime(s.Min["occurred_at"])
+	hi, okHi := statsTime(s.Max["occurred_at"])
+	if okLo && okHi && f.rows >= 0 {
+		f.lo = floorDiv(lo, 1000) * 1000
+		f.hi = (floorDiv(hi, 1000)+1)*1000 + 1
+		f.bounded = true
+	}
+}
+
+func statsTime(raw json.RawMessage) (int64, bool) {
+	var s string
+	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
+		return 0, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, false
+	}
+	return t.UnixMicro(), true
+}
+
+func (f *logFile) overlaps(a, b int64) bool { return !f.bounded || (f.lo < b && f.hi > a) }
+
+func (f *logFile) inside(a, b int64) bool { return f.bounded && f.lo >= a && f.hi <= b }
+
+// read fetches the file and decodes its columns. A missing or corrupt file
+// gives an *unreadableError; other errors (network, ctx) are returned as is.
+func (tl *topicLog) read(ctx context.Context, f *logFile, withIDs bool) (*fileColumns, error) {
+	if f.unreadable != "" {
+		return nil, &unreadableError{f.path, f.unreadable}
+	}
+	data, err := tl.store.Get(ctx, f.path)
+	if errors.Is(err, storage.ErrNotFound) {
+		f.unreadable = "referenced by an active add but missing from storage"
+		return nil, &unreadableError{f.path, f.unreadable}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read data file %s of topic %q: %w", f.path, tl.topic, err)
+	}
+	cols, err := readColumns(ctx, data, withIDs)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		f.unreadable = "cannot be decoded: " + err.Error()
+		return nil, &unreadableError{f.path, f.unreadable}
+	}
+	if f.rows >= 0 && int64(len(cols.occurred)) != f.rows {
+		f.unreadable = fmt.Sprintf("holds %d rows, its add stats say %d", len(cols.occurred), f.rows)
+		return nil, &unreadableError{f.path, f.unreadable}
+	}
+	return cols, nil
+}
+
+// occurred returns the file's occurred_at column, cached within budget.
+func (tl *topicLog) occurred(ctx context.Context, f *logFile) ([]int64, error) {
+	if v, ok := tl.cache[f]; ok {
+		return v, nil
+	}
+	cols, err := tl.read(ctx, f, false)
+	if err != nil {
+		return nil, err
+	}
+	if n := int64(len(cols.occurred)) * 8; tl.cacheBytes+n <= occCacheBudget {
+		tl.cache[f] = cols.occurred
+		tl.cacheBytes += n
+	}
+	return cols.occurred, nil
+}
+
+// countWindows counts events per window (bounds in µs, ascending, one more
+// than windows). unreadable[i] lists the unreadable files overlapping
+// window i; its count is then meaningless.
+func (tl *topicLog) countWindows(ctx context.Context, bounds []int64) ([]int64, [][]string, error) {
+	n := len(bounds) - 1
+	counts := make([]int64, n)
+	unreadable := make([][]string, n)
+	for _, f := range tl.files {
+		first, last := 0, n-1
+		if f.bounded {
+			first = max(sort.Search(len(bounds), func(i int) bool { return bounds[i] > f.lo })-1, 0)
+			last = min(sort.Search(len(bounds), func(i int) bool { return bounds[i] >= f.hi })-1, n-1)
+		}
+		if first > last || (f.bounded && (f.hi <= bounds[0] || f.lo >= bounds[n])) {
+			continue
+		}
+		if f.unreadable == "" && first == last && f.inside(bounds[first], bounds[first+1]) {
+			counts[first] += f.rows
+			continue
+		}
+		occ, err := tl.occurred(ctx, f)
+		var ue *unreadableError
+		if errors.As(err, &ue) {
+			for i := first; i <= last; i++ {
+				unreadable[i] = append(unreadable[i], ue.Error())
+			}
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, v := range occ {
+			if i := sort.Search(len(bounds), func(i int) bool { return bounds[i] > v }) - 1; i >= 0 && i < n {
+				counts[i]++
+			}
+		}
+	}
+	return counts, unreadable, nil
+}
+
+// count counts events with occurred_at in [a, b) µs.
+func (tl *topicLog) count(ctx context.Context, a, b int64) (int64, error) {
+	var n int64
+	for _, f := range tl.files {
+		if !f.overlaps(a, b) {
+			continue
+		}
+		if f.unreadable == "" && f.inside(a, b) {
+			n += f.rows
+			continue
+		}
+		occ, err := tl.occurred(ctx, f)
+		if err != nil {
+			return 0, err
+		}
+		for _, v := range occ {
+			if v >= a && v < b {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// logID is one event of the log: its id and occurred_at (µs).
+type logID struct {
+	id  string
+	occ int64
+}
+
+// ids returns the events with occurred_at in [a, b), sorted by id.
+func (tl *topicLog) ids(ctx context.Context, a, b int64) ([]logID, error) {
+	var out []logID
+	for _, f := range tl.files {
+		if !f.overlaps(a, b) {
+			continue
+		}
+		cols, err := tl.read(ctx, f, true)
+		if err != nil {
+			return nil, err
+		}
+		for i, v := range cols.occurred {
+			if v >= a && v < b {
+				out = append(out, logID{cols.ids[i], v})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out, nil
+}

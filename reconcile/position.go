@@ -1,0 +1,78 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/storage"
+)
+
+// ErrNoSlot is returned when the relay's slot does not exist.
+var ErrNoSlot = errors.New("replication slot does not exist")
+
+// confirmedLSN reads the slot's confirmed_flush_lsn (the relay's durable
+// position, the same column relay.ReadSlot reports).
+func confirmedLSN(ctx context.Context, conn *pgx.Conn, slot string) (pglogrepl.LSN, error) {
+	var s *string
+	err := conn.QueryRow(ctx, `SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&s)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("slot %q: %w", slot, ErrNoSlot)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read slot %q: %w", slot, err)
+	}
+	if s == nil {
+		return 0, nil
+	}
+	lsn, err := pglogrepl.ParseLSN(*s)
+	if err != nil {
+		return 0, fmt.Errorf("slot %q confirmed_flush_lsn %q: %w", slot, *s, err)
+	}
+	return lsn, nil
+}
+
+// waitDurable polls the slot until its confirmed position reaches target or
+// wait elapses. It returns the last position read and whether it reached.
+func waitDurable(ctx context.Context, conn *pgx.Conn, slot string, target pglogrepl.LSN, wait time.Duration) (pglogrepl.LSN, bool, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		lsn, err := confirmedLSN(ctx, conn, slot)
+		if err != nil {
+			return 0, false, err
+		}
+		if lsn >= target {
+			return lsn, true, nil
+		}
+		if time.Now().After(deadline) {
+			return lsn, false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return lsn, false, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// topicsPrefix is where the relay registers every topic table it creates
+// (relay.ListTopics reads the same objects).
+const topicsPrefix = "_deltabus/topics/"
+
+// registeredTopics lists the topics registered in the store.
+func registeredTopics(ctx context.Context, root storage.Store) ([]string, error) {
+	objs, err := root.List(ctx, topicsPrefix, "")
+	if err != nil {
+		return nil, fmt.Errorf("list topics in %s: %w", root, err)
+	}
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, strings.TrimPrefix(o.Key, topicsPrefix))
+	}
+	return out, nil
+}

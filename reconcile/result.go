@@ -1,0 +1,120 @@
+package reconcile
+
+import "time"
+
+// Status is the outcome of one (topic, window).
+type Status string
+
+// Statuses. Clean and Diverged are verdicts; Unreadable and Error mean the
+// window could not be checked.
+const (
+	StatusClean      Status = "clean"
+	StatusDiverged   Status = "diverged"
+	StatusUnreadable Status = "unreadable" // a data file it needs is missing or corrupt
+	StatusError      Status = "error"      // the topic's log could not be loaded
+)
+
+// Check says how far a window was verified.
+const (
+	CheckCounts = "counts" // source count = log count (no id read)
+	CheckIDs    = "ids"    // every id of the window compared
+	CheckNarrow = "counts+narrowed-ids"
+)
+
+// Duplicate is an event id present more than once in the log.
+type Duplicate struct {
+	ID     string `json:"id"`
+	Copies int    `json:"copies"`
+}
+
+// Result is the verdict for one topic and closed window. Id lists are exact
+// up to Options.MaxIDs entries each; the counts are always exact.
+type Result struct {
+	Topic       string `json:"topic"`
+	Window      Window `json:"window"`
+	Status      Status `json:"status"`
+	Check       string `json:"check,omitempty"`
+	SourceCount int64  `json:"source_count"`
+	// LogCount is nil when unreadable.
+	LogCount *int64 `json:"log_count"`
+	// DistinctCount is the number of distinct ids in the log for the
+	// window; nil unless every id of the window was read (check "ids").
+	DistinctCount *int64 `json:"distinct_count"`
+
+	Missing         []string    `json:"missing,omitempty"`
+	MissingCount    int64       `json:"missing_count"`
+	Unexpected      []string    `json:"unexpected,omitempty"`
+	UnexpectedCount int64       `json:"unexpected_count"`
+	Duplicates      []Duplicate `json:"duplicates,omitempty"`
+	DuplicateCount  int64       `json:"duplicate_count"` // extra copies beyond the first
+	// Cleaned counts log events absent from the source whose occurred_at is
+	// older than the retention horizon: explained by outbox clean-up.
+	Cleaned int64 `json:"cleaned"`
+	// DeadLettered lists source rows absent from the topic that are in the
+	// _dead_letter table instead.
+	DeadLettered []string `json:"dead_lettered,omitempty"`
+	// LateCommits lists log events the check's snapshot did not see but the
+	// source holds now: they committed later than the lateness allowance.
+	LateCommits []string `json:"late_commits,omitempty"`
+	// Narrowed lists the ranges diffed id by id after bisection.
+	Narrowed   []Window `json:"narrowed,omitempty"`
+	Unreadable []string `json:"unreadable,omitempty"`
+	Error      string   `json:"error,omitempty"`
+}
+
+// Skipped is a window not checked, for every topic, with the reason.
+type Skipped struct {
+	Window Window `json:"window"`
+	Reason string `json:"reason"`
+}
+
+// Report is the outcome of one run.
+type Report struct {
+	RunID      string        `json:"run_id"`
+	RunAt      time.Time     `json:"run_at"`      // server time T0 of the snapshot
+	From       time.Time     `json:"from"`        // checked range [From, To)
+	To         time.Time     `json:"to"`          //
+	Window     string        `json:"window"`      // window size
+	Lateness   string        `json:"lateness"`    //
+	Horizon    time.Time     `json:"horizon"`     // T0 - retention
+	WAL        string        `json:"wal_lsn"`     // W0
+	Durable    string        `json:"durable_lsn"` // slot confirmed_flush_lsn when last read
+	Tables     []string      `json:"tables"`      // outbox tables read
+	Results    []Result      `json:"results"`
+	Skipped    []Skipped     `json:"skipped"`
+	Took       time.Duration `json:"took_ns"`
+	RecordedAt *int64        `json:"recorded_version,omitempty"` // _reconciliation version
+}
+
+// Exit codes of a run.
+const (
+	ExitClean      = 0
+	ExitDivergence = 1
+	ExitCannotRun  = 2
+)
+
+// ExitCode is 1 when any window diverged or is unreadable (the log is
+// wrong or damaged), else 2 when a topic's log could not be loaded, else 0.
+// Skipped windows do not count.
+func (r *Report) ExitCode() int {
+	code := ExitClean
+	for _, res := range r.Results {
+		switch res.Status {
+		case StatusDiverged, StatusUnreadable:
+			return ExitDivergence
+		case StatusError:
+			code = ExitCannotRun
+		}
+	}
+	return code
+}
+
+// Diverged reports whether any window diverged.
+func (r *Report) Diverged() bool {
+	for _, res := range r.Results {
+		if res.Status == StatusDiverged {
+			return true
+		}
+	}
+	return false
+}

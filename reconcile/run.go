@@ -1,0 +1,219 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/storage"
+)
+
+// checker holds the state of one run.
+type checker struct {
+	opts    Options
+	src     *source
+	aux     *pgx.Conn
+	root    storage.Store
+	log     *slog.Logger
+	horizon int64 // µs: rows older may have been cleaned up
+	dead    map[string]bool
+}
+
+// Run reconciles the closed windows of [From, To) for every topic. An error
+// means the run could not be made (connection, snapshot, source query); a
+// topic whose log cannot be read gives StatusError results instead.
+func Run(ctx context.Context, dsn string, root storage.Store, opts Options, log *slog.Logger) (*Report, error) {
+	started := time.Now()
+	opts = opts.WithDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	conn, err := connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	aux, err := connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer aux.Close(context.WithoutCancel(ctx))
+	tables := opts.Tables
+	if len(tables) == 0 {
+		if tables, err = PublicationTables(ctx, aux, opts.Publication); err != nil {
+			return nil, err
+		}
+	}
+	sts, err := resolveTables(ctx, aux, tables, opts.Mappings)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, fmt.Errorf("begin source snapshot: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	c := &checker{opts: opts, src: &source{tx: tx, tables: sts}, aux: aux, root: root, log: log}
+	rep, err := c.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rep.Took = time.Since(started)
+	return rep, nil
+}
+
+func connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("source DSN is invalid: %w", err)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 10 * time.Second
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to PostgreSQL at %s:%d: %w", cfg.Host, cfg.Port, err)
+	}
+	return conn, nil
+}
+
+func (c *checker) run(ctx context.Context) (*Report, error) {
+	var t0 time.Time
+	var w0s string
+	if err := c.src.tx.QueryRow(ctx, `SELECT now(), pg_current_wal_insert_lsn()::text`).Scan(&t0, &w0s); err != nil {
+		return nil, fmt.Errorf("sample server time and WAL position: %w", err)
+	}
+	w0, err := pglogrepl.ParseLSN(w0s)
+	if err != nil {
+		return nil, fmt.Errorf("parse WAL position %q: %w", w0s, err)
+	}
+	t0 = t0.UTC()
+	o := c.opts
+	rep := &Report{RunID: uuid.NewString(), RunAt: t0, Window: o.Window.String(), Lateness: o.Lateness.String(),
+		Horizon: t0.Add(-o.Retention), WAL: w0.String(), Results: []Result{}, Skipped: []Skipped{}}
+	for _, t := range c.src.tables {
+		rep.Tables = append(rep.Tables, t.String())
+	}
+	c.horizon = rep.Horizon.UnixMicro()
+	rep.From, rep.To = o.From.UTC(), o.To.UTC()
+	if o.From.IsZero() {
+		rep.To = t0.Truncate(o.Window)
+		rep.From = rep.To.Add(-o.Last)
+	}
+	durable, reached, err := waitDurable(ctx, c.aux, o.Slot, w0, o.DurableWait)
+	notDurable := ""
+	switch {
+	case errors.Is(err, ErrNoSlot):
+		notDurable = fmt.Sprintf("relay slot %q does not exist, so no position is durable", o.Slot)
+	case err != nil:
+		return nil, err
+	case !reached:
+		notDurable = fmt.Sprintf("relay slot %q confirmed %s, not yet the WAL position %s sampled at %s (waited %s)",
+			o.Slot, durable, w0, t0.Format(time.RFC3339), o.DurableWait)
+	}
+	rep.Durable = durable.String()
+	closed := c.classify(rep, windows(rep.From, rep.To, o.Window), t0, notDurable)
+	if len(closed) == 0 {
+		return rep, nil
+	}
+	if err := c.checkAll(ctx, rep, closed); err != nil {
+		return nil, err
+	}
+	return rep, c.resolveLate(ctx, rep)
+}
+
+// classify returns the closed windows (contiguous) and records the others
+// as skipped.
+func (c *checker) classify(rep *Report, all []Window, t0 time.Time, notDurable string) []Window {
+	var closed []Window
+	for _, w := range all {
+		switch {
+		case !w.End.After(rep.Horizon):
+			rep.Skipped = append(rep.Skipped, Skipped{w, fmt.Sprintf("beyond retention: ends before the horizon %s, the source may no longer hold its rows", rep.Horizon.Format(time.RFC3339))})
+		case w.End.Add(c.opts.Lateness).After(t0):
+			rep.Skipped = append(rep.Skipped, Skipped{w, fmt.Sprintf("open: end + lateness %s is after the check time %s", c.opts.Lateness, t0.Format(time.RFC3339))})
+		case notDurable != "":
+			rep.Skipped = append(rep.Skipped, Skipped{w, "open: " + notDurable})
+		default:
+			closed = append(closed, w)
+		}
+	}
+	return closed
+}
+
+// checkAll counts every topic over the closed windows and verifies each.
+func (c *checker) checkAll(ctx context.Context, rep *Report, closed []Window) error {
+	bounds := make([]time.Time, 0, len(closed)+1)
+	for _, w := range closed {
+		bounds = append(bounds, w.Start)
+	}
+	bounds = append(bounds, closed[len(closed)-1].End)
+	srcCounts, err := c.src.bucketCounts(ctx, bounds, c.opts.Topics)
+	if err != nil {
+		return err
+	}
+	topics, err := c.topics(ctx, srcCounts)
+	if err != nil {
+		return err
+	}
+	for _, topic := range topics {
+		src := srcCounts[topic]
+		if src == nil {
+			src = make([]int64, len(closed))
+		}
+		res, err := c.checkTopic(ctx, topic, closed, bounds, src)
+		if err != nil {
+			return err
+		}
+		rep.Results = append(rep.Results, res...)
+	}
+	return nil
+}
+
+// topics is Options.Topics, else the registered topics plus the topics the
+// source has in range; internal names ("_...") are left out.
+func (c *checker) topics(ctx context.Context, srcCounts map[string][]int64) ([]string, error) {
+	if len(c.opts.Topics) > 0 {
+		return slices.Sorted(slices.Values(c.opts.Topics)), nil
+	}
+	reg, err := registeredTopics(ctx, c.root)
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for _, t := range reg {
+		set[t] = true
+	}
+	for t := range srcCounts {
+		set[t] = true
+	}
+	var out []string
+	for t := range set {
+		if !strings.HasPrefix(t, "_") {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// loadLog loads a topic's log; a name that cannot be a topic has no table
+// (its rows went to the dead-letter topic).
+func (c *checker) loadLog(ctx context.Context, topic string) (*topicLog, error) {
+	if outbox.ValidTopic(topic) != nil {
+		return &topicLog{topic: topic, version: -1, cache: map[*logFile][]int64{}}, nil
+	}
+	return loadTopicLog(ctx, c.root, topic)
+}

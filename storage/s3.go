@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -95,7 +96,6 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 
 func loadAWSConfig(ctx context.Context, cfg S3Config) (aws.Config, error) {
 	opts := []func(*config.LoadOptions) error{
-		config.WithHTTPClient(newHTTPClient(cfg)),
 		// One retry layer only: go-retryablehttp's.
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
 	}
@@ -113,18 +113,27 @@ func loadAWSConfig(ctx context.Context, cfg S3Config) (aws.Config, error) {
 	if awsCfg.Region == "" {
 		awsCfg.Region = defaultRegion
 	}
+	awsCfg.HTTPClient = newHTTPClient(cfg, baseTransport(cfg, awsCfg))
 	return awsCfg, nil
+}
+
+// baseTransport is cfg.Transport, else the SDK's own transport (which
+// carries AWS_CA_BUNDLE and the SDK's timeouts), else a pooled transport.
+func baseTransport(cfg S3Config, awsCfg aws.Config) http.RoundTripper {
+	if cfg.Transport != nil {
+		return cfg.Transport
+	}
+	if bc, ok := awsCfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		return bc.GetTransport()
+	}
+	return cleanhttp.DefaultPooledTransport()
 }
 
 // newHTTPClient returns an *http.Client that retries connection errors, 429
 // and 5xx with capped exponential backoff. Request bodies are buffered by
 // go-retryablehttp, so every attempt sends the whole body.
-func newHTTPClient(cfg S3Config) *http.Client {
+func newHTTPClient(cfg S3Config, transport http.RoundTripper) *http.Client {
 	rc := retryablehttp.NewClient()
-	transport := cfg.Transport
-	if transport == nil {
-		transport = cleanhttp.DefaultPooledTransport()
-	}
 	timeout := cfg.HTTPTimeout
 	if timeout <= 0 {
 		timeout = defaultHTTPTimeout

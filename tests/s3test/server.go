@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -40,9 +39,21 @@ var (
 	sharedMu   sync.Mutex
 )
 
+// Runner is what TestMain has: *testing.M, or a wrapper that composes
+// several harnesses (it matches pgtest.Runner).
+type Runner interface{ Run() int }
+
+// Wrap returns a Runner that runs m and then stops the S3 server, so
+// harnesses compose: os.Exit(pgtest.Run(s3test.Wrap(m))).
+func Wrap(m Runner) Runner { return wrapped{m} }
+
+type wrapped struct{ m Runner }
+
+func (w wrapped) Run() int { return Run(w.m) }
+
 // Run runs the tests and then stops the server the harness started, if any.
 // Call it from TestMain: os.Exit(s3test.Run(m)).
-func Run(m *testing.M) int {
+func Run(m Runner) int {
 	code := m.Run()
 	sharedMu.Lock()
 	defer sharedMu.Unlock()

@@ -60,7 +60,7 @@ func TestDecodeRealStream(t *testing.T) {
 	db.ReplDSN += "&timezone=Asia%2FKolkata&datestyle=ISO"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	repl := replSlot(t, ctx, db, "s")
+	repl, slot := replSlot(t, ctx, db, "s")
 	conn := db.Conn(t)
 
 	var start pglogrepl.LSN
@@ -107,7 +107,7 @@ func TestDecodeRealStream(t *testing.T) {
 	record(inTx(t, conn, func(exec func(string, ...any)) { exec(`TRUNCATE outbox`) }))
 	emitEnd(t, db)
 
-	got := decodeAll(t, ctx, repl, "s", "pub")
+	got := decodeAll(t, ctx, repl, slot, pgoutputArgs("pub"))
 	jsonText := func(s string) string {
 		var out string
 		if err := conn.QueryRow(ctx, `SELECT $1::jsonb::text`, s).Scan(&out); err != nil {

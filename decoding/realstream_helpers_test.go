@@ -13,11 +13,11 @@ import (
 
 // decodeAll decodes the stream live, straight from the receive buffer as the
 // relay does, detaching what it keeps; it stops at the end marker.
-func decodeAll(t *testing.T, ctx context.Context, conn *pgconn.PgConn, slot, pub string) []Message {
+func decodeAll(t *testing.T, ctx context.Context, conn *pgconn.PgConn, slot string, pluginArgs []string) []Message {
 	t.Helper()
 	d := NewDecoder()
 	var out []Message
-	err := drain(ctx, conn, slot, pub, func(wal []byte) (bool, error) {
+	err := drain(ctx, conn, slot, pluginArgs, func(wal []byte) (bool, error) {
 		m, err := d.Decode(wal)
 		if err != nil {
 			return false, err

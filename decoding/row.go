@@ -2,6 +2,7 @@ package decoding
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pglogrepl"
 )
@@ -28,7 +29,7 @@ func (d *Decoder) row(r *reader, typ pglogrepl.MessageType) (Message, error) {
 	switch typ {
 	case pglogrepl.MessageTypeInsert:
 		row.Op = OpInsert
-		err = expectTupleKind(kind, 'N')
+		err = expectTupleKind(kind, "N")
 		if err == nil {
 			row.New, err = d.tuple(r, rel)
 		}
@@ -40,14 +41,14 @@ func (d *Decoder) row(r *reader, typ pglogrepl.MessageType) (Message, error) {
 			}
 		}
 		if err == nil {
-			err = expectTupleKind(kind, 'N')
+			err = expectTupleKind(kind, "N")
 		}
 		if err == nil {
 			row.New, err = d.tuple(r, rel)
 		}
 	default:
 		row.Op = OpDelete
-		err = expectTupleKind(kind, 'K', 'O')
+		err = expectTupleKind(kind, "KO")
 		if err == nil {
 			row.Old, err = d.tuple(r, rel)
 		}
@@ -62,11 +63,11 @@ func (d *Decoder) row(r *reader, typ pglogrepl.MessageType) (Message, error) {
 	return row, nil
 }
 
-func expectTupleKind(got byte, want ...byte) error {
-	for _, w := range want {
-		if got == w {
-			return nil
-		}
+// expectTupleKind checks a tuple marker ('N', 'K' or 'O') against the
+// markers allowed here.
+func expectTupleKind(got byte, want string) error {
+	if strings.IndexByte(want, got) >= 0 {
+		return nil
 	}
 	return fmt.Errorf("tuple marker %q, want one of %q", got, want)
 }

@@ -24,9 +24,12 @@ func emitEnd(t testing.TB, db *pgtest.DB) {
 }
 
 // replSlot opens a replication connection to db and creates a pgoutput slot
-// on it (before the workload, so the slot sees all of it).
-func replSlot(t testing.TB, ctx context.Context, db *pgtest.DB, slot string) *pgconn.PgConn {
+// on it (before the workload, so the slot sees all of it). Slots are global
+// to the server, so the slot is named after the test's database and tag.
+func replSlot(t testing.TB, ctx context.Context, db *pgtest.DB, tag string) (*pgconn.PgConn, string) {
 	t.Helper()
+	slot := tag + "_" + db.Name
+	slot = slot[:min(len(slot), 63)]
 	conn, err := pgconn.Connect(ctx, db.ReplDSN)
 	if err != nil {
 		t.Fatalf("replication connection: %v", err)
@@ -35,15 +38,20 @@ func replSlot(t testing.TB, ctx context.Context, db *pgtest.DB, slot string) *pg
 	if _, err := pglogrepl.CreateReplicationSlot(ctx, conn, slot, "pgoutput", pglogrepl.CreateReplicationSlotOptions{}); err != nil {
 		t.Fatalf("create slot %s: %v", slot, err)
 	}
-	return conn
+	return conn, slot
 }
 
-// drain starts replication (proto_version 1, messages on) and hands each
-// XLogData payload to fn, live from the receive buffer, until fn sees the
-// end marker (fn returns true) or ctx expires.
-func drain(ctx context.Context, conn *pgconn.PgConn, slot, pub string, fn func(wal []byte) (bool, error)) error {
-	err := pglogrepl.StartReplication(ctx, conn, slot, 0, pglogrepl.StartReplicationOptions{PluginArgs: []string{
-		"proto_version '1'", "publication_names '" + pub + "'", "messages 'true'"}})
+// pgoutputArgs are the plugin arguments of the relay's stream
+// (proto_version 1, messages on) plus extra ones.
+func pgoutputArgs(pub string, extra ...string) []string {
+	return append([]string{"proto_version '1'", "publication_names '" + pub + "'", "messages 'true'"}, extra...)
+}
+
+// drain starts replication with pluginArgs and hands each XLogData payload
+// to fn, live from the receive buffer, until fn sees the end marker (fn
+// returns true) or ctx expires.
+func drain(ctx context.Context, conn *pgconn.PgConn, slot string, pluginArgs []string, fn func(wal []byte) (bool, error)) error {
+	err := pglogrepl.StartReplication(ctx, conn, slot, 0, pglogrepl.StartReplicationOptions{PluginArgs: pluginArgs})
 	if err != nil {
 		return fmt.Errorf("start replication on %s: %w", slot, err)
 	}
@@ -73,12 +81,12 @@ func drain(ctx context.Context, conn *pgconn.PgConn, slot, pub string, fn func(w
 
 // capture drains the slot and returns a copy of every payload, the end
 // marker excluded.
-func capture(t testing.TB, conn *pgconn.PgConn, slot, pub string) [][]byte {
+func capture(t testing.TB, conn *pgconn.PgConn, slot string, pluginArgs []string) [][]byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var msgs [][]byte
-	err := drain(ctx, conn, slot, pub, func(wal []byte) (bool, error) {
+	err := drain(ctx, conn, slot, pluginArgs, func(wal []byte) (bool, error) {
 		if wal[0] == 'M' && isEndMarker(wal) {
 			return true, nil
 		}

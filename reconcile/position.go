@@ -37,10 +37,29 @@ func confirmedLSN(ctx context.Context, conn *pgx.Conn, slot string) (pglogrepl.L
 	return lsn, nil
 }
 
+// flushWAL makes the WAL up to the current insert position durable, so
+// that a sampled insert position becomes reachable by the walsender on an
+// idle server: a transaction that takes an xid and commits synchronously
+// flushes WAL up to its commit record, past every earlier record.
+func flushWAL(ctx context.Context, conn *pgx.Conn) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = on`); err != nil {
+			return fmt.Errorf("flush WAL: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_current_xact_id()`); err != nil {
+			return fmt.Errorf("flush WAL: %w", err)
+		}
+		return nil
+	})
+}
+
 // waitDurable polls the slot until its confirmed position reaches target or
 // wait elapses. It returns the last position read and whether it reached.
 func waitDurable(ctx context.Context, conn *pgx.Conn, slot string, target pglogrepl.LSN, wait time.Duration) (pglogrepl.LSN, bool, error) {
 	deadline := time.Now().Add(wait)
+	if err := flushWAL(ctx, conn); err != nil {
+		return 0, false, err
+	}
 	for {
 		lsn, err := confirmedLSN(ctx, conn, slot)
 		if err != nil {

@@ -173,13 +173,21 @@ func TestOpenWindowsAreSkipped(t *testing.T) {
 	e.commitLog("orders", evs, "deltabus-deltabus", 1000)
 
 	// The slot never confirms: every window is open.
-	rep := e.run(1, func(o *Options) { o.To = now.Add(-time.Hour); o.From = o.To.Add(-time.Hour); o.DurableWait = 300 * time.Millisecond })
+	rep := e.run(1, func(o *Options) {
+		o.To = now.Add(-time.Hour)
+		o.From = o.To.Add(-time.Hour)
+		o.DurableWait = 300 * time.Millisecond
+	})
 	if len(rep.Results) != 0 || len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "confirmed") {
 		t.Fatalf("results %v skipped %v; want one window skipped for the slot", rep.Results, rep.Skipped)
 	}
 	// The slot confirms, but the last window ends within the lateness.
 	e.advanceSlot()
-	rep = e.run(1, func(o *Options) { o.From = now.Add(-90 * time.Minute); o.To = now.Add(-2 * time.Minute); o.Window = 44 * time.Minute })
+	rep = e.run(1, func(o *Options) {
+		o.From = now.Add(-90 * time.Minute)
+		o.To = now.Add(-2 * time.Minute)
+		o.Window = 44 * time.Minute
+	})
 	if len(rep.Results) != 1 || len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0].Reason, "lateness") {
 		t.Fatalf("results %d skipped %v; want the last window skipped as open", len(rep.Results), rep.Skipped)
 	}

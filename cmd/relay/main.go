@@ -43,6 +43,9 @@ func init() {
 		"tail":    {"print a Delta table's change feed as JSON lines", cmdTail},
 		"status":  {"show the slot, WAL held back and every topic's position", cmdStatus},
 		"version": {"print the version", cmdVersion},
+
+		"reconcile": {"compare the outbox with the topic tables per closed window; exact missing/unexpected/duplicate ids", cmdReconcile},
+		"janitor":   {"delete outbox rows older than the retention that the relay has made durable, in small batches", cmdJanitor},
 	}
 }
 

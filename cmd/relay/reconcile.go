@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/reconcile"
+	"github.com/deltabus/deltabus/storage"
+)
+
+const reconcileHelp = `[--from T --to T | --last 24h] [--window 1h] [--topic T ...] [--json] [flags]
+
+Compares, per topic and closed window of occurred_at, the outbox rows of the
+source with the events of the Delta topic tables, and lists the exact ids
+missing from the log, in the log but not in the source, and duplicated in it.
+A window is closed when window end + --lateness is before the check time and
+the relay's slot has confirmed the WAL position sampled at that time; other
+windows are listed as skipped. Results are appended to the _reconciliation
+Delta table under the store root (unless --no-record).
+
+Exit codes: 0 clean, 1 divergence found or a referenced data file unreadable,
+2 could not run.
+
+Schedule it beside the relay, e.g. hourly with cron:
+  5 * * * * relay reconcile --source "$DSN" --store s3://bucket/topics --last 3h --json >> /var/log/deltabus-reconcile.json
+or as a Kubernetes CronJob (schedule "5 * * * *", args [reconcile, --last, 3h, --json]),
+or in-process: relay reconcile --every 1h --metrics-addr :9465`
+
+// stringList is a repeatable flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+type reconcileFlags struct {
+	sf               sourceFlags
+	from, to         string
+	topics, tables   stringList
+	asJSON, noRecord bool
+	every            time.Duration
+	metricsAddr      string
+	sample           int
+	opts             reconcile.Options
+}
+
+func (f *reconcileFlags) register(fs *flag.FlagSet, env *cliEnv) {
+	f.sf.register(fs, env)
+	o := &f.opts
+	fs.StringVar(&f.from, "from", "", "start of the range (RFC 3339), with --to")
+	fs.StringVar(&f.to, "to", "", "end of the range (RFC 3339, exclusive), with --from")
+	fs.DurationVar(&o.Last, "last", reconcile.DefaultLast, "check the last D, ending at the current time truncated to --window")
+	fs.DurationVar(&o.Window, "window", reconcile.DefaultWindow, "window size")
+	fs.Var(&f.topics, "topic", "topic to check (repeatable; default every topic)")
+	fs.Var(&f.tables, "table", "outbox table schema.table (repeatable; default the publication's tables)")
+	fs.DurationVar(&o.Lateness, "lateness", reconcile.DefaultLateness, "how long after occurred_at a row may still commit")
+	fs.DurationVar(&o.Retention, "retention", reconcile.DefaultRetention, "the janitor's --retention: older rows may be gone from the source")
+	fs.DurationVar(&o.DurableWait, "wait", reconcile.DefaultDurableWait, "how long to wait for the slot to confirm the sampled WAL position")
+	fs.Int64Var(&o.LeafRows, "leaf-rows", reconcile.DefaultLeafRows, "bisect differing windows until a range holds at most this many rows, then diff ids")
+	fs.BoolVar(&o.VerifyIDs, "verify-ids", false, "diff every window id by id (catches a missing and a duplicated event that cancel out in counts)")
+	fs.IntVar(&o.MaxIDs, "max-ids", reconcile.DefaultMaxIDs, "list at most this many ids per kind and window (counts stay exact)")
+	fs.IntVar(&f.sample, "sample", reconcile.DefaultSampleIDs, "ids shown per kind in the table output")
+	fs.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
+	fs.BoolVar(&f.noRecord, "no-record", false, "do not append the results to the _reconciliation table")
+	fs.DurationVar(&f.every, "every", 0, "run again every D until stopped (0 = once)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "with --every, serve /metrics here (last result per topic)")
+}
+
+// options completes Options from the parsed flags.
+func (f *reconcileFlags) options() (reconcile.Options, error) {
+	o := f.opts
+	o.Slot, o.Publication, o.Topics = f.sf.slot, f.sf.publication, f.topics
+	var err error
+	if f.from != "" || f.to != "" {
+		if o.From, err = time.Parse(time.RFC3339Nano, f.from); err != nil {
+			return o, fmt.Errorf("--from %q: want RFC 3339, e.g. 2026-01-02T15:00:00Z", f.from)
+		}
+		if o.To, err = time.Parse(time.RFC3339Nano, f.to); err != nil {
+			return o, fmt.Errorf("--to %q: want RFC 3339, e.g. 2026-01-02T15:00:00Z", f.to)
+		}
+	}
+	if o.Tables, err = parseTables(f.tables); err != nil {
+		return o, err
+	}
+	if o.Mappings, err = outbox.ParseMappings(f.sf.mapping, nil); err != nil {
+		return o, fmt.Errorf("--mapping: %w", err)
+	}
+	return o, o.WithDefaults().Validate()
+}
+
+func parseTables(list []string) ([]reconcile.Table, error) {
+	var out []reconcile.Table
+	for _, s := range list {
+		schema, name, ok := strings.Cut(s, ".")
+		if !ok || schema == "" || name == "" {
+			return nil, fmt.Errorf("--table %q: want schema.table", s)
+		}
+		out = append(out, reconcile.Table{Schema: schema, Name: name})
+	}
+	return out, nil
+}
+
+func cmdReconcile(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlagSet(env, "reconcile", reconcileHelp)
+	var f reconcileFlags
+	f.register(fs, env)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	log, err := newLogger(env.stderr, f.sf.logFormat, f.sf.logLevel)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	opts, err := f.options()
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	if f.sf.source == "" || f.sf.store == "" {
+		return fail(env, exitUsage, errors.New("--source and --store are required (or DELTABUS_SOURCE, DELTABUS_STORE)"))
+	}
+	store, err := openStore(ctx, f.sf.store)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	if f.every <= 0 {
+		return reconcileOnce(ctx, env, &f, store, opts, log, nil)
+	}
+	return reconcileLoop(ctx, env, &f, store, opts, log)
+}
+
+func reconcileLoop(ctx context.Context, env *cliEnv, f *reconcileFlags, store storage.Store, opts reconcile.Options, log *slog.Logger) int {
+	reg := prometheus.NewRegistry()
+	m := reconcile.NewMetrics(reg)
+	if f.metricsAddr != "" {
+		ready := make(chan struct{})
+		close(ready)
+		stop, err := serveMetrics(f.metricsAddr, reg, ready, log)
+		if err != nil {
+			return fail(env, exitUsage, err)
+		}
+		defer stop()
+	}
+	for {
+		code := reconcileOnce(ctx, env, f, store, opts, log, m)
+		log.Info("reconcile run finished", "exit", code, "next_in", f.every)
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case <-time.After(f.every):
+		}
+	}
+}
+
+func reconcileOnce(ctx context.Context, env *cliEnv, f *reconcileFlags, store storage.Store, opts reconcile.Options, log *slog.Logger, m *reconcile.Metrics) int {
+	rep, err := reconcile.Run(ctx, f.sf.source, store, opts, log)
+	if err != nil {
+		m.ObserveFailure()
+		return fail(env, reconcile.ExitCannotRun, err)
+	}
+	if !f.noRecord {
+		v, err := reconcile.Record(ctx, store, rep)
+		if err != nil {
+			log.Error("record results in _reconciliation", "err", err)
+		} else if v >= 0 {
+			rep.RecordedAt = &v
+		}
+	}
+	m.Observe(rep)
+	if f.asJSON {
+		err = rep.WriteJSON(env.stdout)
+	} else {
+		err = rep.WriteText(env.stdout, f.sample)
+	}
+	if err != nil {
+		return fail(env, reconcile.ExitCannotRun, err)
+	}
+	return rep.ExitCode()
+}

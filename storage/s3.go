@@ -44,8 +44,9 @@ type S3Config struct {
 	// connection error, 429 or 5xx; 0 = 4, negative = no retries.
 	HTTPRetries int
 
-	// Transport is the HTTP transport under the retrying client; nil = a
-	// pooled go-cleanhttp transport. Tests use it to inject faults.
+	// Transport is the HTTP transport under the retrying client; nil = the
+	// SDK's default transport (honours AWS_CA_BUNDLE). Tests use it to
+	// inject faults.
 	Transport http.RoundTripper
 }
 
@@ -87,7 +88,7 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 		}
 		o.UsePathStyle = cfg.UsePathStyle
 		// Flexible checksums need aws-chunked trailers that many
-		// S3-compatible servers lack; SigV4 already signs the payload hash.
+		// S3-compatible servers lack; puts carry Content-MD5 instead.
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})

@@ -3,6 +3,8 @@ package storage
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,11 +23,15 @@ import (
 const maxPutAttempts = 5
 
 func (s *S3) putObject(ctx context.Context, key string, data []byte, ifAbsent bool) error {
+	sum := md5.Sum(data)
 	in := &s3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           aws.String(s.fullKey(key)),
 		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
+		// The server rejects a body that does not match (integrity check
+		// understood by AWS and every S3-compatible server).
+		ContentMD5: aws.String(base64.StdEncoding.EncodeToString(sum[:])),
 	}
 	if ifAbsent {
 		in.IfNoneMatch = aws.String("*")

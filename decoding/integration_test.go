@@ -62,65 +62,94 @@ func TestDecodeRealStream(t *testing.T) {
 	defer cancel()
 	repl, slot := replSlot(t, ctx, db, "s")
 	conn := db.Conn(t)
+	w := runRealWorkload(t, db, conn)
+	got := decodeAll(t, ctx, repl, slot, pgoutputArgs("pub"))
 
+	want := w.wantStream(t, conn)
+	lines := summaries(got, w.xids)
+	if len(lines) != len(want) {
+		t.Fatalf("decoded %d messages, want %d:\n%s", len(lines), len(want), strings.Join(lines, "\n"))
+	}
+	for i, line := range lines {
+		if line != want[i] {
+			t.Errorf("message %d:\n got %s\nwant %s", i, line, want[i])
+		}
+	}
+	checkTransactions(t, got, w.xids, w.bounds)
+}
+
+// realWorkload is what runRealWorkload did: its transactions' xids, the WAL
+// insert positions before the first and after each transaction, and values.
+type realWorkload struct {
+	ids           []string
+	xids          []uint32
+	bounds        []pglogrepl.LSN
+	payload1, big string
+	occurred      time.Time
+}
+
+func runRealWorkload(t *testing.T, db *pgtest.DB, conn *pgx.Conn) *realWorkload {
+	w := &realWorkload{
+		payload1: `{"name": "Zoë \"the\" 🚀", "nested": {"a": [1, 2.50, null, true]}, "bs": "back\\slash", "nl": "a\nb"}`,
+		big:      fmt.Sprintf(`{"blob": %q}`, randomHex(40000)), // TOASTed
+		occurred: time.Date(2026, 11, 30, 7, 48, 59, 123456000, time.UTC),
+		ids:      make([]string, 8),
+	}
+	for i := range w.ids {
+		w.ids[i] = fmt.Sprintf("00000000-0000-4000-8000-%012d", i+1)
+	}
 	var start pglogrepl.LSN
-	if err := conn.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&start); err != nil {
+	if err := conn.QueryRow(context.Background(), `SELECT pg_current_wal_insert_lsn()::text`).Scan(&start); err != nil {
 		t.Fatal(err)
 	}
-	payload1 := `{"name": "Zoë \"the\" 🚀", "nested": {"a": [1, 2.50, null, true]}, "bs": "back\\slash", "nl": "a\nb"}`
-	occurred := time.Date(2026, 11, 30, 7, 48, 59, 123456000, time.UTC)
-	big := fmt.Sprintf(`{"blob": %q}`, randomHex(40000))
-	ids := make([]string, 8)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("00000000-0000-4000-8000-%012d", i+1)
+	w.bounds = []pglogrepl.LSN{start}
+	ids, occurred := w.ids, w.occurred
+	tx := func(fn func(exec func(string, ...any))) {
+		xid, after := inTx(t, conn, fn)
+		w.xids, w.bounds = append(w.xids, xid), append(w.bounds, after)
 	}
-	var xids []uint32
-	var after []pglogrepl.LSN
-	record := func(xid uint32, lsn pglogrepl.LSN) { xids, after = append(xids, xid), append(after, lsn) }
-	record(inTx(t, conn, func(exec func(string, ...any)) {
-		exec(insertSQL, ids[1], "orders", "k1", payload1, nil, occurred)
-	}))
-	record(inTx(t, conn, func(exec func(string, ...any)) {
+	tx(func(exec func(string, ...any)) { exec(insertSQL, ids[1], "orders", "k1", w.payload1, nil, occurred) })
+	tx(func(exec func(string, ...any)) {
 		exec(insertSQL, ids[2], "orders", "k2", `{"n": 2}`, `{"trace": "t-2"}`, occurred)
 		exec(insertSQL, ids[3], "billing", nil, `{"n": 3}`, nil, occurred.Add(time.Microsecond))
 		exec(`SELECT pg_logical_emit_message(true, 'deltabus', 'mid-tx ✓')`)
 		exec(insertSQL, ids[4], "orders", "k4", `[]`, `{}`, occurred.Add(-time.Second))
-	}))
-	record(inTx(t, conn, func(exec func(string, ...any)) {
+	})
+	tx(func(exec func(string, ...any)) {
 		exec(insertSQL, ids[5], "orders", "k5", `{"before": "alter"}`, nil, occurred)
 		exec(`ALTER TABLE outbox ADD COLUMN tenant text`)
 		exec(insertSQL, ids[6], "orders", "k6", `{"after": "alter"}`, nil, occurred)
 		exec(`UPDATE outbox SET tenant = 'acme' WHERE id = $1`, ids[6])
-	}))
-	record(inTx(t, conn, func(exec func(string, ...any)) {
-		exec(insertSQL, ids[7], "audit", "k7", big, nil, occurred)
-	}))
-	record(inTx(t, conn, func(exec func(string, ...any)) {
+	})
+	tx(func(exec func(string, ...any)) { exec(insertSQL, ids[7], "audit", "k7", w.big, nil, occurred) })
+	tx(func(exec func(string, ...any)) {
 		exec(`UPDATE outbox SET type = 'OrderShipped', headers = '{"h": "v"}' WHERE id = $1`, ids[7])
 		exec(`UPDATE outbox SET id = $1 WHERE id = $2`, ids[0], ids[1])
 		exec(`DELETE FROM outbox WHERE id = $1`, ids[2])
-	}))
-	record(inTx(t, conn, func(exec func(string, ...any)) {
-		exec(`SELECT pg_logical_emit_message(true, 'deltabus', 'alone')`)
-	}))
+	})
+	tx(func(exec func(string, ...any)) { exec(`SELECT pg_logical_emit_message(true, 'deltabus', 'alone')`) })
 	db.Exec(t, `SELECT pg_logical_emit_message(false, 'deltabus', 'not transactional')`)
-	record(inTx(t, conn, func(exec func(string, ...any)) { exec(`TRUNCATE outbox`) }))
+	tx(func(exec func(string, ...any)) { exec(`TRUNCATE outbox`) })
 	emitEnd(t, db)
+	return w
+}
 
-	got := decodeAll(t, ctx, repl, slot, pgoutputArgs("pub"))
+// wantStream is the exact stream the workload must produce, as summaries.
+func (w *realWorkload) wantStream(t *testing.T, conn *pgx.Conn) []string {
 	jsonText := func(s string) string {
 		var out string
-		if err := conn.QueryRow(ctx, `SELECT $1::jsonb::text`, s).Scan(&out); err != nil {
+		if err := conn.QueryRow(context.Background(), `SELECT $1::jsonb::text`, s).Scan(&out); err != nil {
 			t.Fatal(err)
 		}
 		return out
 	}
+	ids, p1 := w.ids, jsonText(w.payload1)
 	ts := "2026-11-30 13:18:59.123456+05:30"
 	cols8 := "id topic key type schema_version payload headers occurred_at"
 	cols9 := cols8 + " tenant"
-	want := []string{
+	return []string{
 		"begin xid=0",
-		fmt.Sprintf("insert public.outbox(%s) seq=0 new=[%s orders k1 OrderPlaced 1 %s NULL %s]", cols8, ids[1], jsonText(payload1), ts),
+		fmt.Sprintf("insert public.outbox(%s) seq=0 new=[%s orders k1 OrderPlaced 1 %s NULL %s]", cols8, ids[1], p1, ts),
 		"commit",
 		"begin xid=1",
 		fmt.Sprintf(`insert public.outbox(%s) seq=0 new=[%s orders k2 OrderPlaced 1 {"n": 2} {"trace": "t-2"} %s]`, cols8, ids[2], ts),
@@ -134,11 +163,11 @@ func TestDecodeRealStream(t *testing.T) {
 		fmt.Sprintf(`update public.outbox(%s) seq=2 new=[%s orders k6 OrderPlaced 1 {"after": "alter"} NULL %s acme]`, cols9, ids[6], ts),
 		"commit",
 		"begin xid=3",
-		fmt.Sprintf(`insert public.outbox(%s) seq=0 new=[%s audit k7 OrderPlaced 1 %s NULL %s NULL]`, cols9, ids[7], jsonText(big), ts),
+		fmt.Sprintf(`insert public.outbox(%s) seq=0 new=[%s audit k7 OrderPlaced 1 %s NULL %s NULL]`, cols9, ids[7], jsonText(w.big), ts),
 		"commit",
 		"begin xid=4",
 		fmt.Sprintf(`update public.outbox(%s) seq=0 new=[%s audit k7 OrderShipped 1 UNCHANGED {"h": "v"} %s NULL]`, cols9, ids[7], ts),
-		fmt.Sprintf(`update public.outbox(%s) seq=1 old=[%s NULL NULL NULL NULL NULL NULL NULL NULL] new=[%s orders k1 OrderPlaced 1 %s NULL %s NULL]`, cols9, ids[1], ids[0], jsonText(payload1), ts),
+		fmt.Sprintf(`update public.outbox(%s) seq=1 old=[%s NULL NULL NULL NULL NULL NULL NULL NULL] new=[%s orders k1 OrderPlaced 1 %s NULL %s NULL]`, cols9, ids[1], ids[0], p1, ts),
 		fmt.Sprintf(`delete public.outbox(%s) seq=2 old=[%s NULL NULL NULL NULL NULL NULL NULL NULL]`, cols9, ids[2]),
 		"commit",
 		"begin xid=5",
@@ -149,15 +178,6 @@ func TestDecodeRealStream(t *testing.T) {
 		"truncate [public.outbox] cascade=false restart=false",
 		"commit",
 	}
-	if len(got) != len(want) {
-		t.Fatalf("decoded %d messages, want %d:\n%s", len(got), len(want), strings.Join(summaries(got, xids), "\n"))
-	}
-	for i, line := range summaries(got, xids) {
-		if line != want[i] {
-			t.Errorf("message %d:\n got %s\nwant %s", i, line, want[i])
-		}
-	}
-	checkTransactions(t, got, xids, append([]pglogrepl.LSN{start}, after...))
 }
 
 func randomHex(n int) string {

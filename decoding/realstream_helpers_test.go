@@ -107,6 +107,7 @@ func summarizeDatums(ds []Datum) string {
 func checkTransactions(t *testing.T, ms []Message, xids []uint32, bounds []pglogrepl.LSN) {
 	t.Helper()
 	var begin *Begin
+	var lastCommit pglogrepl.LSN
 	n := 0
 	for _, m := range ms {
 		switch m := m.(type) {
@@ -115,7 +116,7 @@ func checkTransactions(t *testing.T, ms []Message, xids []uint32, bounds []pglog
 			if m.Xid != xids[n] || m.CommitTime.Location().String() != "UTC" {
 				t.Errorf("transaction %d: begin %+v, want xid %d in UTC", n, m, xids[n])
 			}
-			if m.CommitLSN <= bounds[n] || m.CommitLSN >= bounds[n+1] {
+			if m.CommitLSN <= lastCommit || m.CommitLSN <= bounds[n] || m.CommitLSN >= bounds[n+1] {
 				t.Errorf("transaction %d: commit LSN %s outside (%s, %s)", n, m.CommitLSN, bounds[n], bounds[n+1])
 			}
 		case *Commit:
@@ -123,7 +124,7 @@ func checkTransactions(t *testing.T, ms []Message, xids []uint32, bounds []pglog
 				m.EndLSN <= m.CommitLSN || m.EndLSN > bounds[n+1] {
 				t.Errorf("transaction %d: commit %+v after begin %+v (next bound %s)", n, m, begin, bounds[n+1])
 			}
-			n, begin = n+1, nil
+			n, begin, lastCommit = n+1, nil, m.CommitLSN
 		case *Row:
 			if begin == nil || m.Xid != begin.Xid || m.CommitLSN != begin.CommitLSN || !m.CommitTime.Equal(begin.CommitTime) {
 				t.Errorf("row %+v does not carry its transaction's context %+v", m, begin)

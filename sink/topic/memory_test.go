@@ -1,0 +1,88 @@
+package topic
+
+import (
+	"context"
+	"encoding/hex"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/deltabus/deltabus/outbox"
+)
+
+// TestBoundedMemory streams one large batch (60,000 events, ~65 MB of
+// barely compressible payload, as one source transaction) through one
+// FileWriter. The memory it retains (live heap after a GC, sampled while
+// appending) must stay at a few row groups, independent of the batch size;
+// files must be cut at MaxFileBytes; every row must come back in order.
+func TestBoundedMemory(t *testing.T) {
+	const (
+		n         = 60_000
+		liveCap   = 12 << 20
+		rowGroup  = 2 << 20
+		fileBytes = 4 << 20
+	)
+	st := newLocalStore(t)
+	w := NewFileWriter(st, FileOptions{RowGroupBytes: rowGroup, MaxFileBytes: fileBytes, MemoryBuffer: 512 << 10, TempDir: t.TempDir()})
+	rnd := rand.NewChaCha8([32]byte{1})
+	raw := make([]byte, 512)
+	ev := outbox.Event{Topic: "big", Key: "k", Type: "T", SchemaVersion: 1, Xid: 1, CommitLSN: 42, CommitTime: base}
+	var ms runtime.MemStats
+	var peak uint64
+	for i := range n {
+		_, _ = rnd.Read(raw)
+		ev.ID = hex.EncodeToString(raw[:16])
+		ev.Payload = `{"blob":"` + hex.EncodeToString(raw) + `"}`
+		ev.Seq = int32(i)
+		ev.OccurredAt = base.Add(time.Duration(i) * time.Microsecond)
+		if err := w.Append(&ev); err != nil {
+			t.Fatal(err)
+		}
+		if i%4999 == 0 {
+			// Two GCs: the first only moves arrow-go's pooled zstd
+			// encoders (a sync.Pool, bounded by concurrency, not by
+			// data) to the victim cache.
+			runtime.GC()
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapAlloc)
+		}
+	}
+	rawBytes := w.Bytes()
+	adds, err := w.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d rows, %d MiB raw, %d files, peak live heap %d MiB", n, rawBytes>>20, len(adds), peak>>20)
+	if rawBytes < n*1000 {
+		t.Fatalf("Bytes() = %d, want > %d", rawBytes, n*1000)
+	}
+	if peak > liveCap {
+		t.Errorf("peak live heap %d MiB while appending %d MiB, want < %d MiB", peak>>20, rawBytes>>20, liveCap>>20)
+	}
+	if len(adds) < 5 {
+		t.Errorf("%d files, want the batch split into files of ~%d MiB", len(adds), fileBytes>>20)
+	}
+	next := int32(0)
+	for i, a := range adds {
+		// A file is cut after the row group that reaches MaxFileBytes, so
+		// it is at least that large (but the last) and at most one row group more.
+		if (i < len(adds)-1 && a.Size < fileBytes) || a.Size > fileBytes+rowGroup {
+			t.Errorf("file %d of %d is %d bytes, want [%d, %d]", i, len(adds), a.Size, fileBytes, fileBytes+rowGroup)
+		}
+		err := ReadEventIDs(context.Background(), st, a, func(r EventRef) error {
+			if r.Seq != next {
+				t.Fatalf("row seq %d, want %d", r.Seq, next)
+			}
+			next++
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if next != n {
+		t.Errorf("read back %d rows, want %d", next, n)
+	}
+}

@@ -80,9 +80,16 @@ type Relation struct {
 type Row struct {
 	Relation *Relation
 	Op       Op
-	Seq      int     // position of this row among the rows of its transaction, from 0
-	New      []Datum // new tuple (insert, update); nil for delete
-	Old      []Datum // old tuple or key (update/delete with replica identity); may be nil
+	// Seq is the row's position among the rows of its transaction, from 0,
+	// all relations counted (Truncate and LogicalMessage take no Seq).
+	Seq int
+	// New is the new tuple (insert, update); nil for delete. An UPDATE that
+	// leaves a TOASTed value alone sends it as DatumUnchanged.
+	New []Datum
+	// Old is the old tuple: the replica identity key for a delete, and for an
+	// update that changed the key (non-key columns then come as DatumNull),
+	// or the whole old row under REPLICA IDENTITY FULL. nil when not sent.
+	Old []Datum
 	// Transaction context, copied from Begin.
 	Xid        uint32
 	CommitLSN  pglogrepl.LSN

@@ -22,13 +22,13 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
 // env is one test's source database (migrated outbox, relay slot) and
 // local store.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	db   *pgtest.DB
 	root storage.Store
 	base time.Time // start of the first window, well in the past
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	db := pgtest.NewDB(t)
 	conn := db.Conn(t)

@@ -55,9 +55,16 @@ func parseTimestamptz(s []byte) (time.Time, bool) {
 	return t.Add(-time.Duration(offset) * time.Second), true
 }
 
+// daysIn is the number of days of month m (1-12) in the proleptic Gregorian
+// calendar, year counted astronomically (0 = 1 BC).
 func daysIn(m time.Month, year int) int {
-	return time.Date(year, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
+	if m == time.February && year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+		return 29
+	}
+	return int(daysPerMonth[m-1])
 }
+
+var daysPerMonth = [12]uint8{31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
 
 // textParser reads ASCII fields; the first mismatch sets bad and every later
 // read returns 0.

@@ -2,7 +2,6 @@ package bootstrap
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -55,13 +54,13 @@ func commitTopic(ctx context.Context, root storage.Store, name string, adds []de
 	if name == outbox.DeadLetterTopic {
 		meta.SchemaString = topic.SchemaString(true)
 	}
-	if err := delta.CreateTable(ctx, st, meta, proto); err != nil && !errors.Is(err, delta.ErrTableExists) {
+	if err := delta.CreateTable(ctx, st, meta, proto, nil); err != nil {
 		return 0, fmt.Errorf("create topic %q table: %w", name, err)
 	}
 	if err := registerTopic(ctx, root, name); err != nil {
 		return 0, err
 	}
-	tbl, err := delta.OpenTable(ctx, st)
+	tbl, err := delta.OpenTable(ctx, st, delta.Options{})
 	if err != nil {
 		return 0, fmt.Errorf("open topic %q table: %w", name, err)
 	}

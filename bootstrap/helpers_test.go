@@ -34,7 +34,7 @@ func testCtx(t testing.TB, d time.Duration) context.Context {
 
 func testLog(t testing.TB) *slog.Logger {
 	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
@@ -54,14 +54,20 @@ const numTopics = 4
 
 // fill inserts n rows spread over numTopics topics, with occurred_at in
 // the past and deliberately not in id or insertion order.
-func fill(t testing.TB, db *pgtest.DB, n int) {
+func fill(t testing.TB, db *pgtest.DB, n int) { fillRows(t, db, n, fmt.Sprintf("(i * 7919) %% %d", n)) }
+
+// fillOrdered inserts n rows whose occurred_at follows insertion order, as
+// in a real outbox.
+func fillOrdered(t testing.TB, db *pgtest.DB, n int) { fillRows(t, db, n, "i") }
+
+func fillRows(t testing.TB, db *pgtest.DB, n int, ms string) {
 	t.Helper()
 	db.Exec(t, fmt.Sprintf(`INSERT INTO outbox (topic, key, type, payload, headers, occurred_at)
 		SELECT 'topic-' || (i %% %d), 'k' || (i %% 997), 'created',
 		       jsonb_build_object('i', i, 'note', repeat('x', 120) || E'\ttab\nline \\ back'),
 		       CASE WHEN i %% 3 = 0 THEN '{"trace":"t"}'::jsonb END,
-		       timestamptz '2026-01-01' + ((i * 7919) %% %d) * interval '1 millisecond'
-		FROM generate_series(1, %d) i`, numTopics, n, n))
+		       timestamptz '2026-01-01' + (%s) * interval '1 millisecond'
+		FROM generate_series(1, %d) i`, numTopics, ms, n))
 }
 
 // producers insert small transactions at full speed until stop is closed.

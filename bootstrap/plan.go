@@ -20,6 +20,9 @@ type source struct {
 	topicCol string // quoted topic column
 	orderBy  string // ORDER BY clause giving the snapshot order within a topic
 	estRows  int64  // pg_class.reltuples, for progress only
+	// indexed: an index leads with the topic column, so a topic's rows are
+	// read through it in (occurred_at, id) order without a sort.
+	indexed bool
 }
 
 // unit is the work of one topic value: its rows in every published table,
@@ -123,17 +126,16 @@ func (s *source) hasColumn(name string) bool {
 // led by the topic column it walks the index (one probe per value);
 // otherwise one DISTINCT scan.
 func (s *source) topicValues(ctx context.Context, conn *pgx.Conn) ([]string, bool, error) {
-	var indexed bool
 	err := conn.QueryRow(ctx, `
 		SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
-		               WHERE i.indrelid = $1 AND a.attname = $2 AND i.indpred IS NULL)`, s.rel.ID, s.mapping.Topic).Scan(&indexed)
+		               WHERE i.indrelid = $1 AND a.attname = $2 AND i.indpred IS NULL)`, s.rel.ID, s.mapping.Topic).Scan(&s.indexed)
 	if err != nil {
 		return nil, false, fmt.Errorf("inspect indexes of %s: %w", s.qualified(), err)
 	}
 	tbl := pgx.Identifier{s.rel.Namespace, s.rel.Name}.Sanitize()
 	col := s.topicCol
 	q := "SELECT DISTINCT " + col + "::text FROM " + tbl + " WHERE " + col + " IS NOT NULL ORDER BY 1"
-	if indexed {
+	if s.indexed {
 		q = `WITH RECURSIVE t(v) AS (
 			(SELECT ` + col + ` FROM ` + tbl + ` WHERE ` + col + ` IS NOT NULL ORDER BY 1 LIMIT 1)
 			UNION ALL

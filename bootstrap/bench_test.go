@@ -1,0 +1,91 @@
+package bootstrap_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/bootstrap"
+)
+
+// BenchmarkBootstrap compares a bootstrap of an outbox of
+// DELTABUS_BENCH_ROWS rows (default 2M) with `COPY (SELECT * FROM outbox)
+// TO STDOUT (FORMAT binary)` into io.Discard on the same database, and
+// reports the peak RSS of the bootstrap (VmHWM after a reset).
+func BenchmarkBootstrap(b *testing.B) {
+	n := 2_000_000
+	if v, err := strconv.Atoi(os.Getenv("DELTABUS_BENCH_ROWS")); err == nil && v > 0 {
+		n = v
+	}
+	db := newOutbox(b)
+	fillOrdered(b, db, n)
+	db.Exec(b, "VACUUM ANALYZE outbox")
+	ctx := testCtx(b, time.Hour)
+	conn := db.Conn(b)
+	for b.Loop() {
+		copyRate := copyBinaryRate(b, ctx, conn, n)
+		store, url := localStore(b)
+		runtime.GC()
+		resetPeakRSS(b)
+		baseRSS := rssKiB(b, "VmRSS")
+		start := time.Now()
+		res, err := bootstrap.Snapshot(ctx, testConfig(db, url), store, bootstrap.Options{Log: testLog(b)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		took := time.Since(start)
+		if res.Rows != int64(n) {
+			b.Fatalf("bootstrap copied %d rows, want %d", res.Rows, n)
+		}
+		rate := float64(n) / took.Seconds()
+		b.ReportMetric(rate, "bootstrap_rows/s")
+		b.ReportMetric(copyRate, "copy_binary_rows/s")
+		b.ReportMetric(rate/copyRate, "ratio")
+		b.ReportMetric(float64(rssKiB(b, "VmHWM"))/1024, "peak_rss_MiB")
+		b.ReportMetric(float64(baseRSS)/1024, "base_rss_MiB")
+		db.Exec(b, "SELECT pg_drop_replication_slot('deltabus')")
+	}
+}
+
+func copyBinaryRate(b *testing.B, ctx context.Context, conn *pgx.Conn, n int) float64 {
+	start := time.Now()
+	tag, err := conn.PgConn().CopyTo(ctx, io.Discard, "COPY (SELECT * FROM outbox) TO STDOUT (FORMAT binary)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if tag.RowsAffected() != int64(n) {
+		b.Fatalf("COPY read %d rows", tag.RowsAffected())
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+func resetPeakRSS(b *testing.B) {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		b.Logf("cannot reset peak RSS: %v", err)
+	}
+}
+
+func rssKiB(b *testing.B, field string) int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			v, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return v
+		}
+	}
+	b.Fatalf("%s not in /proc/self/status", field)
+	return 0
+}

@@ -45,6 +45,7 @@ func (b *batch) empty() bool { return b.events == 0 }
 func (b *batch) topicFor(t *topicTable, opts topic.FileOptions) *topicBatch {
 	tb := b.topics[t.name]
 	if tb == nil {
+		opts.DeadLetter = t.name == outbox.DeadLetterTopic
 		tb = &topicBatch{table: t, writer: topic.NewFileWriter(t.store, opts)}
 		b.topics[t.name] = tb
 		b.order = append(b.order, t.name)

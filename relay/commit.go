@@ -22,10 +22,11 @@ import (
 // keeps reading (and answering keepalives) while files and commits are
 // written.
 type committer struct {
-	root    storage.Store
-	appID   string
-	log     *slog.Logger
-	metrics *Metrics
+	root      storage.Store
+	appID     string
+	tableOpts delta.Options
+	log       *slog.Logger
+	metrics   *Metrics
 
 	in      chan *batch
 	durable atomic.Uint64 // highest LSN whose every event is in a durable Delta commit
@@ -36,7 +37,7 @@ type committer struct {
 }
 
 func newCommitter(root storage.Store, appID string, start pglogrepl.LSN, log *slog.Logger, m *Metrics) *committer {
-	c := &committer{root: root, appID: appID, log: log, metrics: m, in: make(chan *batch), done: make(chan struct{})}
+	c := &committer{root: root, appID: appID, tableOpts: delta.Options{Logger: log}, log: log, metrics: m, in: make(chan *batch), done: make(chan struct{})}
 	c.durable.Store(uint64(start))
 	return c
 }
@@ -123,7 +124,7 @@ func (c *committer) commitTopic(ctx context.Context, b *batch, tb *topicBatch) e
 	if err != nil {
 		return fmt.Errorf("write files of topic %q: %w", t.name, err)
 	}
-	if err := t.ensureTable(ctx, c.root); err != nil {
+	if err := t.ensureTable(ctx, c.root, c.tableOpts); err != nil {
 		return err
 	}
 	version, err := t.table.Commit(ctx, delta.CommitActions{

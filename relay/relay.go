@@ -15,6 +15,7 @@ import (
 	"github.com/deltabus/deltabus/decoding"
 	"github.com/deltabus/deltabus/migrations"
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
 )
@@ -104,7 +105,7 @@ func (r *Relay) runSession(ctx context.Context) error {
 
 	com := newCommitter(r.store, r.cfg.AppID, start, r.log, r.metrics)
 	go com.run(sctx)
-	s := &session{r: r, conn: conn, dec: decoding.NewDecoder(), tables: newTables(r.store, r.cfg.AppID), com: com,
+	s := &session{r: r, conn: conn, dec: decoding.NewDecoder(), tables: newTables(r.store, r.cfg.AppID, delta.Options{Logger: r.log}), com: com,
 		fileOpts: topic.FileOptions{}, cur: newBatch(0), lastStatus: time.Now()}
 	if !r.readyOnce {
 		r.readyOnce = true
@@ -196,6 +197,9 @@ func connectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error)
 		return nil, userErr(err, "source DSN is invalid: %s", redact(err.Error()))
 	}
 	cfg.RuntimeParams["replication"] = "database"
+	// The router parses timestamptz text output: pin its format.
+	cfg.RuntimeParams["datestyle"] = "ISO, MDY"
+	cfg.RuntimeParams["timezone"] = "UTC"
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 10 * time.Second
 	}

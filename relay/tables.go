@@ -29,12 +29,13 @@ type topicTable struct {
 type tables struct {
 	root  storage.Store
 	appID string
+	opts  delta.Options
 	mu    sync.Mutex
 	m     map[string]*topicTable
 }
 
-func newTables(root storage.Store, appID string) *tables {
-	return &tables{root: root, appID: appID, m: make(map[string]*topicTable)}
+func newTables(root storage.Store, appID string, opts delta.Options) *tables {
+	return &tables{root: root, appID: appID, opts: opts, m: make(map[string]*topicTable)}
 }
 
 // get returns the topic's table, reading its snapshot on first use.
@@ -45,9 +46,9 @@ func (ts *tables) get(ctx context.Context, name string) (*topicTable, error) {
 		return t, nil
 	}
 	t := &topicTable{name: name, store: storage.Sub(ts.root, name), skipUpTo: -1}
-	tbl, err := delta.OpenTable(ctx, t.store)
+	tbl, err := delta.OpenTable(ctx, t.store, ts.opts)
 	switch {
-	case errors.Is(err, delta.ErrTableNotFound):
+	case errors.Is(err, delta.ErrNoTable):
 	case err != nil:
 		return nil, fmt.Errorf("open topic %q table: %w", name, err)
 	default:
@@ -62,7 +63,7 @@ func (ts *tables) get(ctx context.Context, name string) (*topicTable, error) {
 
 // ensureTable creates the topic's table at version 0 if it does not exist
 // yet (a concurrent creator winning the race is fine) and opens it.
-func (t *topicTable) ensureTable(ctx context.Context, root storage.Store) error {
+func (t *topicTable) ensureTable(ctx context.Context, root storage.Store, opts delta.Options) error {
 	if t.table != nil {
 		return nil
 	}
@@ -70,11 +71,10 @@ func (t *topicTable) ensureTable(ctx context.Context, root storage.Store) error 
 	if t.name == outbox.DeadLetterTopic {
 		meta.SchemaString = topic.SchemaString(true)
 	}
-	err := delta.CreateTable(ctx, t.store, meta, proto)
-	if err != nil && !errors.Is(err, delta.ErrTableExists) {
+	if err := delta.CreateTable(ctx, t.store, meta, proto, nil); err != nil {
 		return fmt.Errorf("create topic %q table: %w", t.name, err)
 	}
-	tbl, err := delta.OpenTable(ctx, t.store)
+	tbl, err := delta.OpenTable(ctx, t.store, opts)
 	if err != nil {
 		return fmt.Errorf("open topic %q table: %w", t.name, err)
 	}

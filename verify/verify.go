@@ -40,16 +40,14 @@ func ReadTopic(ctx context.Context, root storage.Store, name string) ([]Logged, 
 		if cf.ChangeType != "insert" {
 			return fmt.Errorf("topic %q version %d: unexpected change type %q", name, cf.Version, cf.ChangeType)
 		}
-		start := len(rows)
-		err := topic.ReadEventKeys(ctx, st, cf.Path, func(k topic.EventKey) error {
-			rows = append(rows, Logged{ID: k.ID, CommitLSN: k.CommitLSN, Seq: k.Seq, CommitTime: k.CommitTime,
+		err := topic.ReadEvents(ctx, st, delta.Add{Path: cf.Path}, func(e outbox.Event) error {
+			rows = append(rows, Logged{ID: e.ID, CommitLSN: e.CommitLSN, Seq: e.Seq, CommitTime: e.CommitTime,
 				Version: cf.Version, VersionTime: cf.Timestamp})
 			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("topic %q version %d file %s: %w", name, cf.Version, cf.Path, err)
 		}
-		_ = start
 		return nil
 	})
 	if err != nil {

@@ -51,5 +51,16 @@ func topicRecords(ctx context.Context, root storage.Store, name string) int64 {
 	if err != nil {
 		return 0
 	}
-	return snap.NumRecordsFromStats()
+	return numRecords(snap)
+}
+
+// numRecords sums the numRecords stats of a snapshot's files.
+func numRecords(snap *delta.Snapshot) int64 {
+	var n int64
+	for _, a := range snap.Files {
+		if v, ok := delta.StatsNumRecords(a.Stats); ok {
+			n += v
+		}
+	}
+	return n
 }

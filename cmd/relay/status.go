@@ -84,7 +84,7 @@ func topicStatuses(ctx context.Context, store storage.Store, appID string) ([]to
 		if txn, ok := snap.Txns[appID]; ok {
 			ts.TxnVersion = lsnString(txn.Version)
 		}
-		ts.Records = snap.NumRecordsFromStats()
+		ts.Records = numRecords(snap)
 		out = append(out, ts)
 	}
 	return out, nil

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/deltabus/deltabus/migrations"
@@ -99,7 +100,7 @@ func producers(t testing.TB, db *pgtest.DB, k int, stop <-chan struct{}) (wait f
 				}
 				rows := 1 + rng.IntN(5)
 				_, err := conn.Exec(ctx, `INSERT INTO outbox (topic, key, type, payload)
-					SELECT 'topic-' || ((i + $1) % 5), 'p' || $2, 'live', jsonb_build_object('i', i)
+					SELECT 'topic-' || ((i + $1) % 5), 'p' || $2::int, 'live', jsonb_build_object('i', i)
 					FROM generate_series(1, $3::int) i`, rng.IntN(100), p, rows)
 				if err != nil {
 					t.Errorf("producer %d: %v", p, err)
@@ -225,4 +226,9 @@ func localStore(t testing.TB) (storage.Store, string) {
 
 func testConfig(db *pgtest.DB, storeURL string) relay.Config {
 	return relay.Config{Source: db.DSN, Store: storeURL, Slot: "deltabus", Publication: "deltabus"}.WithDefaults()
+}
+
+func parseLSN(s string) (int64, error) {
+	l, err := pglogrepl.ParseLSN(s)
+	return int64(l), err
 }

@@ -106,6 +106,11 @@ func NewFileWriter(store storage.Store, opts FileOptions) *FileWriter {
 		parquet.WithDictionaryFor("event_id", false),
 		parquet.WithDictionaryFor("payload", false),
 		parquet.WithDictionaryFor("raw_row", false),
+		parquet.WithDictionaryFor("occurred_at", false),
+		parquet.WithDictionaryFor("commit_lsn", false),
+		parquet.WithDictionaryFor("seq", false),
+		parquet.WithDictionaryFor("xid", false),
+		parquet.WithDictionaryFor("commit_time", false),
 		parquet.WithCreatedBy("deltabus"),
 	)
 	return &FileWriter{

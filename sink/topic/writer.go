@@ -233,8 +233,9 @@ func (w *FileWriter) finishFile() error {
 
 // Close finishes the last file, uploads every file to the store and returns
 // their add actions in row order. A writer with no rows returns no adds.
-// On error nothing is returned and the files already uploaded are deleted
-// (best effort; a leftover is an unreferenced orphan, never read).
+// On error nothing is returned and the files already uploaded, and the one
+// whose upload failed, are deleted (best effort; a leftover is an
+// unreferenced orphan that no Delta reader reads).
 func (w *FileWriter) Close(ctx context.Context) ([]delta.Add, error) {
 	if w.closed {
 		return nil, errors.New("topic file writer already closed")
@@ -254,7 +255,8 @@ func (w *FileWriter) Close(ctx context.Context) ([]delta.Add, error) {
 	for _, f := range w.done {
 		add, err := w.upload(ctx, f)
 		if err != nil {
-			w.deleteUploaded(adds)
+			// A failed Put may still have landed (ambiguous outcome).
+			w.deleteUploaded(append(adds, delta.Add{Path: f.name}))
 			return nil, err
 		}
 		adds = append(adds, add)

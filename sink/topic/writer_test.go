@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"regexp"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/storage"
 )
 
 var partName = regexp.MustCompile(`^part-[0-9]{5}-[0-9a-f-]{36}\.c000\.zstd\.parquet$`)
@@ -278,5 +280,44 @@ func TestSpillAndAbort(t *testing.T) {
 	}
 	if adds, err := NewFileWriter(st2, opts).Close(ctx); err != nil || len(adds) != 0 {
 		t.Errorf("empty writer Close = %v, %v", adds, err)
+	}
+}
+
+// TestCloseUploadFailure: when the upload of the third file fails after the
+// bytes landed (an ambiguous outcome), Close returns the error and no adds,
+// deletes all three files and leaves no temp files; a cancelled context
+// fails Close.
+func TestCloseUploadFailure(t *testing.T) {
+	ctx := context.Background()
+	local := newLocalStore(t)
+	st := storage.NewFaulty(local)
+	st.Inject(storage.Fault{Op: storage.OpPut, Call: 3, After: true})
+	tmp := t.TempDir()
+	w := NewFileWriter(st, FileOptions{MaxFileRows: 100, MemoryBuffer: 1 << 10, TempDir: tmp})
+	evs := testEvents(450, 5, 1)
+	for i := range evs {
+		if err := w.Append(&evs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adds, err := w.Close(ctx)
+	if !errors.Is(err, storage.ErrInjected) || adds != nil {
+		t.Fatalf("Close = %v, %v; want the injected error and no adds", adds, err)
+	}
+	if objs, err := local.List(ctx, "", ""); err != nil || len(objs) != 0 {
+		t.Errorf("objects left after a failed Close: %v (%v)", objs, err)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("%d temp files left after a failed Close", len(ents))
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	w = NewFileWriter(local, FileOptions{})
+	if err := w.Append(&evs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Close(cctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Close with a cancelled context = %v", err)
 	}
 }

@@ -22,7 +22,7 @@ type NewEvent struct {
 	Key           string    // entity key
 	Type          string    // what happened
 	SchemaVersion int32     // 0 means 1
-	Payload       any       // json.RawMessage (sent as is) or a value to marshal; required
+	Payload       any       // json.RawMessage or []byte (JSON text, sent as is) or a value to marshal; required
 	Headers       any       // nil, map[string]string, json.RawMessage, or a value to marshal
 	OccurredAt    time.Time // zero: the transaction's now()
 }
@@ -153,12 +153,19 @@ func unmappedCheck(m Mapping, e *NewEvent) error {
 	return nil
 }
 
-// jsonText returns v as JSON text: a json.RawMessage as is (checked),
-// anything else marshalled.
+// jsonText returns v as JSON text: a json.RawMessage or []byte as is
+// (checked: JSON text, never base64), anything else marshalled.
 func jsonText(v any) (string, error) {
-	if raw, ok := v.(json.RawMessage); ok {
+	var raw []byte
+	switch r := v.(type) {
+	case json.RawMessage:
+		raw = r
+	case []byte:
+		raw = r
+	}
+	if raw != nil {
 		if !json.Valid(raw) {
-			return "", errors.New("json.RawMessage is not valid JSON")
+			return "", errors.New("payload/headers bytes are not valid JSON text")
 		}
 		return string(raw), nil
 	}

@@ -38,11 +38,15 @@ func cmdDemo(ctx context.Context, env *cliEnv, args []string) int {
 	fs.IntVar(&o.events, "events", 0, "stop after this many events are relayed and verified (default: run until Ctrl-C)")
 	fs.IntVar(&o.rate, "rate", 2000, "producer rate, events per second")
 	fs.BoolVar(&o.keep, "keep", false, "keep the throwaway PostgreSQL running after the demo")
+	logLevel := fs.String("log-level", "warn", "relay log level: debug, info, warn, error")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	log := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := runDemo(ctx, env, o, log); err != nil {
+	log, err := newLogger(env.stderr, "text", *logLevel)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	if err = runDemo(ctx, env, o, log); err != nil {
 		return fail(env, exitFailure, err)
 	}
 	return exitOK

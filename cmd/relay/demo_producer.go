@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"text/tabwriter"
@@ -141,7 +143,7 @@ func (d *demo) produce(ctx context.Context, worker int) error {
 		if err != nil {
 			return err
 		}
-		if rng.IntN(4000) == 0 {
+		if rng.IntN(500) == 0 {
 			if err := d.writePoison(ctx, conn); err != nil {
 				return err
 			}
@@ -246,6 +248,14 @@ func (s demoSummary) print(out io.Writer, dir string, took time.Duration) {
 	fmt.Fprintf(out, "\nend-to-end latency (source commit -> Delta commit): p50 %v, p99 %v\n", s.p50.Round(time.Millisecond), s.p99.Round(time.Millisecond))
 	fmt.Fprintf(out, "tables: %s/<topic>   (poison rows in %s/_dead_letter: %d)\n", dir, dir, s.deadLetter)
 	if len(s.topics) > 0 {
-		fmt.Fprintf(out, "read one: relay tail %s/%s | head\n", dir, s.topics[0].name)
+		fmt.Fprintf(out, "read one: %s tail %s/%s | head\n", selfName(), dir, s.topics[0].name)
 	}
+}
+
+// selfName is how the user invoked this binary, for copy-pasteable hints.
+func selfName() string {
+	if len(os.Args) > 0 && strings.Contains(os.Args[0], "/") {
+		return os.Args[0]
+	}
+	return "relay"
 }

@@ -80,7 +80,11 @@ func printInspect(env *cliEnv, r delta.InspectResult) {
 		fmt.Fprintf(tw, "config\t%s=%s\n", k, r.Metadata.Configuration[k])
 	}
 	fmt.Fprintf(tw, "files\t%d\n", r.NumFiles)
-	fmt.Fprintf(tw, "records\t%d\n", r.NumRecords)
+	if r.NumRecords != nil {
+		fmt.Fprintf(tw, "records\t%d\n", *r.NumRecords)
+	} else {
+		fmt.Fprintln(tw, "records\tunknown (a file without stats is missing)")
+	}
 	for app, v := range r.Txns {
 		fmt.Fprintf(tw, "txn\t%s=%d\n", app, v)
 	}

@@ -45,6 +45,7 @@ func init() {
 		"version": {"print the version", cmdVersion},
 
 		"reconcile": {"compare the outbox with the topic tables per closed window; exact missing/unexpected/duplicate ids", cmdReconcile},
+		"bootstrap": {"copy existing outbox rows into the topics (first start), or --recover a lost slot", cmdBootstrap},
 		"janitor":   {"delete outbox rows older than the retention that the relay has made durable, in small batches", cmdJanitor},
 	}
 }

@@ -32,19 +32,31 @@ func (s *exportedSlot) close() {
 	}
 }
 
-// dropSlot removes the slot if it exists. A slot in use by another process
-// is an error (another relay is running or bootstrapping).
+// dropSlot removes the slot if it exists. A slot still in use after a
+// grace period (the consumer of a killed relay takes a moment to go away)
+// is an error: another relay is running or bootstrapping.
 func dropSlot(ctx context.Context, sql *pgx.Conn, name string) (bool, error) {
-	var pid *int32
-	err := sql.QueryRow(ctx, `SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&pid)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read replication slot %q: %w", name, err)
-	}
-	if pid != nil {
-		return false, fmt.Errorf("replication slot %q is in use by another process (pid %d), probably another relay: stop it first", name, *pid)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var pid *int32
+		err := sql.QueryRow(ctx, `SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1`, name).Scan(&pid)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("read replication slot %q: %w", name, err)
+		}
+		if pid == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("replication slot %q is in use by another process (pid %d), probably another relay: stop it first", name, *pid)
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	if _, err := sql.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, name); err != nil {
 		return false, fmt.Errorf("drop replication slot %q: %w", name, err)

@@ -1,0 +1,84 @@
+package bootstrap_test
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deltabus/deltabus/relay"
+)
+
+// TestCrashDuringBootstrap: `relay run` as a subprocess is SIGKILLed at
+// random moments of its first-start bootstrap (while producers keep
+// inserting) and restarted until it streams; afterwards every topic holds
+// exactly the outbox's rows, once each.
+func TestCrashDuringBootstrap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the relay binary")
+	}
+	n, kills := 50_000, 5
+	if longRun() {
+		n, kills = 1_000_000, 10
+	}
+	bin := buildRelay(t)
+	db := newOutbox(t)
+	fill(t, db, n)
+	store, url := localStore(t)
+	cfg := testConfig(db, url)
+	stopProducers := make(chan struct{})
+	waitProducers := producers(t, db, 4, stopProducers)
+	defer func() {
+		select {
+		case <-stopProducers:
+		default:
+			close(stopProducers)
+			waitProducers()
+		}
+	}()
+
+	// Kill points: after each stage's log line, plus a random delay.
+	stages := []string{"first start", "slot created with an exported snapshot", "bootstrap: copying", "topic copied", "topic copied"}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	killed := 0
+	for attempt := 0; killed < kills && attempt < 3*kills; attempt++ {
+		p := startRelay(t, bin, db, url, "run")
+		stage := stages[rng.IntN(len(stages))]
+		if !p.waitOutput(stage, 3*time.Minute) {
+			t.Fatalf("relay never logged %q:\n%s", stage, p.output())
+		}
+		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+		if strings.Contains(p.output(), "msg=streaming") {
+			t.Logf("attempt %d: bootstrap finished before the kill (stage %q)", attempt, stage)
+			if err := p.stop(); err != nil {
+				t.Fatalf("relay: %v\n%s", err, p.output())
+			}
+			break
+		}
+		p.kill()
+		killed++
+		_, marker, _ := relay.ReadMarker(t.Context(), store, cfg.AppID)
+		t.Logf("attempt %d: SIGKILL after %q (marker written: %v)", attempt, stage, marker)
+	}
+	if killed == 0 {
+		t.Fatal("no kill landed during the bootstrap")
+	}
+
+	p := startRelay(t, bin, db, url, "run")
+	if !p.waitOutput("msg=streaming", 5*time.Minute) {
+		t.Fatalf("relay never streamed after %d kills:\n%s", killed, p.output())
+	}
+	time.Sleep(time.Second)
+	close(stopProducers)
+	live := waitProducers()
+	waitCaughtUp(t, db, store, cfg.AppID, 2*time.Minute)
+	if err := p.stop(); err != nil {
+		t.Fatalf("relay: %v\n%s", err, p.output())
+	}
+	m, ok, err := relay.ReadMarker(t.Context(), store, cfg.AppID)
+	if err != nil || !ok {
+		t.Fatalf("no marker: %v", err)
+	}
+	t.Logf("%d kills during bootstrap, %d rows pre-filled, %d produced concurrently", killed, n, live)
+	checkTopics(t, db, store, cfg.AppID, snapshotLSN(t, m))
+}

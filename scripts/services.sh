@@ -10,6 +10,7 @@ as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$
 start_postgres() {
   if [ -n "${DELTABUS_TEST_PG:-}" ]; then return; fi
   SERVICES_DIR=${SERVICES_DIR:-$(mktemp -d /tmp/deltabus-services.XXXXXX)}
+  chmod 755 "$SERVICES_DIR" # the postgres user must reach its data dir
   local dir="$SERVICES_DIR/pg" port
   mkdir -p "$dir"; [ "$(id -u)" = 0 ] && chown postgres:postgres "$dir"
   port=$(free_port)

@@ -43,6 +43,7 @@ func init() {
 		"tail":    {"print a Delta table's change feed as JSON lines", cmdTail},
 		"status":  {"show the slot, WAL held back and every topic's position", cmdStatus},
 		"version": {"print the version", cmdVersion},
+		"bench":   {"measure the relay against pg_recvlogical on this machine (throughput, memory, latency)", cmdBench},
 
 		"reconcile": {"compare the outbox with the topic tables per closed window; exact missing/unexpected/duplicate ids", cmdReconcile},
 		"bootstrap": {"copy existing outbox rows into the topics (first start), or --recover a lost slot", cmdBootstrap},

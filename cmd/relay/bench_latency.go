@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/topic"
+	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/verify"
+)
+
+// bigTransaction: one source transaction of o.big rows must stream through
+// parquet files with bounded memory and land as one commit per topic.
+func (b *bench) bigTransaction(ctx context.Context) error {
+	dsn, drop, err := b.freshDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer drop()
+	store := b.storeDir("big")
+	defer os.RemoveAll(store)
+	if err := b.createRelaySlot(ctx, dsn, store); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := execSQL(ctx, dsn, insertRowsSQL, 0, b.o.big-1); err != nil {
+		return err
+	}
+	end, err := walInsertLSN(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "# big_tx: one transaction of %d rows loaded in %.1fs\n", b.o.big, time.Since(t0).Seconds())
+	secs, rss, err := b.relayDrain(ctx, dsn, store, end)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "big_tx_rows_per_s relay=%.0fev/s reference=- ratio=-\n", float64(b.o.big)/secs)
+	fmt.Fprintf(b.out, "big_tx_peak_rss relay=%.0fMiB reference=200MiB ratio=%.2f\n", rss, rss/200)
+	return nil
+}
+
+// latency: steady single-row transactions at o.rate/s for o.latencyFor with
+// the relay running; latency = time the Delta commit file appeared (its
+// mtime) minus the source commit time, per event.
+func (b *bench) latency(ctx context.Context) error {
+	dsn, drop, err := b.freshDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer drop()
+	dir := b.storeDir("latency")
+	defer os.RemoveAll(dir)
+	p, err := b.startRelay(dsn, dir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = p.Process.Kill(); _ = p.Wait() }()
+	if err := waitSlot(ctx, dsn, "deltabus", true, time.Minute); err != nil {
+		return err
+	}
+	n := int(float64(b.o.rate) * b.o.latencyFor.Seconds())
+	t0 := time.Now()
+	if err := loadSingle(ctx, dsn, n, 8, b.o.rate, b.o.latencyFor+5*time.Second); err != nil {
+		return err
+	}
+	achieved := float64(n) / time.Since(t0).Seconds()
+	end, err := walInsertLSN(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	if err := b.waitConfirmed(ctx, dsn, end); err != nil {
+		return err
+	}
+	_ = p.Process.Signal(syscall.SIGTERM)
+	_ = p.Wait()
+	store, err := storage.NewLocal(dir)
+	if err != nil {
+		return err
+	}
+	lat, err := commitLatencies(ctx, store)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b.out, "# latency: %d single-row transactions at %.0f/s (target %d/s) for %v, %d events measured\n",
+		n, achieved, b.o.rate, b.o.latencyFor, len(lat))
+	p50, p99 := verify.Percentile(lat, 50), verify.Percentile(lat, 99)
+	fmt.Fprintf(b.out, "latency_p50 relay=%dms reference=150ms ratio=%.2f\n", p50.Milliseconds(), float64(p50)/float64(150*time.Millisecond))
+	fmt.Fprintf(b.out, "latency_p99 relay=%dms reference=500ms ratio=%.2f\n", p99.Milliseconds(), float64(p99)/float64(500*time.Millisecond))
+	return nil
+}
+
+func (b *bench) waitConfirmed(ctx context.Context, dsn, end string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		var ok bool
+		err := conn.QueryRow(ctx, `SELECT coalesce(confirmed_flush_lsn >= $1::pg_lsn, false) FROM pg_replication_slots WHERE slot_name = 'deltabus'`, end).Scan(&ok)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("relay did not confirm %s within 5 minutes", end)
+}
+
+// commitLatencies returns, per event of every topic, commit file mtime minus
+// source commit time.
+func commitLatencies(ctx context.Context, root storage.Store) ([]time.Duration, error) {
+	topics, err := relay.ListTopics(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	var out []time.Duration
+	for _, name := range topics {
+		st := storage.Sub(root, name)
+		objs, err := st.List(ctx, delta.LogDir, "")
+		if err != nil {
+			return nil, err
+		}
+		visible := map[string]time.Time{}
+		for _, o := range objs {
+			visible[o.Key] = o.ModTime
+		}
+		err = delta.ReadChanges(ctx, st, 1, -1, func(cf delta.ChangeFile) error {
+			at, ok := visible[delta.CommitKey(cf.Version)]
+			if !ok {
+				return fmt.Errorf("topic %q: no commit file for version %d", name, cf.Version)
+			}
+			return topic.ReadEvents(ctx, st, delta.Add{Path: cf.Path}, func(e outbox.Event) error {
+				out = append(out, at.Sub(e.CommitTime))
+				return nil
+			})
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

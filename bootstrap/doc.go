@@ -1,4 +1,86 @@
 // Package bootstrap starts a relay on a database that already has outbox
 // rows, and recovers one whose slot was lost: snapshot, then stream, with no
 // gap and no duplicate at the seam.
+//
+// # Guarantees
+//
+// After Snapshot (the relay's first-start hook, FirstStart) returns the
+// consistent point cp, every outbox row committed before cp is in its topic
+// exactly once (rows the router rejects are in the dead-letter topic), every
+// row committed after cp is in the replication stream from cp, and the relay
+// marker `_deltabus/relays/<appId>.json` exists. Snapshot is idempotent: if
+// it fails or the process dies at any moment, running it again (the relay
+// does so on restart: the slot exists, the marker does not) ends in the same
+// state, each event once.
+//
+// # How
+//
+//  1. An idle leftover slot is dropped (a bootstrap that never finished, or
+//     a lost slot during Recover).
+//  2. The identity of every event already in a topic written by this relay
+//     (a topic whose table holds a txn of our appId) is read: 16 bytes per
+//     event (the uuid; for dead letters a hash of source table and raw row),
+//     kept as a sorted slice.
+//  3. `CREATE_REPLICATION_SLOT <slot> LOGICAL pgoutput (SNAPSHOT 'export')`
+//     on a replication connection. Options.Connections (default 2) normal
+//     connections each run `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
+//     SET TRANSACTION SNAPSHOT '<name>'`; then the replication connection is
+//     closed (the slot stays; the imported snapshots live on in those
+//     transactions).
+//  4. The tables of the publication (pg_publication_tables) are split into
+//     units, one per topic value (found by walking the index led by the
+//     topic column, which migrations creates). Connections take units from a
+//     shared queue; a unit is read by one connection with `COPY (SELECT
+//     <all columns> FROM t WHERE topic = '<v>' ORDER BY occurred_at, id) TO
+//     STDOUT` (text format, the one pgoutput sends), through that index
+//     (sequential and bitmap scans are disabled for the statement so no sort
+//     is needed). Rows are parsed into decoding.Row values and routed by
+//     outbox.Router exactly as streamed rows are, then streamed into a
+//     topic.FileWriter: memory is bounded by the writers' row groups and
+//     buffers, never by the table. Events already present (step 2) are
+//     skipped. When a unit is done its files are uploaded; they stay
+//     invisible (unreferenced) until step 5.
+//  5. One Delta commit per topic holds all of its snapshot files, in unit
+//     order, with txn{appId, version = cp - 1}. Topics whose rows were all
+//     present get no commit. Then the marker is written, then cp returned.
+//
+// # What snapshot rows carry
+//
+//   - commit_lsn = cp - 1: strictly below the commit LSN of every streamed
+//     transaction (those commit at or after cp), and it is the txn version of
+//     the snapshot commit, so the stream's exactly-once rule (skip source
+//     transactions with commit LSN <= the topic's txn version) skips nothing
+//     the snapshot did not copy.
+//   - seq = position of the row in its unit: the topic's rows in publication
+//     table order, then (occurred_at, id) order (id alone for a mapping
+//     without occurred_at). Sorting a topic by (commit_lsn, seq) puts the
+//     snapshot rows first, in occurred_at order, then the streamed ones in
+//     commit order. Dead letters get a seq unique across units.
+//   - xid = 0; commit_time = when the slot was created.
+//
+// # Crashes and recovery
+//
+// The exported snapshot dies with the process that created the slot, so a
+// bootstrap cannot be resumed: it is redone with a new slot and snapshot,
+// deduplicated by event id against what a previous attempt committed. Topic
+// commits of an earlier attempt carry a lower txn version (LSNs only grow;
+// Snapshot refuses otherwise), so the new commits are accepted. Files of
+// an attempt that died before its commit are unreferenced orphans.
+//
+// Recover (`relay bootstrap --recover`) handles a missing or invalidated
+// slot (wal_status = 'lost') of a relay that has a marker: the same steps,
+// deduplicated against everything the topics hold. Events deleted from the
+// outbox while no slot retained WAL cannot be recovered (RecoverWarning);
+// the reconciler shows them. After it, `relay run` streams from the new
+// consistent point.
+//
+// # Limits
+//
+//   - A table without an index led by its topic column is read with one
+//     full scan per topic value (plus a sort).
+//   - One connection reads a whole topic: a single huge topic is read by one
+//     connection.
+//   - seq is an int32: at most 2^31 snapshot rows per topic.
+//   - Step 2 holds 16 bytes per event of our topics in memory (32 MB for two
+//     million events).
 package bootstrap

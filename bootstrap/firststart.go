@@ -38,11 +38,16 @@ func (o Options) withDefaults() Options {
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 5 * time.Second
 	}
+	// Smaller than the streaming defaults: every connection has a writer
+	// open, and a finished file is read back whole to be uploaded.
 	if o.Files.RowGroupRows == 0 {
-		o.Files.RowGroupRows = 32 << 10
+		o.Files.RowGroupRows = 16 << 10
 	}
 	if o.Files.RowGroupBytes == 0 {
-		o.Files.RowGroupBytes = 16 << 20
+		o.Files.RowGroupBytes = 8 << 20
+	}
+	if o.Files.MaxFileBytes == 0 {
+		o.Files.MaxFileBytes = 16 << 20
 	}
 	if o.Files.MemoryBuffer == 0 {
 		o.Files.MemoryBuffer = 4 << 20

@@ -26,6 +26,7 @@ type copyJob struct {
 	lsn      pglogrepl.LSN // commit_lsn of every snapshot row: consistent point - 1
 	takenAt  time.Time
 	existing map[string]*idSet // read-only while copying
+	metrics  *metrics
 
 	rows    atomic.Int64 // rows read
 	dlSeq   atomic.Int64 // next seq of a dead letter (unique across connections)
@@ -48,6 +49,7 @@ func (j *copyJob) record(name string, unit int, adds []delta.Add, added, skipped
 		j.results[name] = append(j.results[name], unitFiles{unit: unit, adds: adds})
 	}
 	j.added[name] += added
+	j.metrics.topicDone(name, added, skipped)
 	if skipped > 0 {
 		j.skipped[name] += skipped
 	}
@@ -129,7 +131,9 @@ func (w *unitWriter) copyPart(ctx context.Context, conn *pgx.Conn, s *source) er
 	if _, err := conn.Exec(ctx, "SELECT set_config('enable_seqscan', $1, true), set_config('enable_bitmapscan', $1, true)", scan); err != nil {
 		return err
 	}
-	if _, err := conn.PgConn().CopyTo(ctx, parser, w.u.copySQL(s)); err != nil {
+	tag, err := conn.PgConn().CopyTo(ctx, parser, w.u.copySQL(s))
+	w.j.metrics.addRows(tag.RowsAffected())
+	if err != nil {
 		return err
 	}
 	return parser.finish()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
@@ -26,6 +27,8 @@ type Options struct {
 	Files topic.FileOptions
 	// ProgressEvery is the period of the progress log line (default 5s).
 	ProgressEvery time.Duration
+	// Metrics, if set, receives the deltabus_bootstrap_* metrics.
+	Metrics prometheus.Registerer
 }
 
 func (o Options) withDefaults() Options {

@@ -56,7 +56,7 @@ func Snapshot(ctx context.Context, cfg relay.Config, store storage.Store, opts O
 	log.Info("bootstrap: slot created with an exported snapshot", "consistent_point", slot.consistentPoint,
 		"snapshot", slot.snapshotName, "topics_with_events", len(existing))
 	job := &copyJob{root: store, opts: opts, lsn: slot.consistentPoint - 1, takenAt: slot.takenAt, existing: existing,
-		results: map[string][]unitFiles{}, added: map[string]int64{}, skipped: map[string]int64{}}
+		metrics: newMetrics(opts.Metrics), results: map[string][]unitFiles{}, added: map[string]int64{}, skipped: map[string]int64{}}
 	if err := job.copyAll(ctx, cfg, slot, log); err != nil {
 		return res, fmt.Errorf("bootstrap: %w", err)
 	}
@@ -107,6 +107,7 @@ func (j *copyJob) copyAll(ctx context.Context, cfg relay.Config, slot *exportedS
 		est += s.estRows
 	}
 	log.Info("bootstrap: copying", "tables", len(srcs), "topics", len(units), "estimated_rows", est, "connections", len(conns))
+	j.metrics.setEstimate(est)
 	stop := j.reportProgress(ctx, est)
 	defer stop()
 	var next atomic.Int64

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/deltabus/deltabus/bootstrap"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
@@ -23,9 +25,16 @@ func TestSnapshotCopiesEveryRowOnceAndRedoIsIdempotent(t *testing.T) {
 	cfg := testConfig(db, url)
 	ctx := testCtx(t, 2*time.Minute)
 
-	res, err := bootstrap.Snapshot(ctx, cfg, store, bootstrap.Options{Log: testLog(t), Connections: 3})
+	reg := prometheus.NewRegistry()
+	res, err := bootstrap.Snapshot(ctx, cfg, store, bootstrap.Options{Log: testLog(t), Connections: 3, Metrics: reg})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if v := gathered(t, reg, "deltabus_bootstrap_rows_read_total"); v != 20_001 {
+		t.Errorf("deltabus_bootstrap_rows_read_total = %v, want 20001", v)
+	}
+	if v := gathered(t, reg, "deltabus_bootstrap_events_added_total"); v != 20_001 {
+		t.Errorf("deltabus_bootstrap_events_added_total = %v, want 20001", v)
 	}
 	if res.Rows != 20_001 || res.DroppedSlot {
 		t.Fatalf("rows %d dropped %v, want 20001 false", res.Rows, res.DroppedSlot)
@@ -69,6 +78,24 @@ func TestSnapshotCopiesEveryRowOnceAndRedoIsIdempotent(t *testing.T) {
 	}
 	db.Exec(t, `DELETE FROM outbox WHERE topic = 'Bad Topic'`)
 	checkTopics(t, db, store, cfg.AppID, snapLSN)
+}
+
+// gathered sums the values of a counter family.
+func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
 
 func longRun() bool { return os.Getenv("DELTABUS_LONG") == "1" }

@@ -158,7 +158,7 @@ func TestWriteRejectsInvalidEventsBeforeSending(t *testing.T) {
 		{func(e *outbox.NewEvent) { e.Topic = outbox.DeadLetterTopic }, `reserved for internal tables`},
 		{func(e *outbox.NewEvent) { e.ID = "42" }, `id "42" is not a uuid`},
 		{func(e *outbox.NewEvent) { e.Payload = nil }, `payload is required`},
-		{func(e *outbox.NewEvent) { e.Payload = json.RawMessage(`{"a":`) }, `payload: json.RawMessage is not valid JSON`},
+		{func(e *outbox.NewEvent) { e.Payload = json.RawMessage(`{"a":`) }, `payload: payload/headers bytes are not valid JSON text`},
 		{func(e *outbox.NewEvent) { e.Headers = func() {} }, `headers: json: unsupported type`},
 		{func(e *outbox.NewEvent) { e.SchemaVersion = -1 }, `schema version -1 is negative`},
 	}

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -59,7 +60,7 @@ func (b *batch) addEvent(t *topicTable, opts topic.FileOptions, ev *outbox.Event
 		return err
 	}
 	b.count(tb, int64(len(ev.Payload)))
-	return nil
+	return b.boundMemory()
 }
 
 func (b *batch) addDeadLetter(t *topicTable, opts topic.FileOptions, dl *outbox.DeadLetter) error {
@@ -68,7 +69,38 @@ func (b *batch) addDeadLetter(t *topicTable, opts topic.FileOptions, dl *outbox.
 		return err
 	}
 	b.count(tb, int64(len(dl.RawRow)))
-	return nil
+	return b.boundMemory()
+}
+
+// pendingBudget bounds the rows a batch holds in memory across all its
+// topics; above it the largest topic's rows are encoded into a row group
+// (and spill to disk with the file). Memory therefore stays bounded
+// whatever the transaction size and the number of topics.
+const pendingBudget = 16 << 20
+
+// boundMemory is cheap on the hot path: it looks at the writers only every
+// 1024 events.
+func (b *batch) boundMemory() error {
+	if b.events&1023 != 0 {
+		return nil
+	}
+	for {
+		var total int64
+		var largest *topicBatch
+		for _, tb := range b.topics {
+			p := tb.writer.PendingBytes()
+			total += p
+			if largest == nil || p > largest.writer.PendingBytes() {
+				largest = tb
+			}
+		}
+		if total <= pendingBudget || largest == nil {
+			return nil
+		}
+		if err := largest.writer.FlushRowGroup(); err != nil {
+			return fmt.Errorf("encode rows of topic %q: %w", largest.table.name, err)
+		}
+	}
 }
 
 func (b *batch) count(tb *topicBatch, n int64) {

@@ -8,6 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -86,6 +89,12 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// A soft heap limit keeps the relay's RSS near its design bound
+		// (rows stream through row groups and spill to disk); GOMEMLIMIT
+		// overrides it.
+		debug.SetMemoryLimit(defaultMemoryLimit)
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r := relay.New(cfg, store, mappings, log, relay.NewMetrics(reg))
@@ -103,6 +112,9 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	return exitOK
 }
 
+// defaultMemoryLimit is the Go heap's soft limit unless GOMEMLIMIT is set.
+const defaultMemoryLimit = 160 << 20
+
 // serveMetrics serves Prometheus metrics and health endpoints.
 func serveMetrics(addr string, reg *prometheus.Registry, ready <-chan struct{}, log *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
@@ -111,6 +123,8 @@ func serveMetrics(addr string, reg *prometheus.Registry, ready <-chan struct{}, 
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		select {

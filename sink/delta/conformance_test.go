@@ -35,7 +35,7 @@ func conformanceDir(t *testing.T) string {
 		dir = filepath.Join("..", "..", "..", "shared", "delta-tables")
 	}
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("conformance tables not found at %s (set DELTABUS_DELTA_TABLES): %v", dir, err)
+		t.Fatalf("conformance tables not found at %s (set DELTABUS_DELTA_TABLES): %v", dir, err)
 	}
 	return dir
 }

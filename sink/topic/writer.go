@@ -129,6 +129,28 @@ func (w *FileWriter) Rows() int { return w.total }
 // (string bytes plus fixed-width columns), for batching decisions.
 func (w *FileWriter) Bytes() int64 { return w.bytes }
 
+// PendingBytes returns the raw size of the rows appended but not yet
+// encoded into a row group: the memory this writer holds for them.
+func (w *FileWriter) PendingBytes() int64 { return w.rows.rawSize }
+
+// FlushRowGroup encodes the pending rows now, as a row group of the open
+// file. A caller that runs many writers at once uses it to keep their total
+// memory bounded, whatever the number of topics.
+func (w *FileWriter) FlushRowGroup() error {
+	if w.closed || w.err != nil || w.rows.rows == 0 {
+		return w.err
+	}
+	if err := w.flushRowGroup(); err != nil {
+		return w.fail(err)
+	}
+	if w.cur.buf.Len() >= w.opts.MaxFileBytes {
+		if err := w.finishFile(); err != nil {
+			return w.fail(err)
+		}
+	}
+	return nil
+}
+
 // Append adds one event. It fails on a dead-letter writer.
 func (w *FileWriter) Append(e *outbox.Event) error {
 	if err := w.usable(false); err != nil {

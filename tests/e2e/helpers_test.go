@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/deltabus/deltabus/migrations"
@@ -103,35 +104,76 @@ func (p *producers) worker(ctx context.Context, t *testing.T, dsn string, w, n i
 }
 
 // checkAgainstTruth asserts that every topic holds exactly the source's
-// event ids for that topic, each once, in the source's commit order.
+// event ids for that topic, each once. Rows the relay streamed (their
+// commit_lsn is the source's) must be in the source's exact commit order.
+// Rows a bootstrap copied from a snapshot carry the snapshot's position
+// instead; they must all precede the streamed rows and be exactly the rows
+// committed before the seam (the snapshot itself has no commit order).
 func checkAgainstTruth(t *testing.T, root storage.Store, truth []truthRow) {
 	t.Helper()
 	ctx := context.Background()
-	want := map[string][]string{}
+	want := map[string][]truthRow{}
 	for _, r := range truth {
 		tp := r.Topic
 		if outbox.ValidTopic(tp) != nil {
 			tp = outbox.DeadLetterTopic
 		}
-		want[tp] = append(want[tp], r.ID)
+		want[tp] = append(want[tp], r)
 	}
-	for tp, ids := range want {
-		rows, err := verify.ReadTopic(ctx, root, tp)
+	for tp, rows := range want {
+		got, err := verify.ReadTopic(ctx, root, tp)
 		if err != nil {
 			t.Fatalf("read topic %s: %v", tp, err)
 		}
-		got := make([]string, len(rows))
-		for i, r := range rows {
-			got[i] = r.ID
+		checkTopicAgainstTruth(t, tp, got, rows)
+	}
+}
+
+func checkTopicAgainstTruth(t *testing.T, tp string, got []verify.Logged, want []truthRow) {
+	t.Helper()
+	byID := make(map[string]truthRow, len(want))
+	for _, r := range want {
+		byID[r.ID] = r
+	}
+	seen := make(map[string]bool, len(got))
+	var streamed []string
+	var maxSnap pglogrepl.LSN
+	for i, g := range got {
+		tr, ok := byID[g.ID]
+		switch {
+		case !ok:
+			t.Errorf("topic %s: row %d (%s) is not a source row of this topic", tp, i, g.ID)
+			continue
+		case seen[g.ID]:
+			t.Errorf("topic %s: %s is in the table twice", tp, g.ID)
+			continue
 		}
-		if len(got) != len(ids) {
-			t.Errorf("topic %s: %d rows in Delta, %d in the source", tp, len(got), len(ids))
+		seen[g.ID] = true
+		if pglogrepl.LSN(g.CommitLSN) == tr.CommitLSN {
+			streamed = append(streamed, g.ID)
+			continue
 		}
-		for i := range min(len(got), len(ids)) {
-			if got[i] != ids[i] {
-				t.Errorf("topic %s: row %d is %s, source commit order says %s", tp, i, got[i], ids[i])
-				break
-			}
+		if len(streamed) > 0 {
+			t.Errorf("topic %s: snapshot row %s (commit_lsn %d) after streamed rows", tp, g.ID, g.CommitLSN)
+		}
+		maxSnap = max(maxSnap, tr.CommitLSN)
+	}
+	if len(seen) != len(want) {
+		t.Errorf("topic %s: %d distinct source rows in Delta, %d in the source", tp, len(seen), len(want))
+	}
+	var wantStreamed []string
+	for _, r := range want {
+		if seen[r.ID] && r.CommitLSN > maxSnap {
+			wantStreamed = append(wantStreamed, r.ID)
+		}
+	}
+	if len(wantStreamed) != len(streamed) {
+		t.Errorf("topic %s: seam: %d rows committed after the snapshot's last row were streamed as %d", tp, len(wantStreamed), len(streamed))
+	}
+	for i := range min(len(streamed), len(wantStreamed)) {
+		if streamed[i] != wantStreamed[i] {
+			t.Errorf("topic %s: streamed row %d is %s, source commit order says %s", tp, i, streamed[i], wantStreamed[i])
+			return
 		}
 	}
 }

@@ -10,6 +10,10 @@ import (
 	"github.com/deltabus/deltabus/bootstrap"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/topic"
+	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/tests/pgtest"
 )
 
 // TestSnapshotCopiesEveryRowOnceAndRedoIsIdempotent: a snapshot copies
@@ -54,6 +58,7 @@ func TestSnapshotCopiesEveryRowOnceAndRedoIsIdempotent(t *testing.T) {
 			t.Errorf("topic %s: txn version %d (want %d), commit version %d (want 1)", name, v, snapLSN, tr.Version)
 		}
 	}
+	checkEventFields(t, db, store, "topic-2")
 	m, ok, err := relay.ReadMarker(ctx, store, cfg.AppID)
 	if err != nil || !ok || m.ConsistentPoint != res.ConsistentPoint.String() || m.SystemID == "" {
 		t.Fatalf("marker %+v %v %v", m, ok, err)
@@ -78,6 +83,57 @@ func TestSnapshotCopiesEveryRowOnceAndRedoIsIdempotent(t *testing.T) {
 	}
 	db.Exec(t, `DELETE FROM outbox WHERE topic = 'Bad Topic'`)
 	checkTopics(t, db, store, cfg.AppID, snapLSN)
+}
+
+// checkEventFields compares every field of a topic's events with the
+// outbox rows (COPY text escapes, NULL headers, timestamps).
+func checkEventFields(t *testing.T, db *pgtest.DB, store storage.Store, name string) {
+	t.Helper()
+	ctx := testCtx(t, time.Minute)
+	type row struct {
+		key, typ, payload string
+		headers           *string
+		occurred          time.Time
+	}
+	want := map[string]row{}
+	rows, err := db.Conn(t).Query(ctx, `SELECT id::text, key, type, payload::text, headers::text, occurred_at FROM outbox WHERE topic = $1`, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		var r row
+		if err := rows.Scan(&id, &r.key, &r.typ, &r.payload, &r.headers, &r.occurred); err != nil {
+			t.Fatal(err)
+		}
+		want[id] = r
+	}
+	st := storage.Sub(store, name)
+	snap, err := delta.LoadSnapshot(ctx, st, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for _, add := range snap.Files {
+		err := topic.ReadEvents(ctx, st, add, func(e outbox.Event) error {
+			got++
+			w, ok := want[e.ID]
+			switch {
+			case !ok:
+				t.Errorf("event %s not in the outbox", e.ID)
+			case e.Key != w.key || e.Type != w.typ || e.Payload != w.payload || !e.OccurredAt.Equal(w.occurred) ||
+				(e.Headers == nil) != (w.headers == nil) || (e.Headers != nil && *e.Headers != *w.headers) || e.Xid != 0:
+				t.Errorf("event %s = %+v, outbox row %+v", e.ID, e, w)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got != len(want) {
+		t.Errorf("topic %s: %d events, outbox has %d rows", name, got, len(want))
+	}
 }
 
 // gathered sums the values of a counter family.

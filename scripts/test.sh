@@ -30,6 +30,10 @@ if [ "$status" != 0 ]; then
   echo "== go test failed (exit $status); last lines:"; tail -n 60 "$LOG"
 fi
 if [ "$skipped" != 0 ]; then grep -E -A2 '^\s*--- SKIP' "$LOG" | head -40; fi
-echo "tests: $passed passed, $failed failed, $skipped skipped"
 rm -f "$LOG"
+if [ "$status" = 0 ]; then
+  echo "== short fuzz runs"
+  FUZZTIME=${FUZZTIME:-5s} bash scripts/fuzz.sh || status=$?
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
 exit "$status"

@@ -145,7 +145,9 @@ func (b *bench) createRelaySlot(ctx context.Context, dsn, store string) error {
 }
 
 func (b *bench) startRelay(dsn, store string) (*exec.Cmd, error) {
-	cmd := exec.Command(b.self, "run", "--metrics-addr", "", "--log-level", "warn")
+	// DELTABUS_BENCH_METRICS=host:port exposes the measured relay's
+	// /metrics and /debug/pprof for profiling a run.
+	cmd := exec.Command(b.self, "run", "--metrics-addr", os.Getenv("DELTABUS_BENCH_METRICS"), "--log-level", "warn")
 	cmd.Env = append(os.Environ(), "DELTABUS_SOURCE="+dsn, "DELTABUS_STORE=file://"+store)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

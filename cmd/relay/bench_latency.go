@@ -69,7 +69,11 @@ func (b *bench) latency(ctx context.Context) error {
 	}
 	n := int(float64(b.o.rate) * b.o.latencyFor.Seconds())
 	t0 := time.Now()
-	if err := loadSingle(ctx, dsn, n, 8, b.o.rate, b.o.latencyFor+5*time.Second); err != nil {
+	// Producers commit durably (synchronous_commit=on, the PostgreSQL
+	// default): with it off, the WAL writer flushes only every
+	// wal_writer_delay and the walsender cannot send a commit before that.
+	durable := dsn + "&options=-c%20synchronous_commit%3Don"
+	if err := loadSingle(ctx, durable, n, 8, b.o.rate, b.o.latencyFor+5*time.Second); err != nil {
 		return err
 	}
 	achieved := float64(n) / time.Since(t0).Seconds()

@@ -113,7 +113,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 }
 
 // defaultMemoryLimit is the Go heap's soft limit unless GOMEMLIMIT is set.
-const defaultMemoryLimit = 160 << 20
+const defaultMemoryLimit = 100 << 20
 
 // serveMetrics serves Prometheus metrics and health endpoints.
 func serveMetrics(addr string, reg *prometheus.Registry, ready <-chan struct{}, log *slog.Logger) (func(), error) {

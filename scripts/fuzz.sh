@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for FUZZTIME each (default 10s; CI uses a short
+# run, longer runs: FUZZTIME=10m make fuzz). Fails on the first crasher.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FUZZTIME=${FUZZTIME:-10s}
+grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r file; do
+  pkg="./$(dirname "${file#./}")"
+  for target in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | cut -d' ' -f2); do
+    echo "== fuzz $pkg $target ($FUZZTIME)"
+    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1 | tail -n 3
+  done
+done

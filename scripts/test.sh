@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
 # The README's test command (make test). Installs what is missing, starts one
-# PostgreSQL cluster (wal_level=logical) and one versitygw S3 server on
-# 127.0.0.1 for the whole run, runs go vet and every test, prints a summary,
-# and stops what it started. Extra arguments go to `go test`.
+# versitygw S3 server on 127.0.0.1 for the whole run, runs go vet and every
+# test, prints a summary, and stops what it started. Each test binary starts
+# its own throwaway PostgreSQL (wal_level=logical; see tests/pgtest):
+# replication slot names are cluster-wide, so packages running in parallel
+# must not share a cluster. Extra arguments go to `go test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 source scripts/deps.sh
 source scripts/services.sh
 
-start_postgres
 start_versitygw
 trap stop_services EXIT
 
 echo "== go vet"
 go vet ./...
 
-echo "== go test (PostgreSQL at $DELTABUS_TEST_PG, S3 at ${DELTABUS_TEST_S3%%@*}@...)"
+echo "== go test (a PostgreSQL per test binary, S3 at ${DELTABUS_TEST_S3##*@})"
 LOG=$(mktemp)
 set +e
 go test -count=1 -timeout 18m -v "${@:-./...}" >"$LOG" 2>&1

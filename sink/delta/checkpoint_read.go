@@ -1,14 +1,12 @@
 package delta
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/deltabus/deltabus/storage"
@@ -52,7 +50,7 @@ func ParseCheckpoint(ctx context.Context, data []byte) (acts []Action, err error
 			acts, err = nil, fmt.Errorf("corrupt checkpoint parquet: %v", r)
 		}
 	}()
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	pf, err := openParquet(data)
 	if err != nil {
 		return nil, fmt.Errorf("open parquet: %w", err)
 	}

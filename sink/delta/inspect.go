@@ -2,7 +2,6 @@ package delta
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,8 +9,6 @@ import (
 	"io"
 	"net/url"
 	"sort"
-
-	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/deltabus/deltabus/storage"
 )
@@ -146,7 +143,7 @@ func FooterNumRows(ctx context.Context, store storage.Store, logPath string) (n 
 			err = fmt.Errorf("corrupt parquet %s: %v", logPath, r)
 		}
 	}()
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	pf, err := openParquet(data)
 	if err != nil {
 		return 0, fmt.Errorf("parquet footer of %s: %w", logPath, err)
 	}

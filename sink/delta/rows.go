@@ -1,7 +1,6 @@
 package delta
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -39,7 +38,7 @@ func ReadParquetRows(ctx context.Context, store storage.Store, key string, fn fu
 }
 
 func readRows(ctx context.Context, data []byte, fn func(map[string]any) error) error {
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	pf, err := openParquet(data)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -159,6 +160,9 @@ func (s *session) handle(ctx context.Context, msg decoding.Message) error {
 	case *decoding.Commit:
 		s.cur.commitTx(m.CommitLSN, m.EndLSN, m.CommitTime)
 		return s.maybeHandoff(ctx, false)
+	case *decoding.Truncate:
+		s.r.log.Warn("TRUNCATE of an outbox table: nothing to relay (events already streamed stay in their topics)",
+			"tables", len(m.Relations), "commit_lsn", m.CommitLSN)
 	}
 	return nil // Begin, Truncate, LogicalMessage: nothing to batch
 }
@@ -174,6 +178,10 @@ func (s *session) route(ctx context.Context, row *decoding.Row) error {
 		if err != nil {
 			return err
 		}
+		if t.unusable != "" {
+			return s.deadLetter(ctx, row, &outbox.DeadLetter{Event: *ev, Reason: fmt.Sprintf("topic %q: %s", ev.Topic, t.unusable),
+				SourceTable: row.Relation.Namespace + "." + row.Relation.Name, RawRow: rawEvent(ev)})
+		}
 		if int64(row.CommitLSN) <= t.skipUpTo {
 			s.r.metrics.skipped()
 			return nil
@@ -181,20 +189,32 @@ func (s *session) route(ctx context.Context, row *decoding.Row) error {
 		s.opened()
 		return s.cur.addEvent(t, s.fileOpts, ev)
 	case dl != nil:
-		t, err := s.tables.get(ctx, outbox.DeadLetterTopic)
-		if err != nil {
-			return err
-		}
-		if int64(row.CommitLSN) <= t.skipUpTo {
-			return nil
-		}
-		s.r.log.Warn("outbox row sent to dead letter topic", "reason", dl.Reason, "table", dl.SourceTable,
-			"event_id", dl.ID, "commit_lsn", row.CommitLSN, "seq", row.Seq)
-		s.r.metrics.deadLetter()
-		s.opened()
-		return s.cur.addDeadLetter(t, s.fileOpts, dl)
+		return s.deadLetter(ctx, row, dl)
 	}
 	return nil // DELETE of an outbox row (clean-up): ignored
+}
+
+func (s *session) deadLetter(ctx context.Context, row *decoding.Row, dl *outbox.DeadLetter) error {
+	t, err := s.tables.get(ctx, outbox.DeadLetterTopic)
+	if err != nil {
+		return err
+	}
+	if int64(row.CommitLSN) <= t.skipUpTo {
+		return nil
+	}
+	s.r.log.Warn("outbox row sent to dead letter topic", "reason", dl.Reason, "table", dl.SourceTable,
+		"event_id", dl.ID, "commit_lsn", row.CommitLSN, "seq", row.Seq)
+	s.r.metrics.deadLetter()
+	s.opened()
+	return s.cur.addDeadLetter(t, s.fileOpts, dl)
+}
+
+// rawEvent renders a routed event as the raw_row JSON of a dead letter.
+func rawEvent(ev *outbox.Event) string {
+	b, _ := json.Marshal(map[string]any{"id": ev.ID, "topic": ev.Topic, "key": ev.Key, "type": ev.Type,
+		"schema_version": ev.SchemaVersion, "payload": json.RawMessage(ev.Payload), "headers": ev.Headers,
+		"occurred_at": ev.OccurredAt})
+	return string(b)
 }
 
 func (s *session) opened() {

@@ -23,6 +23,10 @@ type topicTable struct {
 	// source transactions with commit LSN <= skipUpTo are already in the
 	// table and are dropped. -1 when the table has no txn of ours.
 	skipUpTo int64
+	// unusable says why an existing table at the topic's path cannot take
+	// our events (another schema, a protocol we cannot write); its events
+	// go to the dead-letter topic instead of blocking the stream.
+	unusable string
 }
 
 // tables loads topic tables lazily, once per relay session.
@@ -49,13 +53,23 @@ func (ts *tables) get(ctx context.Context, name string) (*topicTable, error) {
 	tbl, err := delta.OpenTable(ctx, t.store, ts.opts)
 	switch {
 	case errors.Is(err, delta.ErrNoTable):
+	case errors.Is(err, delta.ErrUnsupportedProtocol):
+		t.unusable = err.Error()
 	case err != nil:
 		return nil, fmt.Errorf("open topic %q table: %w", name, err)
 	default:
+		want := topic.SchemaString(name == outbox.DeadLetterTopic)
+		if got := tbl.Metadata().SchemaString; got != want {
+			t.unusable = fmt.Sprintf("the table at %s has a schema DeltaBus did not write", t.store)
+			break
+		}
 		t.table = tbl
 		if v, ok := tbl.TxnVersion(ts.appID); ok {
 			t.skipUpTo = v
 		}
+	}
+	if t.unusable != "" && name == outbox.DeadLetterTopic {
+		return nil, userErr(nil, "the dead-letter table %s cannot be written (%s): move it away so the relay can create its own", t.store, t.unusable)
 	}
 	ts.m[name] = t
 	return t, nil

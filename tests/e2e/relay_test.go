@@ -11,6 +11,7 @@ import (
 	"github.com/deltabus/deltabus/bootstrap"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/tests/pgtest"
 	"github.com/deltabus/deltabus/verify"
@@ -147,5 +148,33 @@ func TestSecondRelayOnSameSlot(t *testing.T) {
 	}
 	if len(rows) != 200 {
 		t.Fatalf("orders has %d rows, want 200", len(rows))
+	}
+}
+
+// TestForeignTableAtTopicPathGoesToDeadLetter: a topic whose path already
+// holds a table DeltaBus did not write must not block the stream: its events
+// go to _dead_letter with the reason.
+func TestForeignTableAtTopicPathGoesToDeadLetter(t *testing.T) {
+	db := setup(t)
+	url, store := localStore(t)
+	foreign := `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}`
+	err := delta.CreateTable(context.Background(), storage.Sub(store, "orders"),
+		delta.Metadata{SchemaString: foreign}, delta.Protocol{MinReaderVersion: 1, MinWriterVersion: 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runRelay(t, db.DSN, url, store)
+	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) VALUES ('orders', 'o1', 'Created', '{}'), ('payments', 'p1', 'Paid', '{}')`)
+	waitDrained(t, db.DSN, "deltabus", time.Minute)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	payments, err := verify.ReadTopic(context.Background(), store, "payments")
+	if err != nil || len(payments) != 1 {
+		t.Fatalf("payments: %d rows, %v; want 1", len(payments), err)
+	}
+	dl, err := verify.ReadTopic(context.Background(), store, outbox.DeadLetterTopic)
+	if err != nil || len(dl) != 1 {
+		t.Fatalf("_dead_letter: %d rows, %v; want the orders event", len(dl), err)
 	}
 }

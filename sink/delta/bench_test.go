@@ -41,6 +41,7 @@ func BenchmarkSnapshotLoad(b *testing.B) {
 		b.Run(fmt.Sprintf("versions=%d", versions), func(b *testing.B) {
 			store := syntheticTable(b, versions, 100)
 			ctx := context.Background()
+			store.gets.Store(0)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				snap, err := LoadSnapshot(ctx, store, -1)
@@ -48,6 +49,7 @@ func BenchmarkSnapshotLoad(b *testing.B) {
 					b.Fatalf("v=%v err=%v", snap, err)
 				}
 			}
+			b.ReportMetric(float64(store.gets.Load())/float64(b.N), "gets/op")
 		})
 	}
 }

@@ -109,11 +109,11 @@ func (s *dirStore) List(ctx context.Context, prefix, startAfter string) ([]stora
 		if err != nil {
 			return err
 		}
+		rel, _ := filepath.Rel(s.root, p)
+		key := filepath.ToSlash(rel)
 		if d.IsDir() {
 			return nil
 		}
-		rel, _ := filepath.Rel(s.root, p)
-		key := filepath.ToSlash(rel)
 		if !strings.HasPrefix(key, prefix) || key <= startAfter {
 			return nil
 		}

@@ -44,16 +44,16 @@ func (o Options) withDefaults() Options {
 	// Smaller than the streaming defaults: every connection has a writer
 	// open, and a finished file is read back whole to be uploaded.
 	if o.Files.RowGroupRows == 0 {
-		o.Files.RowGroupRows = 16 << 10
+		o.Files.RowGroupRows = 8 << 10
 	}
 	if o.Files.RowGroupBytes == 0 {
-		o.Files.RowGroupBytes = 8 << 20
+		o.Files.RowGroupBytes = 4 << 20
 	}
 	if o.Files.MaxFileBytes == 0 {
-		o.Files.MaxFileBytes = 16 << 20
+		o.Files.MaxFileBytes = 8 << 20
 	}
 	if o.Files.MemoryBuffer == 0 {
-		o.Files.MemoryBuffer = 4 << 20
+		o.Files.MemoryBuffer = 1 << 20
 	}
 	return o
 }

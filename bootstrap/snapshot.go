@@ -3,6 +3,7 @@ package bootstrap
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -77,9 +78,7 @@ func Snapshot(ctx context.Context, cfg relay.Config, store storage.Store, opts O
 
 // copyAll imports the snapshot into opts.Connections transactions, closes
 // the replication connection (the slot stays) and copies every unit.
-func (j *copyJob) copyAll(ctx context.Context, cfg relay.Config, slot *exportedSlot, log interface {
-	Info(string, ...any)
-}) error {
+func (j *copyJob) copyAll(ctx context.Context, cfg relay.Config, slot *exportedSlot, log *slog.Logger) error {
 	conns := make([]*pgx.Conn, 0, j.opts.Connections)
 	defer func() {
 		for _, c := range conns {

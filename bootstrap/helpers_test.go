@@ -55,7 +55,9 @@ const numTopics = 4
 
 // fill inserts n rows spread over numTopics topics, with occurred_at in
 // the past and deliberately not in id or insertion order.
-func fill(t testing.TB, db *pgtest.DB, n int) { fillRows(t, db, n, fmt.Sprintf("(i::bigint * 7919) %% %d", n)) }
+func fill(t testing.TB, db *pgtest.DB, n int) {
+	fillRows(t, db, n, fmt.Sprintf("(i::bigint * 7919) %% %d", n))
+}
 
 // fillOrdered inserts n rows whose occurred_at follows insertion order, as
 // in a real outbox.

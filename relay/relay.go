@@ -148,14 +148,14 @@ func (r *Relay) preflight(ctx, stopCtx context.Context, sql *pgx.Conn) (pglogrep
 		return 0, err
 	}
 	if !slot.Exists {
-		return r.firstStart(ctx, sql)
+		return r.firstStart(stopCtx, sql) // SIGTERM may stop a bootstrap: it is safe to redo
 	}
 	if _, found, err := ReadMarker(ctx, r.store, r.cfg.AppID); err != nil {
 		return 0, err
 	} else if !found {
 		// The slot exists but the bootstrap that created it never finished
 		// (the exported snapshot died with its process): redo it.
-		return r.firstStart(ctx, sql)
+		return r.firstStart(stopCtx, sql)
 	}
 	if err := checkSlotUsable(slot, sql.Config().Database); err != nil {
 		return 0, err

@@ -23,6 +23,7 @@ type benchOptions struct {
 	rate           int           // single-row transactions per second in the latency run
 	only           string
 	recvlogicalBin string
+	relayArgs      string // extra flags for the measured `relay run`
 }
 
 // cmdBench measures the relay against this machine's own limit, in the
@@ -38,6 +39,7 @@ func cmdBench(ctx context.Context, env *cliEnv, args []string) int {
 	fs.DurationVar(&o.latencyFor, "latency-for", 60*time.Second, "duration of the steady-load latency run")
 	fs.IntVar(&o.rate, "rate", 2000, "single-row transactions per second in the latency run")
 	fs.StringVar(&o.only, "only", "", "comma-separated subset: batch,single,big,latency")
+	fs.StringVar(&o.relayArgs, "relay-args", "", "extra flags for the measured `relay run`, space-separated (e.g. \"--batch-max-delay 200ms\")")
 	fs.StringVar(&o.recvlogicalBin, "pg-recvlogical", pgcluster.BinDir+"/pg_recvlogical", "pg_recvlogical binary")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code

@@ -147,7 +147,8 @@ func (b *bench) createRelaySlot(ctx context.Context, dsn, store string) error {
 func (b *bench) startRelay(dsn, store string) (*exec.Cmd, error) {
 	// DELTABUS_BENCH_METRICS=host:port exposes the measured relay's
 	// /metrics and /debug/pprof for profiling a run.
-	cmd := exec.Command(b.self, "run", "--metrics-addr", os.Getenv("DELTABUS_BENCH_METRICS"), "--log-level", "warn")
+	args := append([]string{"run", "--metrics-addr", os.Getenv("DELTABUS_BENCH_METRICS"), "--log-level", "warn"}, strings.Fields(b.o.relayArgs)...)
+	cmd := exec.Command(b.self, args...)
 	cmd.Env = append(os.Environ(), "DELTABUS_SOURCE="+dsn, "DELTABUS_STORE=file://"+store)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -195,8 +196,25 @@ func (b *bench) relayDrain(ctx context.Context, dsn, store, end string) (float64
 	}
 	secs := time.Since(start).Seconds()
 	rss := peakRSS(p.Process.Pid)
+	fmt.Fprintf(b.out, "# relay: %.1fs wall, %.1fs CPU\n", secs, cpuSeconds(p.Process.Pid))
 	_ = p.Process.Signal(syscall.SIGTERM)
 	return secs, rss, nil
+}
+
+// cpuSeconds reads a process's user+system CPU time.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // clock ticks (USER_HZ = 100)
 }
 
 // peakRSS reads VmHWM (MiB) of a process.

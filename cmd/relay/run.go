@@ -98,7 +98,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r := relay.New(cfg, store, mappings, log, relay.NewMetrics(reg))
-	r.Bootstrap = bootstrap.FirstStart(log)
+	r.Bootstrap = bootstrap.FirstStartWith(bootstrap.Options{Log: log, Mappings: mappings, Metrics: reg})
 	if cfg.MetricsAddr != "" {
 		stopHTTP, err := serveMetrics(cfg.MetricsAddr, reg, r.Ready(), log)
 		if err != nil {
@@ -125,6 +125,7 @@ func serveMetrics(addr string, reg *prometheus.Registry, ready <-chan struct{}, 
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		select {

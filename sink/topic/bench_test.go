@@ -87,13 +87,13 @@ func writeTopicFiles(b *testing.B) int64 {
 }
 
 // writeOneArrowFile writes the same events with plain arrow-go: builders,
-// 64Ki-row record batches, one zstd parquet file, fsync.
+// 64Ki-row record batches, one snappy parquet file, fsync.
 func writeOneArrowFile(b *testing.B, dir string) int64 {
 	f, err := os.Create(filepath.Join(dir, "one.parquet"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithMaxRowGroupLength(64<<10))
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithMaxRowGroupLength(64<<10))
 	pw, err := pqarrow.NewFileWriter(eventSchema, f, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		b.Fatal(err)

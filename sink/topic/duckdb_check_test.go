@@ -140,7 +140,7 @@ func checkDuckFiles(t *testing.T, got duckTable, dir string, ncols int) {
 			t.Errorf("add %s stats %+v disagree with the file %+v", a.Path, a, f)
 		}
 		checkTimeBounds(t, a.Path, a.MinOccurredAt, a.MaxOccurredAt, f.MinOccurredAt, f.MaxOccurredAt)
-		if len(f.Columns) != ncols || !slices.Equal(f.Codecs, []string{"ZSTD"}) {
+		if len(f.Columns) != ncols || !slices.Equal(f.Codecs, []string{"SNAPPY"}) {
 			t.Errorf("file %s: %d columns, codecs %v", a.Path, len(f.Columns), f.Codecs)
 		}
 		for j, c := range f.Columns {

@@ -101,7 +101,7 @@ type FileWriter struct {
 func NewFileWriter(store storage.Store, opts FileOptions) *FileWriter {
 	opts = opts.withDefaults()
 	props := parquet.NewWriterProperties(
-		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithMaxRowGroupLength(int64(opts.RowGroupRows)),
 		parquet.WithDictionaryFor("event_id", false),
 		parquet.WithDictionaryFor("payload", false),
@@ -188,7 +188,7 @@ func (w *FileWriter) usable(deadLetter bool) error {
 // current returns the stats of the open file, starting a file if none is open.
 func (w *FileWriter) current() *fileStats {
 	if w.cur == nil {
-		name := fmt.Sprintf("part-%05d-%s.c000.zstd.parquet", len(w.done), uuid.NewString())
+		name := fmt.Sprintf("part-%05d-%s.c000.snappy.parquet", len(w.done), uuid.NewString())
 		w.cur = &dataFile{name: name, buf: &spillBuffer{dir: w.opts.TempDir, memLimit: w.opts.MemoryBuffer}}
 	}
 	return &w.cur.stats

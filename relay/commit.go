@@ -37,7 +37,7 @@ type committer struct {
 }
 
 func newCommitter(root storage.Store, appID string, start pglogrepl.LSN, log *slog.Logger, m *Metrics) *committer {
-	c := &committer{root: root, appID: appID, tableOpts: delta.Options{Logger: log}, log: log, metrics: m, in: make(chan *batch), done: make(chan struct{})}
+	c := &committer{root: root, appID: appID, tableOpts: delta.Options{Logger: log, AsyncCheckpoints: true}, log: log, metrics: m, in: make(chan *batch), done: make(chan struct{})}
 	c.durable.Store(uint64(start))
 	return c
 }

@@ -105,7 +105,7 @@ func (r *Relay) runSession(ctx context.Context) error {
 
 	com := newCommitter(r.store, r.cfg.AppID, start, r.log, r.metrics)
 	go com.run(sctx)
-	s := &session{r: r, conn: conn, dec: decoding.NewDecoder(), tables: newTables(r.store, r.cfg.AppID, delta.Options{Logger: r.log}), com: com,
+	s := &session{r: r, conn: conn, dec: decoding.NewDecoder(), tables: newTables(r.store, r.cfg.AppID, delta.Options{Logger: r.log, AsyncCheckpoints: true}), com: com,
 		fileOpts: topic.FileOptions{}, cur: newBatch(0), lastStatus: time.Now()}
 	if !r.readyOnce {
 		r.readyOnce = true
@@ -123,6 +123,7 @@ func (r *Relay) runSession(ctx context.Context) error {
 		}
 		return err
 	}
+	s.tables.waitCheckpoints()
 	r.log.Info("stopped", "durable_lsn", pglogrepl.LSN(com.durable.Load()))
 	return nil
 }

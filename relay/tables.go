@@ -120,3 +120,15 @@ func ListTopics(ctx context.Context, root storage.Store) ([]string, error) {
 	}
 	return names, nil
 }
+
+// waitCheckpoints waits for the tables' background checkpoints (graceful
+// stop); a checkpoint cut short by a crash is harmless, only slower to read.
+func (ts *tables) waitCheckpoints() {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for _, t := range ts.m {
+		if t.table != nil {
+			t.table.Wait()
+		}
+	}
+}

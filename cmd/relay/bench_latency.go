@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -67,6 +68,17 @@ func (b *bench) latency(ctx context.Context) error {
 	if err := waitSlot(ctx, dsn, "deltabus", true, time.Minute); err != nil {
 		return err
 	}
+	// Steady state: wait for the first-start bootstrap to finish (the relay
+	// marker exists), then a second for the relay to settle.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, relay.MarkerKey("deltabus-deltabus"))); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("relay did not finish its first start")
+		}
+	}
+	time.Sleep(time.Second)
 	n := int(float64(b.o.rate) * b.o.latencyFor.Seconds())
 	t0 := time.Now()
 	// Producers commit durably (synchronous_commit=on, the PostgreSQL
@@ -97,6 +109,12 @@ func (b *bench) latency(ctx context.Context) error {
 	fmt.Fprintf(b.out, "# latency: %d single-row transactions at %.0f/s (target %d/s) for %v, %d events measured\n",
 		n, achieved, b.o.rate, b.o.latencyFor, len(lat))
 	p50, p99 := verify.Percentile(lat, 50), verify.Percentile(lat, 99)
+	if os.Getenv("DELTABUS_BENCH_DEBUG") != "" {
+		fmt.Fprintf(b.out, "# p90=%v p95=%v p99.9=%v max=%v\n", verify.Percentile(lat, 90), verify.Percentile(lat, 95), verify.Percentile(lat, 99.9), verify.Percentile(lat, 100))
+		for _, w := range worstVersions {
+			fmt.Fprintf(b.out, "# slow: %s\n", w)
+		}
+	}
 	fmt.Fprintf(b.out, "latency_p50 relay=%dms reference=150ms ratio=%.2f\n", p50.Milliseconds(), float64(p50)/float64(150*time.Millisecond))
 	fmt.Fprintf(b.out, "latency_p99 relay=%dms reference=500ms ratio=%.2f\n", p99.Milliseconds(), float64(p99)/float64(500*time.Millisecond))
 	return nil
@@ -123,6 +141,9 @@ func (b *bench) waitConfirmed(ctx context.Context, dsn, end string) error {
 	return fmt.Errorf("relay did not confirm %s within 5 minutes", end)
 }
 
+// worstVersions lists slow commits for DELTABUS_BENCH_DEBUG.
+var worstVersions []string
+
 // commitLatencies returns, per event of every topic, commit file mtime minus
 // source commit time.
 func commitLatencies(ctx context.Context, root storage.Store) ([]time.Duration, error) {
@@ -146,10 +167,16 @@ func commitLatencies(ctx context.Context, root storage.Store) ([]time.Duration, 
 			if !ok {
 				return fmt.Errorf("topic %q: no commit file for version %d", name, cf.Version)
 			}
-			return topic.ReadEvents(ctx, st, delta.Add{Path: cf.Path}, func(e outbox.Event) error {
+			var worst time.Duration
+			err := topic.ReadEvents(ctx, st, delta.Add{Path: cf.Path}, func(e outbox.Event) error {
 				out = append(out, at.Sub(e.CommitTime))
+				worst = max(worst, at.Sub(e.CommitTime))
 				return nil
 			})
+			if worst > 300*time.Millisecond {
+				worstVersions = append(worstVersions, fmt.Sprintf("%s v%d %v at %s", name, cf.Version, worst, at.Format("15:04:05.000")))
+			}
+			return err
 		})
 		if err != nil {
 			return nil, err

@@ -273,13 +273,39 @@ func winnerConflict(v int64, acts []Action, txn *Txn) error {
 }
 
 // maybeCheckpoint writes a checkpoint after versions that are multiples of
-// the interval; failures are logged only.
+// the interval; failures are logged only. With Options.AsyncCheckpoints it
+// writes a copy of the state in the background (one at a time per table; a
+// checkpoint due while one is still being written is skipped), so the next
+// commit does not wait for it.
 func (t *Table) maybeCheckpoint(ctx context.Context) {
 	v := t.snap.Version
 	if v == 0 || v%CheckpointInterval(t.snap.Metadata) != 0 {
 		return
 	}
-	if err := WriteCheckpoint(ctx, t.store, t.snap, t.opts.Now()); err != nil {
-		t.opts.Logger.Warn("delta: checkpoint failed (commit stands)", "table", t.store.String(), "version", v, "err", err)
+	if !t.opts.AsyncCheckpoints {
+		t.writeCheckpoint(ctx, t.snap)
+		return
+	}
+	if !t.checkpointing.CompareAndSwap(false, true) {
+		t.opts.Logger.Debug("delta: checkpoint skipped, previous one still being written", "table", t.store.String(), "version", v)
+		return
+	}
+	snap := t.snap.clone()
+	t.checkpoints.Add(1)
+	go func() {
+		defer t.checkpoints.Done()
+		defer t.checkpointing.Store(false)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		defer cancel()
+		t.writeCheckpoint(cctx, snap)
+	}()
+}
+
+func (t *Table) writeCheckpoint(ctx context.Context, snap *Snapshot) {
+	if err := WriteCheckpoint(ctx, t.store, snap, t.opts.Now()); err != nil {
+		t.opts.Logger.Warn("delta: checkpoint failed (commit stands)", "table", t.store.String(), "version", snap.Version, "err", err)
 	}
 }
+
+// Wait waits for background checkpoints to finish.
+func (t *Table) Wait() { t.checkpoints.Wait() }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"strconv"
 	"time"
@@ -28,6 +29,16 @@ type Snapshot struct {
 	CommitInfo        *CommitInfo               // commitInfo of the Version commit, nil if absent
 	CommitTime        time.Time                 // ICT, else commitInfo.timestamp, else commit file mtime
 	CheckpointVersion int64                     // checkpoint replay started from, -1 for none
+}
+
+// clone returns a copy whose maps can be read while s changes.
+func (s *Snapshot) clone() *Snapshot {
+	c := *s
+	c.Files = maps.Clone(s.Files)
+	c.Tombstones = maps.Clone(s.Tombstones)
+	c.Txns = maps.Clone(s.Txns)
+	c.Domains = maps.Clone(s.Domains)
+	return &c
 }
 
 // NumTombstones returns the number of remove tombstones in the replay.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/deltabus/deltabus/storage"
@@ -32,6 +33,9 @@ type Options struct {
 	EngineInfo  string           // commitInfo.engineInfo; "" = "DeltaBus/<module version>"
 	Now         func() time.Time // nil = time.Now
 	MaxAttempts int              // commit attempts across conflicts; 0 = 1000
+	// AsyncCheckpoints writes checkpoints in the background instead of
+	// inside the Commit that reaches the interval (see Table.Wait).
+	AsyncCheckpoints bool
 }
 
 func (o *Options) defaults() {
@@ -66,6 +70,9 @@ type Table struct {
 	mu    sync.Mutex
 	snap  *Snapshot
 	stale bool // in-memory state may be behind or wrong: reload before use
+
+	checkpointing atomic.Bool    // a background checkpoint is being written
+	checkpoints   sync.WaitGroup // background checkpoints in flight
 }
 
 // OpenTable loads the latest snapshot and refuses tables this writer cannot

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/relay"
 )
 
 // payloadSQL builds a ~213-byte JSON payload per row, like the measurements
@@ -135,7 +137,7 @@ func (b *bench) createRelaySlot(ctx context.Context, dsn, store string) error {
 	if err != nil {
 		return err
 	}
-	if err := waitSlot(ctx, dsn, "deltabus", true, time.Minute); err != nil {
+	if err := waitFirstStart(ctx, dsn, store); err != nil {
 		_ = p.Process.Kill()
 		return err
 	}
@@ -252,6 +254,22 @@ func walInsertLSN(ctx context.Context, dsn string) (string, error) {
 	var lsn string
 	err = conn.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn)
 	return lsn, err
+}
+
+// waitFirstStart waits until the relay's slot is active and its first-start
+// bootstrap has finished (the relay marker exists in the store).
+func waitFirstStart(ctx context.Context, dsn, store string) error {
+	if err := waitSlot(ctx, dsn, "deltabus", true, time.Minute); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(store, relay.MarkerKey("deltabus-deltabus"))); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("relay did not finish its first start")
+		}
+	}
 }
 
 // waitSlot waits until the slot exists and is active (or inactive).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -65,18 +64,9 @@ func (b *bench) latency(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = p.Process.Kill(); _ = p.Wait() }()
-	if err := waitSlot(ctx, dsn, "deltabus", true, time.Minute); err != nil {
+	// Steady state: the first start is done, and a second to settle.
+	if err := waitFirstStart(ctx, dsn, dir); err != nil {
 		return err
-	}
-	// Steady state: wait for the first-start bootstrap to finish (the relay
-	// marker exists), then a second for the relay to settle.
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(dir, relay.MarkerKey("deltabus-deltabus"))); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("relay did not finish its first start")
-		}
 	}
 	time.Sleep(time.Second)
 	n := int(float64(b.o.rate) * b.o.latencyFor.Seconds())

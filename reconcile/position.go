@@ -60,6 +60,7 @@ func waitDurable(ctx context.Context, conn *pgx.Conn, slot string, target pglogr
 	if err := flushWAL(ctx, conn); err != nil {
 		return 0, false, err
 	}
+	pause := 10 * time.Millisecond // short first: a live relay confirms within its status interval
 	for {
 		lsn, err := confirmedLSN(ctx, conn, slot)
 		if err != nil {
@@ -74,8 +75,9 @@ func waitDurable(ctx context.Context, conn *pgx.Conn, slot string, target pglogr
 		select {
 		case <-ctx.Done():
 			return lsn, false, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(pause):
 		}
+		pause = min(2*pause, 200*time.Millisecond)
 	}
 }
 

@@ -112,7 +112,20 @@ func (c *checker) run(ctx context.Context) (*Report, error) {
 		rep.To = t0.Truncate(o.Window)
 		rep.From = rep.To.Add(-o.Last)
 	}
+	// Count the source over the windows closed by time while waiting for
+	// the relay to confirm W0 (two connections): the wait costs nothing.
+	candidates := c.classify(&Report{Horizon: rep.Horizon}, windows(rep.From, rep.To, o.Window), t0, "")
+	counted := make(chan struct{})
+	var srcCounts map[string][]int64
+	var srcErr error
+	go func() {
+		defer close(counted)
+		if len(candidates) > 0 {
+			srcCounts, srcErr = c.src.bucketCounts(ctx, windowBounds(candidates), c.opts.Topics)
+		}
+	}()
 	durable, reached, err := waitDurable(ctx, c.aux, o.Slot, w0, o.DurableWait)
+	<-counted
 	notDurable := ""
 	switch {
 	case errors.Is(err, ErrNoSlot):
@@ -128,7 +141,10 @@ func (c *checker) run(ctx context.Context) (*Report, error) {
 	if len(closed) == 0 {
 		return rep, nil
 	}
-	if err := c.checkAll(ctx, rep, closed); err != nil {
+	if srcErr != nil {
+		return nil, srcErr
+	}
+	if err := c.checkAll(ctx, rep, closed, srcCounts); err != nil {
 		return nil, err
 	}
 	return rep, c.resolveLate(ctx, rep)
@@ -153,17 +169,19 @@ func (c *checker) classify(rep *Report, all []Window, t0 time.Time, notDurable s
 	return closed
 }
 
-// checkAll counts every topic over the closed windows and verifies each.
-func (c *checker) checkAll(ctx context.Context, rep *Report, closed []Window) error {
-	bounds := make([]time.Time, 0, len(closed)+1)
-	for _, w := range closed {
+// windowBounds returns the edges of contiguous windows.
+func windowBounds(ws []Window) []time.Time {
+	bounds := make([]time.Time, 0, len(ws)+1)
+	for _, w := range ws {
 		bounds = append(bounds, w.Start)
 	}
-	bounds = append(bounds, closed[len(closed)-1].End)
-	srcCounts, err := c.src.bucketCounts(ctx, bounds, c.opts.Topics)
-	if err != nil {
-		return err
-	}
+	return append(bounds, ws[len(ws)-1].End)
+}
+
+// checkAll verifies every topic over the closed windows, given the source's
+// counts per topic and window.
+func (c *checker) checkAll(ctx context.Context, rep *Report, closed []Window, srcCounts map[string][]int64) error {
+	bounds := windowBounds(closed)
 	topics, err := c.topics(ctx, srcCounts)
 	if err != nil {
 		return err

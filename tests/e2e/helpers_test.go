@@ -24,7 +24,16 @@ import (
 	"github.com/deltabus/deltabus/verify"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(withS3{m})) }
+func TestMain(m *testing.M) {
+	if url := os.Getenv(crashChildEnv); url != "" {
+		if err := deltaWriterChild(url); err != nil {
+			fmt.Fprintln(os.Stderr, "writer:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(pgtest.Run(withS3{m}))
+}
 
 // withS3 runs the tests under both harnesses: PostgreSQL and versitygw.
 type withS3 struct{ m *testing.M }

@@ -7,7 +7,7 @@ build:
 	go build -o bin/relay ./cmd/relay
 
 demo: build
-	./bin/relay demo $(ARGS)
+	./bin/relay demo --events 20000 $(ARGS)
 
 test:
 	bash scripts/test.sh

@@ -38,7 +38,7 @@ func cmdDemo(ctx context.Context, env *cliEnv, args []string) int {
 	fs.IntVar(&o.events, "events", 0, "stop after this many events are relayed and verified (default: run until Ctrl-C)")
 	fs.IntVar(&o.rate, "rate", 2000, "producer rate, events per second")
 	fs.BoolVar(&o.keep, "keep", false, "keep the throwaway PostgreSQL running after the demo")
-	logLevel := fs.String("log-level", "warn", "relay log level: debug, info, warn, error")
+	logLevel := fs.String("log-level", "error", "relay log level: debug, info, warn, error (dead letters are logged at warn)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}

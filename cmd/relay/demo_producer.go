@@ -71,7 +71,7 @@ func (d *demo) run(ctx context.Context, out io.Writer, relayErr <-chan error) er
 			return d.drain(context.WithoutCancel(ctx), out)
 		case now := <-tick.C:
 			p := d.produced.Load()
-			relayed := d.relayedCount(ctx)
+			relayed := d.relayedCount(context.WithoutCancel(ctx))
 			fmt.Fprintf(out, "produced %7d (%5.0f/s)  relayed %7d  behind %6d\n",
 				p, float64(p-last)/now.Sub(lastAt).Seconds(), relayed, max(0, p-relayed))
 			last, lastAt = p, now

@@ -127,6 +127,11 @@ func (d *demo) produce(ctx context.Context, worker int) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	// Commit durably, as services do: the throwaway cluster defaults to
+	// synchronous_commit=off, which delays the walsender by up to 200 ms.
+	if _, err := conn.Exec(ctx, "SET synchronous_commit = on"); err != nil {
+		return err
+	}
 	rng := rand.New(rand.NewPCG(uint64(worker), uint64(time.Now().UnixNano())))
 	perWorker := float64(max(d.opts.rate, 1)) / 2
 	start := time.Now()

@@ -26,6 +26,50 @@ type checker struct {
 	log     *slog.Logger
 	horizon int64 // µs: rows older may have been cleaned up
 	dead    map[string]bool
+	// prefetch holds each registered topic's log, counted per candidate
+	// window while the source was being counted.
+	prefetch map[string]*prefetched
+}
+
+// prefetched is a topic's log side, read ahead.
+type prefetched struct {
+	tl         *topicLog
+	counts     []int64
+	unreadable [][]string
+	err        error
+}
+
+// prefetchLogs loads and counts every registered (or requested) topic's
+// log over the candidate windows. It runs beside the source count: the
+// source side works in PostgreSQL, this one in the relay's process.
+func (c *checker) prefetchLogs(ctx context.Context, candidates []Window) {
+	c.prefetch = map[string]*prefetched{}
+	if len(candidates) == 0 {
+		return
+	}
+	names := c.opts.Topics
+	if len(names) == 0 {
+		reg, err := registeredTopics(ctx, c.root)
+		if err != nil {
+			return // checkTopic reads the logs itself and reports the error
+		}
+		names = reg
+	}
+	bounds := windowBounds(candidates)
+	bus := make([]int64, len(bounds))
+	for i, b := range bounds {
+		bus[i] = us(b)
+	}
+	for _, topic := range names {
+		if strings.HasPrefix(topic, "_") {
+			continue
+		}
+		p := &prefetched{}
+		if p.tl, p.err = c.loadLog(ctx, topic); p.err == nil {
+			p.counts, p.unreadable, p.err = p.tl.countWindows(ctx, bus)
+		}
+		c.prefetch[topic] = p
+	}
 }
 
 // Run reconciles the closed windows of [From, To) for every topic. An error
@@ -115,7 +159,7 @@ func (c *checker) run(ctx context.Context) (*Report, error) {
 	// Count the source over the windows closed by time while waiting for
 	// the relay to confirm W0 (two connections): the wait costs nothing.
 	candidates := c.classify(&Report{Horizon: rep.Horizon}, windows(rep.From, rep.To, o.Window), t0, "")
-	counted := make(chan struct{})
+	counted, logsRead := make(chan struct{}), make(chan struct{})
 	var srcCounts map[string][]int64
 	var srcErr error
 	go func() {
@@ -124,8 +168,13 @@ func (c *checker) run(ctx context.Context) (*Report, error) {
 			srcCounts, srcErr = c.src.bucketCounts(ctx, windowBounds(candidates), c.opts.Topics)
 		}
 	}()
+	go func() {
+		defer close(logsRead)
+		c.prefetchLogs(ctx, candidates)
+	}()
 	durable, reached, err := waitDurable(ctx, c.aux, o.Slot, w0, o.DurableWait)
 	<-counted
+	<-logsRead
 	notDurable := ""
 	switch {
 	case errors.Is(err, ErrNoSlot):

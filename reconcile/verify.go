@@ -11,6 +11,24 @@ import (
 func us(t time.Time) int64 { return t.UnixMicro() }
 
 // checkTopic verifies one topic over the closed windows.
+// topicLogCounts returns the topic's log and its counts per window, from
+// the prefetch when it covered these windows.
+func (c *checker) topicLogCounts(ctx context.Context, topic string, bounds []time.Time) (*topicLog, []int64, [][]string, error) {
+	if p := c.prefetch[topic]; p != nil && len(p.counts) == len(bounds)-1 || p != nil && p.err != nil {
+		return p.tl, p.counts, p.unreadable, p.err
+	}
+	tl, err := c.loadLog(ctx, topic)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	bus := make([]int64, len(bounds))
+	for i, b := range bounds {
+		bus[i] = us(b)
+	}
+	counts, unreadable, err := tl.countWindows(ctx, bus)
+	return tl, counts, unreadable, err
+}
+
 func (c *checker) checkTopic(ctx context.Context, topic string, closed []Window, bounds []time.Time, src []int64) ([]Result, error) {
 	out := make([]Result, len(closed))
 	for i, w := range closed {
@@ -22,15 +40,7 @@ func (c *checker) checkTopic(ctx context.Context, topic string, closed []Window,
 		}
 		return out
 	}
-	tl, err := c.loadLog(ctx, topic)
-	if err != nil {
-		return fail(err), ctxErr(ctx)
-	}
-	bus := make([]int64, len(bounds))
-	for i, b := range bounds {
-		bus[i] = us(b)
-	}
-	counts, unreadable, err := tl.countWindows(ctx, bus)
+	tl, counts, unreadable, err := c.topicLogCounts(ctx, topic, bounds)
 	if err != nil {
 		return fail(err), ctxErr(ctx)
 	}

@@ -24,6 +24,7 @@ type benchOptions struct {
 	only           string
 	recvlogicalBin string
 	relayArgs      string // extra flags for the measured `relay run`
+	latencyStore   string // store URL for the latency run (default: a temp dir)
 }
 
 // cmdBench measures the relay against this machine's own limit, in the
@@ -39,6 +40,7 @@ func cmdBench(ctx context.Context, env *cliEnv, args []string) int {
 	fs.DurationVar(&o.latencyFor, "latency-for", 60*time.Second, "duration of the steady-load latency run")
 	fs.IntVar(&o.rate, "rate", 2000, "single-row transactions per second in the latency run")
 	fs.StringVar(&o.only, "only", "", "comma-separated subset: batch,single,big,latency")
+	fs.StringVar(&o.latencyStore, "latency-store", "", "store URL for the latency run, e.g. s3://bucket/prefix (default: a local temp dir)")
 	fs.StringVar(&o.relayArgs, "relay-args", "", "extra flags for the measured `relay run`, space-separated (e.g. \"--batch-max-delay 200ms\")")
 	fs.StringVar(&o.recvlogicalBin, "pg-recvlogical", pgcluster.BinDir+"/pg_recvlogical", "pg_recvlogical binary")
 	if code, ok := parseFlags(fs, args); !ok {

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/storage"
 )
 
 // payloadSQL builds a ~213-byte JSON payload per row, like the measurements
@@ -147,11 +148,14 @@ func (b *bench) createRelaySlot(ctx context.Context, dsn, store string) error {
 }
 
 func (b *bench) startRelay(dsn, store string) (*exec.Cmd, error) {
+	if !strings.Contains(store, "://") {
+		store = "file://" + store
+	}
 	// DELTABUS_BENCH_METRICS=host:port exposes the measured relay's
 	// /metrics and /debug/pprof for profiling a run.
 	args := append([]string{"run", "--metrics-addr", os.Getenv("DELTABUS_BENCH_METRICS"), "--log-level", "warn"}, strings.Fields(b.o.relayArgs)...)
 	cmd := exec.Command(b.self, args...)
-	cmd.Env = append(os.Environ(), "DELTABUS_SOURCE="+dsn, "DELTABUS_STORE=file://"+store)
+	cmd.Env = append(os.Environ(), "DELTABUS_SOURCE="+dsn, "DELTABUS_STORE="+store)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd, cmd.Start()
@@ -262,8 +266,15 @@ func waitFirstStart(ctx context.Context, dsn, store string) error {
 	if err := waitSlot(ctx, dsn, "deltabus", true, time.Minute); err != nil {
 		return err
 	}
+	if !strings.Contains(store, "://") {
+		store = "file://" + store
+	}
+	st, err := storage.Open(ctx, store, storage.S3Options{})
+	if err != nil {
+		return err
+	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(store, relay.MarkerKey("deltabus-deltabus"))); err == nil {
+		if _, err := st.Get(ctx, relay.MarkerKey("deltabus-deltabus")); err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -141,3 +141,6 @@ func ids(evs []outbox.Event) []string {
 	}
 	return out
 }
+
+// topicsPrefix is where the relay registers topic tables (see relay.ListTopics).
+const topicsPrefix = "_deltabus/topics/"

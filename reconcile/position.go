@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"github.com/deltabus/deltabus/relay"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -81,19 +81,7 @@ func waitDurable(ctx context.Context, conn *pgx.Conn, slot string, target pglogr
 	}
 }
 
-// topicsPrefix is where the relay registers every topic table it creates
-// (relay.ListTopics reads the same objects).
-const topicsPrefix = "_deltabus/topics/"
-
-// registeredTopics lists the topics registered in the store.
+// registeredTopics lists the topics the relay registered in the store.
 func registeredTopics(ctx context.Context, root storage.Store) ([]string, error) {
-	objs, err := root.List(ctx, topicsPrefix, "")
-	if err != nil {
-		return nil, fmt.Errorf("list topics in %s: %w", root, err)
-	}
-	out := make([]string, 0, len(objs))
-	for _, o := range objs {
-		out = append(out, strings.TrimPrefix(o.Key, topicsPrefix))
-	}
-	return out, nil
+	return relay.ListTopics(ctx, root)
 }

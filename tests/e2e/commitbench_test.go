@@ -52,7 +52,7 @@ func benchCommits(b *testing.B, st storage.Store) {
 		w := topic.NewFileWriter(st, topic.FileOptions{})
 		for r := range 1000 {
 			ev := &outbox.Event{ID: fmt.Sprintf("%08d-%04d", i, r), Topic: "bench", Key: "k", Type: "T", SchemaVersion: 1,
-				Payload: `{"order_id":12345,"customer":"customer-42","amount":99.5,"currency":"EUR","note":"padding padding padding"}`,
+				Payload:    `{"order_id":12345,"customer":"customer-42","amount":99.5,"currency":"EUR","note":"padding padding padding"}`,
 				OccurredAt: start, CommitLSN: int64(i + 1), Seq: int32(r), CommitTime: start}
 			if err := w.Append(ev); err != nil {
 				b.Fatal(err)

@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/tests/pgtest"
+	"github.com/deltabus/deltabus/verify"
+)
+
+// TestInvalidatedSlotRefusesAndRecovers: PostgreSQL invalidates the slot
+// through max_slot_wal_keep_size while the relay is down and events keep
+// arriving. `relay run` must refuse (no silent restart from "now") and name
+// the recovery; `relay bootstrap --recover` then brings every row the
+// outbox holds into the topics exactly once, and streaming resumes.
+func TestInvalidatedSlotRefusesAndRecovers(t *testing.T) {
+	srv := pgtest.NewServer(t, "max_slot_wal_keep_size = 32MB", "min_wal_size = 32MB", "max_wal_size = 64MB")
+	dsn := srv.DSN("postgres")
+	db := &pgtest.DB{Name: "postgres", DSN: dsn, ReplDSN: dsn + "&replication=database"}
+	conn := db.Conn(t)
+	migrate(t, conn)
+	url, store := localStore(t)
+	env := []string{"DELTABUS_SOURCE=" + dsn, "DELTABUS_STORE=" + url}
+
+	p := startRelay(t, env)
+	waitSlotActive(t, dsn, "deltabus", p)
+	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) SELECT 'orders', 'k' || g, 'Created', '{}' FROM generate_series(1, 100) g`)
+	waitDrained(t, dsn, "deltabus", time.Minute)
+	if err := p.stop(time.Minute); err != nil {
+		t.Fatalf("relay did not stop: %v", err)
+	}
+
+	invalidateSlot(t, db, conn)
+
+	code, _, stderr := runCLI(t, env, "run", "--metrics-addr", "")
+	if code == 0 || !strings.Contains(stderr, "relay bootstrap --recover") {
+		t.Fatalf("relay run on a lost slot: exit %d, stderr %q; want a refusal naming `relay bootstrap --recover`", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, env, "bootstrap", "--recover")
+	if code != 0 {
+		t.Fatalf("bootstrap --recover: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	p = startRelay(t, env)
+	waitSlotActive(t, dsn, "deltabus", p)
+	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) SELECT 'payments', 'k' || g, 'Paid', '{}' FROM generate_series(1, 50) g`)
+	waitDrained(t, dsn, "deltabus", time.Minute)
+	if err := p.stop(time.Minute); err != nil {
+		t.Fatalf("relay did not stop: %v", err)
+	}
+	rep, err := verify.Compare(context.Background(), conn, "public.outbox", store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("log differs from the outbox after recovery:\n%s", strings.Join(rep.Problems, "\n"))
+	}
+}
+
+// invalidateSlot writes WAL past max_slot_wal_keep_size while the slot is
+// idle, with outbox rows among it, until PostgreSQL marks the slot lost.
+func invalidateSlot(t *testing.T, db *pgtest.DB, conn *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	for round := 0; round < 20; round++ {
+		db.Exec(t, `INSERT INTO outbox (topic, key, type, payload)
+			SELECT 'orders', 'gap' || g, 'Created', jsonb_build_object('pad', repeat(md5(g::text), 40)) FROM generate_series(1, 5000) g`)
+		db.Exec(t, `SELECT pg_switch_wal()`)
+		db.Exec(t, `CHECKPOINT`)
+		var status string
+		if err := conn.QueryRow(ctx, `SELECT coalesce(wal_status, '') FROM pg_replication_slots WHERE slot_name = 'deltabus'`).Scan(&status); err != nil {
+			t.Fatal(err)
+		}
+		if status == "lost" {
+			t.Logf("slot invalidated after %d rounds", round+1)
+			return
+		}
+	}
+	t.Fatal("PostgreSQL never invalidated the slot")
+}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"strings"
@@ -176,5 +177,45 @@ func TestForeignTableAtTopicPathGoesToDeadLetter(t *testing.T) {
 	dl, err := verify.ReadTopic(context.Background(), store, outbox.DeadLetterTopic)
 	if err != nil || len(dl) != 1 {
 		t.Fatalf("_dead_letter: %d rows, %v; want the orders event", len(dl), err)
+	}
+}
+
+// TestStatusShowsSlotAndTopics: `relay status --json` reports the slot's
+// position and WAL held back, and every topic's version and txn LSN.
+func TestStatusShowsSlotAndTopics(t *testing.T) {
+	db := setup(t)
+	url, store := localStore(t)
+	stop := runRelay(t, db.DSN, url, store)
+	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) VALUES ('orders', 'o1', 'Created', '{}'), ('payments', 'p1', 'Paid', '{}')`)
+	waitDrained(t, db.DSN, "deltabus", time.Minute)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + url}, "status", "--json")
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Slot struct {
+			Exists    bool
+			WALStatus string
+		} `json:"slot"`
+		Topics []struct {
+			Topic   string `json:"topic"`
+			Version int64  `json:"version"`
+			TxnLSN  string `json:"txnLsn"`
+			Records int64  `json:"records"`
+		} `json:"topics"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, stdout)
+	}
+	if !rep.Slot.Exists || len(rep.Topics) != 2 {
+		t.Fatalf("status: %s", stdout)
+	}
+	for _, tp := range rep.Topics {
+		if tp.Version < 1 || tp.TxnLSN == "" || tp.Records != 1 {
+			t.Errorf("topic %s: %+v", tp.Topic, tp)
+		}
 	}
 }

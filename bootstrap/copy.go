@@ -1,9 +1,11 @@
 package bootstrap
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/deltabus/deltabus/decoding"
 	"github.com/deltabus/deltabus/outbox"
@@ -64,6 +67,11 @@ func openSnapshotConn(ctx context.Context, dsn, snapshot string) (*pgx.Conn, err
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 10 * time.Second
+	}
+	// COPY streams megabytes: read the socket in 256 KiB gulps instead of
+	// pgproto3's 8 KiB (read syscalls were a fifth of a bootstrap's CPU).
+	cfg.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
+		return pgproto3.NewFrontend(bufio.NewReaderSize(r, 256<<10), w)
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {

@@ -87,13 +87,7 @@ func RunJanitor(ctx context.Context, dsn string, opts JanitorOptions, log *slog.
 		return nil, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	tables := opts.Tables
-	if len(tables) == 0 {
-		if tables, err = PublicationTables(ctx, conn, opts.Publication); err != nil {
-			return nil, err
-		}
-	}
-	sts, err := resolveTables(ctx, conn, tables, opts.Mappings)
+	sts, err := outboxTables(ctx, conn, opts.Tables, opts.Publication, opts.Mappings)
 	if err != nil {
 		return nil, err
 	}

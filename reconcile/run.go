@@ -94,13 +94,7 @@ func Run(ctx context.Context, dsn string, root storage.Store, opts Options, log 
 		return nil, err
 	}
 	defer aux.Close(context.WithoutCancel(ctx))
-	tables := opts.Tables
-	if len(tables) == 0 {
-		if tables, err = PublicationTables(ctx, aux, opts.Publication); err != nil {
-			return nil, err
-		}
-	}
-	sts, err := resolveTables(ctx, aux, tables, opts.Mappings)
+	sts, err := outboxTables(ctx, aux, opts.Tables, opts.Publication, opts.Mappings)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +110,18 @@ func Run(ctx context.Context, dsn string, root storage.Store, opts Options, log 
 	}
 	rep.Took = time.Since(started)
 	return rep, nil
+}
+
+// outboxTables resolves the outbox tables to check: the given ones, or
+// every table of the publication.
+func outboxTables(ctx context.Context, conn *pgx.Conn, tables []Table, publication string, ms outbox.Mappings) ([]sourceTable, error) {
+	if len(tables) == 0 {
+		var err error
+		if tables, err = PublicationTables(ctx, conn, publication); err != nil {
+			return nil, err
+		}
+	}
+	return resolveTables(ctx, conn, tables, ms)
 }
 
 func connect(ctx context.Context, dsn string) (*pgx.Conn, error) {

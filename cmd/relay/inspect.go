@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -26,24 +27,34 @@ func openTable(ctx context.Context, raw string) (storage.Store, error) {
 	return openStore(ctx, raw)
 }
 
-func cmdInspect(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet(env, "inspect", "TABLE_URL [--json]")
-	asJSON := fs.Bool("json", false, "print one JSON object")
+// tableArgs parses a command's flags and its one TABLE_URL argument and
+// opens the table's store; ok is false when the command must exit with code.
+func tableArgs(ctx context.Context, env *cliEnv, fs *flag.FlagSet, args []string) (st storage.Store, url string, code int, ok bool) {
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
-		return code
+		return nil, "", code, false
 	}
 	if len(pos) != 1 {
 		fs.Usage()
-		return exitUsage
+		return nil, "", exitUsage, false
 	}
-	store, err := openTable(ctx, pos[0])
+	st, err := openTable(ctx, pos[0])
 	if err != nil {
-		return fail(env, exitUsage, err)
+		return nil, "", fail(env, exitUsage, err), false
+	}
+	return st, pos[0], 0, true
+}
+
+func cmdInspect(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlagSet(env, "inspect", "TABLE_URL [--json]")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	store, url, code, ok := tableArgs(ctx, env, fs, args)
+	if !ok {
+		return code
 	}
 	res, err := delta.Inspect(ctx, store)
 	if err != nil {
-		return fail(env, exitUsage, fmt.Errorf("inspect %s: %w", pos[0], err))
+		return fail(env, exitUsage, fmt.Errorf("inspect %s: %w", url, err))
 	}
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
@@ -96,20 +107,12 @@ func cmdTail(ctx context.Context, env *cliEnv, args []string) int {
 	from := fs.Int64("from-version", 0, "first version of the change feed")
 	to := fs.Int64("to-version", -1, "last version (default: latest)")
 	_ = fs.Bool("json", true, "JSON lines (the only format)")
-	pos, code, ok := parseArgs(fs, args)
+	store, url, code, ok := tableArgs(ctx, env, fs, args)
 	if !ok {
 		return code
 	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return exitUsage
-	}
-	store, err := openTable(ctx, pos[0])
-	if err != nil {
-		return fail(env, exitUsage, err)
-	}
 	if err := delta.Tail(ctx, store, *from, *to, env.stdout); err != nil {
-		return fail(env, exitUsage, fmt.Errorf("tail %s: %w", pos[0], err))
+		return fail(env, exitUsage, fmt.Errorf("tail %s: %w", url, err))
 	}
 	return exitOK
 }

@@ -40,15 +40,21 @@ func TestCleanRunReportsNoDifferences(t *testing.T) {
 	if src != 340 || lg != 340 {
 		t.Fatalf("source %d log %d, want 340 each", src, lg)
 	}
-	v, err := Record(context.Background(), e.root, rep)
-	if err != nil || v != 0 {
+	v, err := Record(context.Background(), e.root, rep) // version 0 creates the table, 1 holds the rows
+	if err != nil || v != 1 {
 		t.Fatalf("Record: version %d, %v", v, err)
 	}
 	snap, err := delta.LoadSnapshot(context.Background(), storage.Sub(e.root, ReconciliationTable), -1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(snap.Files) != 1 || !slices.Contains(snap.Protocol.WriterFeatures, "changeDataFeed") ||
+	if v2, err := Record(context.Background(), e.root, rep); err != nil || v2 != 2 {
+		t.Fatalf("second Record: version %d, %v", v2, err)
+	}
+	if snap, err = delta.LoadSnapshot(context.Background(), storage.Sub(e.root, ReconciliationTable), -1); err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Files) != 2 || !slices.Contains(snap.Protocol.WriterFeatures, "changeDataFeed") ||
 		snap.Metadata.Configuration["delta.appendOnly"] != "true" {
 		t.Fatalf("reconciliation table: %d files, protocol %+v, config %v", len(snap.Files), snap.Protocol, snap.Metadata.Configuration)
 	}

@@ -88,13 +88,23 @@ func Record(ctx context.Context, root storage.Store, rep *Report) (int64, error)
 	if err != nil {
 		return -1, fmt.Errorf("encode reconciliation rows: %w", err)
 	}
-	name := fmt.Sprintf("part-00000-%s.c000.zstd.parquet", uuid.NewString())
+	name := fmt.Sprintf("part-00000-%s.c000.zstd.parquet", uuid.NewString()) // encodeResults writes zstd
 	if err := st.Put(ctx, name, data); err != nil {
 		return -1, fmt.Errorf("write %s/%s: %w", ReconciliationTable, name, err)
 	}
 	add := delta.Add{Path: name, PartitionValues: map[string]*string{}, Size: int64(len(data)),
 		ModificationTime: time.Now().UnixMilli(), DataChange: true, Stats: recStats(rep)}
-	v, err := appendCommit(ctx, st, []delta.Action{{Add: &add}}, newRecTable)
+	create := newRecTable()
+	if err := delta.CreateTable(ctx, st, *create[1].Metadata, *create[0].Protocol, nil); err != nil {
+		return -1, fmt.Errorf("create %s: %w", ReconciliationTable, err)
+	}
+	tbl, err := delta.OpenTable(ctx, st, delta.Options{EngineInfo: "deltabus-reconcile"})
+	if err != nil {
+		return -1, fmt.Errorf("open %s: %w", ReconciliationTable, err)
+	}
+	// delta.Table.Commit retries lost races and writes checkpoints at the
+	// table's interval, so the history of checks stays cheap to read.
+	v, err := tbl.Commit(ctx, delta.CommitActions{Adds: []delta.Add{add}, Operation: "WRITE"})
 	if err != nil {
 		return -1, fmt.Errorf("commit to %s: %w", ReconciliationTable, err)
 	}
@@ -109,7 +119,7 @@ func newRecTable() []delta.Action {
 		{Metadata: &delta.Metadata{ID: uuid.NewString(), Name: &name,
 			Format:       delta.Format{Provider: "parquet", Options: map[string]string{}},
 			SchemaString: recSchemaString(), PartitionColumns: []string{},
-			Configuration: map[string]string{"delta.appendOnly": "true", "delta.enableChangeDataFeed": "true"},
+			Configuration: map[string]string{"delta.appendOnly": "true", "delta.enableChangeDataFeed": "true", "delta.checkpointInterval": "100"},
 			CreatedTime:   &created}},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/storage"
@@ -84,16 +85,19 @@ func Run(ctx context.Context, dsn string, root storage.Store, opts Options, log 
 	if log == nil {
 		log = slog.Default()
 	}
-	conn, err := connect(ctx, dsn)
+	var conn, aux *pgx.Conn
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { conn, err = connect(gctx, dsn); return err })
+	g.Go(func() (err error) { aux, err = connect(gctx, dsn); return err })
+	err := g.Wait()
+	for _, c := range []*pgx.Conn{conn, aux} {
+		if c != nil {
+			defer c.Close(context.WithoutCancel(ctx))
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	aux, err := connect(ctx, dsn)
-	if err != nil {
-		return nil, err
-	}
-	defer aux.Close(context.WithoutCancel(ctx))
 	sts, err := outboxTables(ctx, aux, opts.Tables, opts.Publication, opts.Mappings)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/tests/pgtest"
 	"github.com/deltabus/deltabus/verify"
@@ -77,6 +78,12 @@ func TestPoisonRowsGoToDeadLetter(t *testing.T) {
 	}
 	if len(dl) != 3 { // two bad topics and one UPDATE
 		t.Fatalf("_dead_letter has %d rows, want 3", len(dl))
+	}
+	reasons := deadLetterReasons(t, store)
+	for _, want := range []string{`"Bad/Topic"`, `"_internal"`, "UPDATE of outbox row"} {
+		if !strings.Contains(strings.Join(reasons, "\n"), want) {
+			t.Errorf("no dead letter reason mentions %s: %q", want, reasons)
+		}
 	}
 }
 
@@ -218,4 +225,25 @@ func TestStatusShowsSlotAndTopics(t *testing.T) {
 			t.Errorf("topic %s: %+v", tp.Topic, tp)
 		}
 	}
+}
+
+// deadLetterReasons reads the reason and raw row of every dead letter.
+func deadLetterReasons(t *testing.T, root storage.Store) []string {
+	t.Helper()
+	ctx := context.Background()
+	st := storage.Sub(root, outbox.DeadLetterTopic)
+	var out []string
+	err := delta.ReadChanges(ctx, st, 0, -1, func(cf delta.ChangeFile) error {
+		return topic.ReadDeadLetters(ctx, st, delta.Add{Path: cf.Path}, func(d outbox.DeadLetter) error {
+			if d.Reason == "" || d.RawRow == "" || d.SourceTable != "public.outbox" {
+				t.Errorf("dead letter without reason, raw row or source table: %+v", d)
+			}
+			out = append(out, d.Reason)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -77,10 +77,11 @@ func openSnapshotConn(ctx context.Context, dsn, snapshot string) (*pgx.Conn, err
 	if err != nil {
 		return nil, fmt.Errorf("connect to source: %w", err)
 	}
-	for _, q := range []string{
-		"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-		"SET TRANSACTION SNAPSHOT " + quoteLiteral(snapshot),
-	} {
+	qs := []string{"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}
+	if snapshot != "" { // "" = a new snapshot, taken by the first query
+		qs = append(qs, "SET TRANSACTION SNAPSHOT "+quoteLiteral(snapshot))
+	}
+	for _, q := range qs {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			conn.Close(context.Background())
 			return nil, fmt.Errorf("import snapshot %s: %q: %w", snapshot, q, err)

@@ -70,6 +70,13 @@ func (s *idSet) has(k idKey) bool {
 	return ok
 }
 
+func (s *idSet) len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.keys)
+}
+
 // existingIDs reads, for every registered topic whose table holds a txn of
 // appID (a commit of this relay), the identity of every event it holds.
 // Topics without such a txn hold none of our events and are not read.
@@ -80,29 +87,41 @@ func existingIDs(ctx context.Context, root storage.Store, appID string) (map[str
 	}
 	sets := map[string]*idSet{}
 	for _, name := range names {
-		st := storage.Sub(root, name)
-		snap, err := delta.LoadSnapshot(ctx, st, -1)
-		if errors.Is(err, delta.ErrNoTable) {
-			continue
-		}
+		set, err := topicIDs(ctx, root, name, appID)
 		if err != nil {
-			return nil, fmt.Errorf("read topic %q table: %w", name, err)
+			return nil, err
 		}
-		txn, ok := snap.Txns[appID]
-		if !ok {
-			continue
+		if set != nil {
+			sets[name] = set
 		}
-		set := &idSet{txn: txn.Version}
-		for _, add := range snap.Files {
-			if err := readKeys(ctx, st, name, add, set); err != nil {
-				return nil, err
-			}
-		}
-		slices.SortFunc(set.keys, cmpKey)
-		set.keys = slices.CompactFunc(set.keys, func(a, b idKey) bool { return a == b })
-		sets[name] = set
 	}
 	return sets, nil
+}
+
+// topicIDs reads the identity of every event in one topic's table; nil when
+// the table does not exist or holds no txn of appID.
+func topicIDs(ctx context.Context, root storage.Store, name, appID string) (*idSet, error) {
+	st := storage.Sub(root, name)
+	snap, err := delta.LoadSnapshot(ctx, st, -1)
+	if errors.Is(err, delta.ErrNoTable) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read topic %q table: %w", name, err)
+	}
+	txn, ok := snap.Txns[appID]
+	if !ok {
+		return nil, nil
+	}
+	set := &idSet{txn: txn.Version}
+	for _, add := range snap.Files {
+		if err := readKeys(ctx, st, name, add, set); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(set.keys, cmpKey)
+	set.keys = slices.CompactFunc(set.keys, func(a, b idKey) bool { return a == b })
+	return set, nil
 }
 
 func readKeys(ctx context.Context, st storage.Store, name string, add delta.Add, set *idSet) error {

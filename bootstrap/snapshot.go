@@ -109,6 +109,11 @@ func (j *copyJob) copyAll(ctx context.Context, cfg relay.Config, slot *exportedS
 	j.metrics.setEstimate(est)
 	stop := j.reportProgress(ctx, est)
 	defer stop()
+	return j.copyUnits(ctx, conns, units)
+}
+
+// copyUnits has the connections take units from a shared queue.
+func (j *copyJob) copyUnits(ctx context.Context, conns []*pgx.Conn, units []*unit) error {
 	var next atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	for _, c := range conns {

@@ -67,6 +67,9 @@ func (r *Relay) Run(ctx context.Context) error {
 		if err == nil || (ctx.Err() != nil && !isFatal(err)) {
 			return nil
 		}
+		if errors.Is(err, errRewind) {
+			continue
+		}
 		if !r.readyOnce || !retryable(err) {
 			return err
 		}
@@ -106,7 +109,7 @@ func (r *Relay) runSession(ctx context.Context) error {
 	com := newCommitter(r.store, r.cfg.AppID, start, r.log, r.metrics)
 	go com.run(sctx)
 	s := &session{r: r, conn: conn, dec: decoding.NewDecoder(), tables: newTables(r.store, r.cfg.AppID, delta.Options{Logger: r.log, AsyncCheckpoints: true}), com: com,
-		fileOpts: topic.FileOptions{}, cur: newBatch(0), lastStatus: time.Now()}
+		fileOpts: topic.FileOptions{}, cur: newBatch(0), lastStatus: time.Now(), pauses: map[string]*pause{}}
 	if !r.readyOnce {
 		r.readyOnce = true
 		close(r.ready)

@@ -32,6 +32,11 @@ type session struct {
 	batchSeq   int64
 	received   pglogrepl.LSN
 	lastStatus time.Time
+
+	// Topic rebuilds (watermark.go).
+	pauses      map[string]*pause
+	watermarks  []pendingWatermark
+	pauseWarned time.Time
 }
 
 // stream runs the receive loop until stop is closed (graceful: the current
@@ -64,6 +69,7 @@ func (s *session) stream(ctx context.Context, stop <-chan struct{}) error {
 			if err := s.sendStatus(ctx); err != nil {
 				return err
 			}
+			s.warnPaused()
 		}
 		if err := s.receiveOne(ctx); err != nil {
 			return err
@@ -159,12 +165,17 @@ func (s *session) handle(ctx context.Context, msg decoding.Message) error {
 		return s.route(ctx, m)
 	case *decoding.Commit:
 		s.cur.commitTx(m.CommitLSN, m.EndLSN, m.CommitTime)
+		if len(s.watermarks) > 0 {
+			return s.applyWatermarks(ctx)
+		}
 		return s.maybeHandoff(ctx, false)
+	case *decoding.LogicalMessage:
+		s.noteMessage(m)
 	case *decoding.Truncate:
 		s.r.log.Warn("TRUNCATE of an outbox table: nothing to relay (events already streamed stay in their topics)",
 			"tables", len(m.Relations), "commit_lsn", m.CommitLSN)
 	}
-	return nil // Begin, Truncate, LogicalMessage: nothing to batch
+	return nil // Begin, Truncate, other messages: nothing to batch
 }
 
 func (s *session) route(ctx context.Context, row *decoding.Row) error {
@@ -174,6 +185,10 @@ func (s *session) route(ctx context.Context, row *decoding.Row) error {
 	}
 	switch {
 	case ev != nil:
+		if s.pauses[ev.Topic] != nil {
+			s.r.metrics.skipped() // re-read once the topic's rebuild is committed
+			return nil
+		}
 		t, err := s.tables.get(ctx, ev.Topic)
 		if err != nil {
 			return err
@@ -182,7 +197,7 @@ func (s *session) route(ctx context.Context, row *decoding.Row) error {
 			return s.deadLetter(ctx, row, &outbox.DeadLetter{Event: *ev, Reason: fmt.Sprintf("topic %q: %s", ev.Topic, t.unusable),
 				SourceTable: row.Relation.Namespace + "." + row.Relation.Name, RawRow: rawEvent(ev)})
 		}
-		if int64(row.CommitLSN) <= t.skipUpTo {
+		if int64(row.CommitLSN) <= t.skipUpTo || t.seam.covers(row.CommitLSN, row.Xid) {
 			s.r.metrics.skipped()
 			return nil
 		}
@@ -282,6 +297,9 @@ func (s *session) finish(ctx context.Context) error {
 
 func (s *session) sendStatus(ctx context.Context) error {
 	durable := pglogrepl.LSN(s.com.durable.Load())
+	if h := s.hold(); h != 0 && h < durable {
+		durable = h // a paused topic must be able to re-read from its watermark
+	}
 	write := max(s.received, durable)
 	err := pglogrepl.SendStandbyStatusUpdate(ctx, s.conn, pglogrepl.StandbyStatusUpdate{
 		WALWritePosition: write, WALFlushPosition: durable, WALApplyPosition: durable, ClientTime: time.Now(),

@@ -23,6 +23,9 @@ type topicTable struct {
 	// source transactions with commit LSN <= skipUpTo are already in the
 	// table and are dropped. -1 when the table has no txn of ours.
 	skipUpTo int64
+	// seam, after a rebuild, drops streamed transactions whose rows came
+	// with the rebuild's snapshot.
+	seam *seam
 	// unusable says why an existing table at the topic's path cannot take
 	// our events (another schema, a protocol we cannot write); its events
 	// go to the dead-letter topic instead of blocking the stream.
@@ -49,7 +52,7 @@ func (ts *tables) get(ctx context.Context, name string) (*topicTable, error) {
 	if t := ts.m[name]; t != nil {
 		return t, nil
 	}
-	t := &topicTable{name: name, store: storage.Sub(ts.root, name), skipUpTo: -1}
+	t := &topicTable{name: name, store: ts.sub(name), skipUpTo: -1}
 	tbl, err := delta.OpenTable(ctx, t.store, ts.opts)
 	switch {
 	case errors.Is(err, delta.ErrNoTable):
@@ -66,6 +69,9 @@ func (ts *tables) get(ctx context.Context, name string) (*topicTable, error) {
 		t.table = tbl
 		if v, ok := tbl.TxnVersion(ts.appID); ok {
 			t.skipUpTo = v
+			if t.seam, err = loadSeam(ctx, ts.root, name, v); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if t.unusable != "" && name == outbox.DeadLetterTopic {
@@ -73,6 +79,17 @@ func (ts *tables) get(ctx context.Context, name string) (*topicTable, error) {
 	}
 	ts.m[name] = t
 	return t, nil
+}
+
+// sub is the store of a topic's table.
+func (ts *tables) sub(name string) storage.Store { return storage.Sub(ts.root, name) }
+
+// forget drops the cached handle of a topic (paused for a rebuild): the
+// next get reads the table again.
+func (ts *tables) forget(name string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	delete(ts.m, name)
 }
 
 // ensureTable creates the topic's table at version 0 if it does not exist

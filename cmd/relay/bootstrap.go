@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 
 	"github.com/deltabus/deltabus/bootstrap"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/storage"
 )
 
 // cmdBootstrap copies the outbox rows a new slot's snapshot sees into the
@@ -22,24 +24,14 @@ func cmdBootstrap(ctx context.Context, env *cliEnv, args []string) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	cfg := relay.Config{Source: sf.source, Store: sf.store, Slot: sf.slot, Publication: sf.publication}.WithDefaults()
-	log, err := newLogger(env.stderr, sf.logFormat, sf.logLevel)
-	if err != nil {
-		return fail(env, exitUsage, err)
+	env2, code, ok := sf.open(ctx, env)
+	if !ok {
+		return code
 	}
-	if err := cfg.Validate(); err != nil {
-		return fail(env, exitUsage, err)
-	}
-	mappings, err := outbox.ParseMappings(sf.mapping, nil)
-	if err != nil {
-		return fail(env, exitUsage, fmt.Errorf("--mapping: %w", err))
-	}
-	store, err := openStore(ctx, cfg.Store)
-	if err != nil {
-		return fail(env, exitUsage, err)
-	}
-	opts := bootstrap.Options{Log: log, Mappings: mappings, Connections: *conns}
+	cfg, store := env2.cfg, env2.store
+	opts := bootstrap.Options{Log: env2.log, Mappings: env2.mappings, Connections: *conns}
 	var res bootstrap.Result
+	var err error
 	if *doRecover {
 		res, err = bootstrap.Recover(ctx, cfg, store, opts)
 	} else {
@@ -54,6 +46,35 @@ func cmdBootstrap(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	fmt.Fprintf(env.stdout, "next: `relay run` streams from %s\n", res.ConsistentPoint)
 	return exitOK
+}
+
+// sourceEnv is what the commands that copy from the source need.
+type sourceEnv struct {
+	cfg      relay.Config
+	log      *slog.Logger
+	mappings outbox.Mappings
+	store    storage.Store
+}
+
+// open validates the flags and opens the store; on failure it has printed
+// the error and returns the exit code.
+func (sf *sourceFlags) open(ctx context.Context, env *cliEnv) (sourceEnv, int, bool) {
+	var se sourceEnv
+	se.cfg = relay.Config{Source: sf.source, Store: sf.store, Slot: sf.slot, Publication: sf.publication}.WithDefaults()
+	var err error
+	if se.log, err = newLogger(env.stderr, sf.logFormat, sf.logLevel); err != nil {
+		return se, fail(env, exitUsage, err), false
+	}
+	if err := se.cfg.Validate(); err != nil {
+		return se, fail(env, exitUsage, err), false
+	}
+	if se.mappings, err = outbox.ParseMappings(sf.mapping, nil); err != nil {
+		return se, fail(env, exitUsage, fmt.Errorf("--mapping: %w", err)), false
+	}
+	if se.store, err = openStore(ctx, se.cfg.Store); err != nil {
+		return se, fail(env, exitUsage, err), false
+	}
+	return se, exitOK, true
 }
 
 func printBootstrap(env *cliEnv, res bootstrap.Result) {

@@ -47,6 +47,7 @@ func init() {
 
 		"reconcile": {"compare the outbox with the topic tables per closed window; exact missing/unexpected/duplicate ids", cmdReconcile},
 		"bootstrap": {"copy existing outbox rows into the topics (first start), or --recover a lost slot", cmdBootstrap},
+		"rebuild":   {"re-snapshot one topic while the relay streams the others (rebuild a lost table), or --abort a stuck one", cmdRebuild},
 		"janitor":   {"delete outbox rows older than the retention that the relay has made durable, in small batches", cmdJanitor},
 	}
 }

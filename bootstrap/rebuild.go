@@ -1,0 +1,203 @@
+package bootstrap
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/storage"
+)
+
+// RebuildOptions tune a topic rebuild.
+type RebuildOptions struct {
+	Options
+	// PauseWait bounds the wait for the relay to reach the pause watermark
+	// (default 10m); CommitWait the wait for it to commit the snapshot
+	// (default 10m; the rebuild is handed over either way).
+	PauseWait, CommitWait time.Duration
+}
+
+// RebuildResult says what a rebuild did.
+type RebuildResult struct {
+	ID         string
+	Topic      string
+	Rows       int64         // rows of the topic the snapshot saw
+	Added      int64         // events the rebuild adds to the table
+	Present    int64         // events the table already held
+	TxnVersion pglogrepl.LSN // txn version of the snapshot commit
+	SeamEnd    pglogrepl.LSN
+	Committed  bool // the relay committed it within CommitWait
+	Took       time.Duration
+}
+
+// Rebuild re-snapshots one topic while the relay streams the others (see
+// relay/rebuild.go for the watermark protocol): it pauses the topic through
+// the stream, copies the rows an exact snapshot sees, skipping events the
+// table already holds, and hands the files to the relay, which commits them
+// and re-reads the stream from the pause. A table that cannot be read must
+// be moved away first: the rebuild then creates a new one.
+func Rebuild(ctx context.Context, cfg relay.Config, store storage.Store, name string, opts RebuildOptions) (res RebuildResult, err error) {
+	start := time.Now()
+	cfg, opts.Options = cfg.WithDefaults(), opts.Options.withDefaults()
+	opts.PauseWait = cmpOr(opts.PauseWait, 10*time.Minute)
+	opts.CommitWait = cmpOr(opts.CommitWait, 10*time.Minute)
+	res = RebuildResult{ID: newRebuildID(), Topic: name}
+	log := opts.Log.With("topic", name, "rebuild", res.ID)
+	if err := checkRebuildable(ctx, cfg, store, name); err != nil {
+		return res, err
+	}
+	sql, err := pgx.Connect(ctx, cfg.Source)
+	if err != nil {
+		return res, fmt.Errorf("rebuild: connect to source: %w", err)
+	}
+	defer sql.Close(context.WithoutCancel(ctx))
+	if err := checkSlotStreaming(ctx, sql, cfg.Slot, log); err != nil {
+		return res, err
+	}
+	wm := relay.Watermark{ID: res.ID, Topic: name, AppID: cfg.AppID}
+	pauseLSN, err := emitWatermark(ctx, sql, wm, relay.WatermarkPause)
+	if err != nil {
+		return res, err
+	}
+	handedOver := false
+	defer func() {
+		if err != nil && !handedOver {
+			abortRebuild(context.WithoutCancel(ctx), sql, wm, log)
+		}
+	}()
+	log.Info("rebuild: pause watermark written; waiting for the relay to reach it", "watermark", pauseLSN)
+	if err := waitPaused(ctx, store, wm, pauseLSN, opts.PauseWait, log); err != nil {
+		return res, err
+	}
+	if err := waitOlderTransactions(ctx, sql, log); err != nil {
+		return res, err
+	}
+	rec, err := copyRebuild(ctx, cfg, store, name, pauseLSN, opts.Options, log)
+	if err != nil {
+		return res, err
+	}
+	rec.ID = res.ID
+	res.Rows, res.Added, res.Present = rec.Rows, rec.Added, rec.Present
+	res.TxnVersion = pglogrepl.LSN(rec.TxnVersion)
+	res.SeamEnd, _ = pglogrepl.ParseLSN(rec.SeamEnd)
+	if err := relay.WriteRebuildRecord(ctx, store, rec); err != nil {
+		return res, fmt.Errorf("rebuild: %w", err)
+	}
+	if _, err := emitWatermark(ctx, sql, wm, relay.WatermarkCommit); err != nil {
+		return res, err
+	}
+	handedOver = true
+	log.Info("rebuild: snapshot handed to the relay", "rows", rec.Rows, "added", rec.Added, "present", rec.Present,
+		"txn_version", res.TxnVersion, "seam_end", res.SeamEnd)
+	res.Committed, err = waitCommitted(ctx, store, name, cfg.AppID, rec.TxnVersion, opts.CommitWait)
+	res.Took = time.Since(start)
+	return res, err
+}
+
+// AbortRebuild writes an abort watermark for the topic: a relay paused for
+// any rebuild of it resumes streaming it.
+func AbortRebuild(ctx context.Context, cfg relay.Config, name string) (pglogrepl.LSN, error) {
+	cfg = cfg.WithDefaults()
+	sql, err := pgx.Connect(ctx, cfg.Source)
+	if err != nil {
+		return 0, fmt.Errorf("rebuild abort: connect to source: %w", err)
+	}
+	defer sql.Close(context.WithoutCancel(ctx))
+	return emitWatermark(ctx, sql, relay.Watermark{Topic: name, AppID: cfg.AppID}, relay.WatermarkAbort)
+}
+
+func abortRebuild(ctx context.Context, sql *pgx.Conn, wm relay.Watermark, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := emitWatermark(ctx, sql, wm, relay.WatermarkAbort); err != nil {
+		log.Error("rebuild failed and its abort watermark could not be written: the relay keeps the topic paused; run `relay rebuild --topic "+wm.Topic+" --abort`", "err", err)
+		return
+	}
+	log.Warn("rebuild failed: abort watermark written, the relay resumes the topic from its pause")
+}
+
+// checkRebuildable refuses what a rebuild cannot do, before anything is
+// written.
+func checkRebuildable(ctx context.Context, cfg relay.Config, store storage.Store, name string) error {
+	if err := outbox.ValidTopic(name); err != nil {
+		return &relay.UserError{Msg: fmt.Sprintf("rebuild: %q is not a topic name: %v", name, err), Err: err}
+	}
+	if name == outbox.DeadLetterTopic {
+		return &relay.UserError{Msg: "rebuild: the dead-letter topic holds rows the relay could not route; it cannot be rebuilt from the outbox"}
+	}
+	if _, ok, err := relay.ReadMarker(ctx, store, cfg.AppID); err != nil {
+		return fmt.Errorf("rebuild: %w", err)
+	} else if !ok {
+		return &relay.UserError{Msg: fmt.Sprintf("rebuild: store %s has no relay %q yet: start `relay run`, whose first start copies every topic", store, cfg.AppID)}
+	}
+	_, err := delta.LoadSnapshot(ctx, storage.Sub(store, name), -1)
+	if err != nil && !errors.Is(err, delta.ErrNoTable) {
+		return &relay.UserError{Err: err, Msg: fmt.Sprintf("rebuild: the table of topic %q at %s cannot be read (%v): move it away (the rebuild creates a new one) and run the rebuild again",
+			name, storage.Sub(store, name), err)}
+	}
+	return nil
+}
+
+// checkSlotStreaming requires the relay's slot; a slot nobody streams from
+// only gets a warning (the relay may be restarting).
+func checkSlotStreaming(ctx context.Context, sql *pgx.Conn, slot string, log *slog.Logger) error {
+	var active *bool
+	err := sql.QueryRow(ctx, "SELECT active FROM pg_replication_slots WHERE slot_name = $1", slot).Scan(&active)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return &relay.UserError{Msg: fmt.Sprintf("rebuild: replication slot %q does not exist: run `relay bootstrap --recover` first", slot)}
+	}
+	if err != nil {
+		return fmt.Errorf("rebuild: read slot %q: %w", slot, err)
+	}
+	if active == nil || !*active {
+		log.Warn("rebuild: no relay is streaming from the slot right now; the rebuild waits for one to reach its watermark", "slot", slot)
+	}
+	return nil
+}
+
+// emitWatermark writes a transactional logical message and returns its LSN.
+func emitWatermark(ctx context.Context, sql *pgx.Conn, wm relay.Watermark, op string) (pglogrepl.LSN, error) {
+	wm.Op = op
+	b, _ := json.Marshal(wm)
+	var lsn string
+	err := sql.QueryRow(ctx, "SELECT pg_logical_emit_message(true, $1, $2)::text", relay.WatermarkPrefix, string(b)).Scan(&lsn)
+	if err != nil {
+		return 0, fmt.Errorf("rebuild: write %s watermark: %w", op, err)
+	}
+	return pglogrepl.ParseLSN(lsn)
+}
+
+func newRebuildID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// sortedAdds flattens a topic's files in unit order.
+func sortedAdds(files []unitFiles) []delta.Add {
+	slices.SortFunc(files, func(a, b unitFiles) int { return a.unit - b.unit })
+	var adds []delta.Add
+	for _, f := range files {
+		adds = append(adds, f.adds...)
+	}
+	return adds
+}

@@ -1,0 +1,100 @@
+package bootstrap
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/storage"
+)
+
+// copyRebuild copies the topic's rows under a new snapshot, once the relay
+// has paused the topic (its table no longer changes) and every transaction
+// that committed before the pause watermark is visible. Events the table
+// holds are skipped. It returns the record the relay commits from.
+func copyRebuild(ctx context.Context, cfg relay.Config, store storage.Store, name string, pauseLSN pglogrepl.LSN,
+	opts Options, log *slog.Logger) (relay.RebuildRecord, error) {
+	rec := relay.RebuildRecord{Topic: name, AppID: cfg.AppID, TxnVersion: int64(pauseLSN), Created: time.Now().UTC()}
+	set, err := topicIDs(ctx, store, name, cfg.AppID)
+	if err != nil {
+		return rec, fmt.Errorf("rebuild: read events already in the topic: %w", err)
+	}
+	if set != nil && set.txn >= rec.TxnVersion {
+		rec.TxnVersion = set.txn + 1 // the relay committed past the watermark before pausing
+	}
+	coord, snapName, err := openExportingConn(ctx, cfg.Source, &rec)
+	if err != nil {
+		return rec, err
+	}
+	conns := []*pgx.Conn{coord}
+	defer func() {
+		for _, c := range conns {
+			c.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	for len(conns) < opts.Connections {
+		c, err := openSnapshotConn(ctx, cfg.Source, snapName)
+		if err != nil {
+			return rec, err
+		}
+		conns = append(conns, c)
+	}
+	srcs, err := publishedSources(ctx, coord, cfg.Publication, opts.Mappings)
+	if err != nil {
+		return rec, err
+	}
+	all, err := planUnits(ctx, coord, srcs)
+	if err != nil {
+		return rec, err
+	}
+	var units []*unit
+	for _, u := range all {
+		if u.topic != nil && *u.topic == name {
+			units = append(units, u)
+		}
+	}
+	log.Info("rebuild: copying the topic under the snapshot", "snapshot", rec.Snapshot, "seam_end", rec.SeamEnd,
+		"events_in_table", set.len(), "units", len(units))
+	job := &copyJob{root: store, opts: opts, lsn: pglogrepl.LSN(rec.TxnVersion), takenAt: rec.Created,
+		existing: map[string]*idSet{name: set}, metrics: newMetrics(opts.Metrics), results: map[string][]unitFiles{},
+		added: map[string]int64{}, skipped: map[string]int64{}}
+	stop := job.reportProgress(ctx, 0)
+	defer stop()
+	if err := job.copyUnits(ctx, conns, units); err != nil {
+		return rec, fmt.Errorf("rebuild: %w", err)
+	}
+	// Rows the router rejects are in the dead-letter topic since they were
+	// streamed; the copies made here are never committed.
+	for _, f := range job.results[outbox.DeadLetterTopic] {
+		for _, a := range f.adds {
+			_ = storage.Sub(store, outbox.DeadLetterTopic).Delete(context.WithoutCancel(ctx), a.Path)
+		}
+	}
+	rec.Adds = sortedAdds(job.results[name])
+	rec.Rows, rec.Added, rec.Present = job.rows.Load(), job.added[name], job.skipped[name]
+	return rec, nil
+}
+
+// openExportingConn opens the rebuild's snapshot and records what the seam
+// needs: the snapshot (which xids it sees) and the WAL insert position read
+// after it was taken (no transaction committing at or after it is visible).
+func openExportingConn(ctx context.Context, dsn string, rec *relay.RebuildRecord) (*pgx.Conn, string, error) {
+	conn, err := openSnapshotConn(ctx, dsn, "")
+	if err != nil {
+		return nil, "", err
+	}
+	var name string
+	err = conn.QueryRow(ctx, "SELECT pg_current_snapshot()::text, pg_export_snapshot(), pg_current_wal_insert_lsn()::text").
+		Scan(&rec.Snapshot, &name, &rec.SeamEnd)
+	if err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, "", fmt.Errorf("rebuild: take snapshot: %w", err)
+	}
+	return conn, name, nil
+}

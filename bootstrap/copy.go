@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,6 +99,8 @@ type unitWriter struct {
 	events  *topic.FileWriter
 	dead    *topic.FileWriter
 	evTopic string
+	evSet   *idSet // events the topic already holds
+	fast    fastRow
 	seq     int64
 	counts  [4]int64 // events added, events skipped, dead letters added, dead letters skipped
 }
@@ -122,16 +125,7 @@ func (j *copyJob) copyUnit(ctx context.Context, conn *pgx.Conn, router *outbox.R
 }
 
 func (w *unitWriter) copyPart(ctx context.Context, conn *pgx.Conn, s *source) error {
-	row := decoding.Row{Relation: s.rel, Op: decoding.OpInsert, CommitLSN: w.j.lsn, CommitTime: w.j.takenAt}
-	parser := newCopyRows(len(s.rel.Columns), func(d []decoding.Datum) error {
-		if w.seq > math.MaxInt32 {
-			return errors.New("more than 2^31 rows in one topic: seq overflows")
-		}
-		row.New, row.Seq = d, int(w.seq)
-		w.seq++
-		w.j.rows.Add(1)
-		return w.route(&row)
-	})
+	parser := w.rowParser(s)
 	// With an index led by the topic column, read through it: the rows come
 	// in order and only the topic's pages are read. Left alone, the planner
 	// prefers a bitmap or full scan plus a sort when occurred_at is not
@@ -148,6 +142,56 @@ func (w *unitWriter) copyPart(ctx context.Context, conn *pgx.Conn, s *source) er
 	return parser.finish()
 }
 
+// rowParser returns the COPY output parser of one table's share: binary
+// when the table's column types allow it (see source.chooseFormat), with
+// events built straight from the binary values when the mapping's columns
+// have the usual types; text otherwise.
+func (w *unitWriter) rowParser(s *source) interface {
+	io.Writer
+	finish() error
+} {
+	row := decoding.Row{Relation: s.rel, Op: decoding.OpInsert, CommitLSN: w.j.lsn, CommitTime: w.j.takenAt}
+	if s.kinds == nil {
+		return newCopyRows(len(s.rel.Columns), func(d []decoding.Datum) error {
+			if err := w.nextSeq(&row); err != nil {
+				return err
+			}
+			row.New = d
+			return w.route(&row)
+		})
+	}
+	text := binTextRow{kinds: s.kinds}
+	fast := &w.fast
+	fast.ev = outbox.Event{CommitLSN: int64(w.j.lsn), CommitTime: w.j.takenAt.UTC().Truncate(time.Microsecond)}
+	return newBinRows(len(s.rel.Columns), func(d []decoding.Datum) error {
+		if err := w.nextSeq(&row); err != nil {
+			return err
+		}
+		if s.fast != nil {
+			fast.ev.Seq = int32(row.Seq)
+			if s.fast.build(d, fast) {
+				return w.addEvent(&fast.ev, fast.key, true)
+			}
+		}
+		var err error
+		if row.New, err = text.convert(d); err != nil {
+			return err
+		}
+		return w.route(&row)
+	})
+}
+
+// nextSeq gives row the next position of the unit.
+func (w *unitWriter) nextSeq(row *decoding.Row) error {
+	if w.seq > math.MaxInt32 {
+		return errors.New("more than 2^31 rows in one topic: seq overflows")
+	}
+	row.Seq = int(w.seq)
+	w.seq++
+	w.j.rows.Add(1)
+	return nil
+}
+
 func (w *unitWriter) route(row *decoding.Row) error {
 	ev, dl, err := w.router.Route(row)
 	if err != nil {
@@ -155,33 +199,46 @@ func (w *unitWriter) route(row *decoding.Row) error {
 	}
 	switch {
 	case ev != nil:
-		if w.events == nil {
-			w.evTopic = ev.Topic
-			w.events = topic.NewFileWriter(storage.Sub(w.j.root, ev.Topic), w.j.opts.Files)
-		} else if ev.Topic != w.evTopic {
-			return fmt.Errorf("row of topic %q in the unit of topic %q", ev.Topic, w.evTopic)
-		}
-		if k, ok := eventKey(ev.ID); ok && w.j.existing[ev.Topic].has(k) {
-			w.counts[1]++
-			return nil
-		}
-		w.counts[0]++
-		return w.events.Append(ev)
+		k, ok := eventKey(ev.ID)
+		return w.addEvent(ev, k, ok)
 	case dl != nil:
-		if w.j.existing[outbox.DeadLetterTopic].has(deadLetterKey(dl.SourceTable, dl.RawRow)) {
-			w.counts[3]++
-			return nil
-		}
-		if w.dead == nil {
-			opts := w.j.opts.Files
-			opts.DeadLetter = true
-			w.dead = topic.NewFileWriter(storage.Sub(w.j.root, outbox.DeadLetterTopic), opts)
-		}
-		dl.Seq = int32(w.j.dlSeq.Add(1) - 1)
-		w.counts[2]++
-		return w.dead.AppendDeadLetter(dl)
+		return w.addDeadLetter(dl)
 	}
 	return nil
+}
+
+// addEvent appends ev unless the topic already holds its key (ok: ev.ID
+// is a uuid, k its bytes). ev's strings may alias reused buffers: the
+// writer copies them.
+func (w *unitWriter) addEvent(ev *outbox.Event, k idKey, ok bool) error {
+	if w.events == nil {
+		w.evTopic = strings.Clone(ev.Topic)
+		w.evSet = w.j.existing[w.evTopic]
+		w.events = topic.NewFileWriter(storage.Sub(w.j.root, w.evTopic), w.j.opts.Files)
+	} else if ev.Topic != w.evTopic {
+		return fmt.Errorf("row of topic %q in the unit of topic %q", ev.Topic, w.evTopic)
+	}
+	if ok && w.evSet.has(k) {
+		w.counts[1]++
+		return nil
+	}
+	w.counts[0]++
+	return w.events.Append(ev)
+}
+
+func (w *unitWriter) addDeadLetter(dl *outbox.DeadLetter) error {
+	if w.j.existing[outbox.DeadLetterTopic].has(deadLetterKey(dl.SourceTable, dl.RawRow)) {
+		w.counts[3]++
+		return nil
+	}
+	if w.dead == nil {
+		opts := w.j.opts.Files
+		opts.DeadLetter = true
+		w.dead = topic.NewFileWriter(storage.Sub(w.j.root, outbox.DeadLetterTopic), opts)
+	}
+	dl.Seq = int32(w.j.dlSeq.Add(1) - 1)
+	w.counts[2]++
+	return w.dead.AppendDeadLetter(dl)
 }
 
 // close uploads the unit's files (they stay invisible until the topic's

@@ -23,6 +23,10 @@ type source struct {
 	// indexed: an index leads with the topic column, so a topic's rows are
 	// read through it in (occurred_at, id) order without a sort.
 	indexed bool
+	// kinds, when every column has a type read in binary, says how to read
+	// each; nil means the table is copied in text format.
+	kinds []binKind
+	fast  *fastPlan // nil: every row is converted to text and routed
 }
 
 // unit is the work of one topic value: its rows in every published table,
@@ -41,14 +45,23 @@ func (u *unit) label() string {
 	return *u.topic
 }
 
+const tablesQuery = `
+	SELECT c.oid, n.nspname, c.relname, greatest(c.reltuples, 0)::bigint
+	FROM pg_publication_tables p
+	JOIN pg_namespace n ON n.nspname = p.schemaname
+	JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = p.tablename
+	WHERE p.pubname = $1 ORDER BY 2, 3`
+
 // publishedSources lists the tables of the publication with their columns.
 func publishedSources(ctx context.Context, conn *pgx.Conn, pub string, ms outbox.Mappings) ([]*source, error) {
-	rows, err := conn.Query(ctx, `
-		SELECT c.oid, n.nspname, c.relname, greatest(c.reltuples, 0)::bigint
-		FROM pg_publication_tables p
-		JOIN pg_namespace n ON n.nspname = p.schemaname
-		JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = p.tablename
-		WHERE p.pubname = $1 ORDER BY 2, 3`, pub)
+	var iso bool
+	var tz string
+	err := conn.QueryRow(ctx, "SELECT current_setting('DateStyle') LIKE 'ISO%', lower(current_setting('TimeZone'))").Scan(&iso, &tz)
+	if err != nil {
+		return nil, fmt.Errorf("read DateStyle and TimeZone: %w", err)
+	}
+	utc := utcZones[tz]
+	rows, err := conn.Query(ctx, tablesQuery, pub)
 	if err != nil {
 		return nil, fmt.Errorf("list tables of publication %q: %w", pub, err)
 	}
@@ -69,6 +82,7 @@ func publishedSources(ctx context.Context, conn *pgx.Conn, pub string, ms outbox
 		if err := s.describe(ctx, conn, ms); err != nil {
 			return nil, err
 		}
+		s.chooseFormat(iso, utc)
 	}
 	return srcs, nil
 }
@@ -110,6 +124,21 @@ func (s *source) describe(ctx context.Context, conn *pgx.Conn, ms outbox.Mapping
 		s.orderBy = " ORDER BY " + pgx.Identifier{s.mapping.OccurredAt}.Sanitize() + ", " + id
 	}
 	return nil
+}
+
+// chooseFormat reads the table in binary when every column has a type
+// whose text output can be rebuilt exactly (timestamps only under
+// DateStyle ISO, timestamptz only when the session shows UTC).
+func (s *source) chooseFormat(iso, utc bool) {
+	kinds := make([]binKind, len(s.rel.Columns))
+	for i, c := range s.rel.Columns {
+		kinds[i] = binKindOf(c.TypeOID, utc)
+		if k := kinds[i]; k == binUnsupported || !iso && (k == binTimestamp || k == binTimestamptz) {
+			return
+		}
+	}
+	s.kinds = kinds
+	s.fast = newFastPlan(s.rel, kinds, s.mapping)
 }
 
 func (s *source) hasColumn(name string) bool {
@@ -206,7 +235,11 @@ func (u *unit) copySQL(s *source) string {
 	if u.topic != nil {
 		where = s.topicCol + " = " + quoteLiteral(*u.topic)
 	}
-	return "COPY (" + s.selectSQ + " WHERE " + where + s.orderBy + ") TO STDOUT"
+	format := ""
+	if s.kinds != nil {
+		format = " (FORMAT binary)"
+	}
+	return "COPY (" + s.selectSQ + " WHERE " + where + s.orderBy + ") TO STDOUT" + format
 }
 
 // quoteLiteral quotes s as an escape string constant, which means the same

@@ -84,6 +84,20 @@
 // the reconciler shows them. After it, `relay run` streams from the new
 // consistent point.
 //
+// # Rebuilding one topic
+//
+// Rebuild (`relay rebuild --topic T`) re-snapshots one topic while the
+// running relay keeps streaming the others, DBLog-style: watermarks in the
+// stream (pg_logical_emit_message), the relay pausing T at the first and
+// holding the slot there, an exact snapshot, and a seam check by xid. The
+// protocol and its proof are in relay/rebuild.go. Its rows carry commit_lsn
+// = R, the snapshot commit's txn version (max of the pause watermark and the
+// table's txn version + 1), and seq in (occurred_at, id) order; events the
+// table already holds are skipped, so a rebuild of a healthy table adds
+// nothing. Rows the router rejects are left to `_dead_letter`, which
+// received them when they were streamed. A table that cannot be read must
+// be moved away first; Rebuild refuses it with that instruction.
+//
 // # Limits
 //
 //   - A table without an index led by its topic column is read with one

@@ -75,6 +75,11 @@ func fillRows(t testing.TB, db *pgtest.DB, n int, ms string) {
 
 // producers insert small transactions at full speed until stop is closed.
 func producers(t testing.TB, db *pgtest.DB, k int, stop <-chan struct{}) (wait func() int64) {
+	return pacedProducers(t, db, k, 0, stop)
+}
+
+// pacedProducers are producers that sleep pace after each transaction.
+func pacedProducers(t testing.TB, db *pgtest.DB, k int, pace time.Duration, stop <-chan struct{}) (wait func() int64) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var total int64
@@ -109,6 +114,9 @@ func producers(t testing.TB, db *pgtest.DB, k int, stop <-chan struct{}) (wait f
 					return
 				}
 				n += int64(rows)
+				if pace > 0 {
+					time.Sleep(pace)
+				}
 			}
 		}()
 	}

@@ -18,6 +18,9 @@ type Metrics struct {
 	ReceivedLSN  prometheus.Gauge
 	Reconnects   prometheus.Counter
 	LastCommit   *prometheus.GaugeVec // unix seconds of the last commit, by topic
+	// PausedSince is the pause watermark LSN of a topic waiting for its
+	// rebuild (the slot is held there), by topic; absent when not paused.
+	PausedSince *prometheus.GaugeVec
 }
 
 // NewMetrics registers the relay's metrics with reg.
@@ -35,10 +38,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ReceivedLSN: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltabus_received_lsn", Help: "Highest LSN received from PostgreSQL."}),
 		Reconnects:  prometheus.NewCounter(prometheus.CounterOpts{Name: "deltabus_reconnects_total", Help: "Replication sessions restarted after an error."}),
 		LastCommit:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltabus_last_commit_timestamp_seconds", Help: "Unix time of the last Delta commit, by topic."}, []string{"topic"}),
+		PausedSince: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltabus_rebuild_paused_since_lsn", Help: "Pause watermark of a topic waiting for its rebuild; the slot is held there."}, []string{"topic"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Events, m.DeadLetters, m.Skipped, m.Commits, m.BatchSeconds, m.Latency,
-			m.DurableLSN, m.ReceivedLSN, m.Reconnects, m.LastCommit)
+			m.DurableLSN, m.ReceivedLSN, m.Reconnects, m.LastCommit, m.PausedSince)
 	}
 	return m
 }
@@ -84,5 +88,16 @@ func (m *Metrics) received(lsn uint64) {
 func (m *Metrics) reconnect() {
 	if m != nil {
 		m.Reconnects.Inc()
+	}
+}
+
+func (m *Metrics) paused(topic string, since uint64, on bool) {
+	if m == nil {
+		return
+	}
+	if on {
+		m.PausedSince.WithLabelValues(topic).Set(float64(since))
+	} else {
+		m.PausedSince.DeleteLabelValues(topic)
 	}
 }

@@ -105,7 +105,9 @@ type RebuildState struct {
 // RebuildRecordKey and RebuildStateKey are the store keys of a topic's
 // rebuild objects.
 func RebuildRecordKey(topic string) string { return registryPrefix + "rebuilds/" + topic + ".json" }
-func RebuildStateKey(topic string) string  { return registryPrefix + "rebuilds/" + topic + ".relay.json" }
+func RebuildStateKey(topic string) string {
+	return registryPrefix + "rebuilds/" + topic + ".relay.json"
+}
 
 // ReadRebuildRecord returns the topic's rebuild record, ok=false if none.
 func ReadRebuildRecord(ctx context.Context, store storage.Store, topic string) (RebuildRecord, bool, error) {

@@ -89,6 +89,7 @@ func (s *session) pauseTopic(ctx context.Context, wm Watermark, lsn pglogrepl.LS
 		p = &pause{since: lsn}
 		s.pauses[wm.Topic] = p
 		s.pauseWarned = time.Now()
+		s.r.metrics.paused(wm.Topic, uint64(lsn), true)
 	}
 	p.id = wm.ID
 	if err := s.drain(ctx); err != nil {
@@ -179,6 +180,7 @@ func (s *session) resolveAt(ctx context.Context, topic string, lsn pglogrepl.LSN
 		st.ResolvedThrough = lsn.String()
 	}
 	st.Topic, st.Paused, st.PausedAt, st.Last = topic, "", "", what
+	s.r.metrics.paused(topic, 0, false)
 	return writeRebuildState(ctx, s.r.store, st)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -26,6 +27,9 @@ type topicStatus struct {
 	TxnVersion string `json:"txnLsn"`
 	Files      int    `json:"files"`
 	Records    int64  `json:"records"`
+	// Problem is set when the table is missing or unreadable, or the topic
+	// is paused for a rebuild (the slot is then held at the pause).
+	Problem string `json:"problem,omitempty"`
 }
 
 func cmdStatus(ctx context.Context, env *cliEnv, args []string) int {
@@ -76,15 +80,26 @@ func topicStatuses(ctx context.Context, store storage.Store, appID string) ([]to
 	}
 	var out []topicStatus
 	for _, n := range names {
+		ts := topicStatus{Topic: n, Version: -1}
 		snap, err := delta.LoadSnapshot(ctx, storage.Sub(store, n), -1)
+		switch {
+		case errors.Is(err, delta.ErrNoTable):
+			ts.Problem = "table missing: `relay rebuild --topic " + n + "` restores it from the outbox"
+		case err != nil:
+			ts.Problem = fmt.Sprintf("table unreadable (%v): move it away, then `relay rebuild --topic %s`", err, n)
+		default:
+			ts.Version, ts.Files, ts.Records = snap.Version, len(snap.Files), numRecords(snap)
+			if txn, ok := snap.Txns[appID]; ok {
+				ts.TxnVersion = lsnString(txn.Version)
+			}
+		}
+		st, _, err := relay.ReadRebuildState(ctx, store, n)
 		if err != nil {
-			return nil, fmt.Errorf("topic %q: %w", n, err)
+			return nil, err
 		}
-		ts := topicStatus{Topic: n, Version: snap.Version, Files: len(snap.Files)}
-		if txn, ok := snap.Txns[appID]; ok {
-			ts.TxnVersion = lsnString(txn.Version)
+		if st.Paused != "" {
+			ts.Problem = fmt.Sprintf("paused for rebuild %s since %s (slot held there)", st.Paused, st.PausedAt)
 		}
-		ts.Records = numRecords(snap)
 		out = append(out, ts)
 	}
 	return out, nil
@@ -112,9 +127,9 @@ func printStatus(env *cliEnv, rep statusReport) {
 		return
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tVERSION\tTXN LSN\tFILES\tRECORDS")
+	fmt.Fprintln(tw, "TOPIC\tVERSION\tTXN LSN\tFILES\tRECORDS\tPROBLEM")
 	for _, t := range rep.Topics {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\n", t.Topic, t.Version, t.TxnVersion, t.Files, t.Records)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\n", t.Topic, t.Version, t.TxnVersion, t.Files, t.Records, t.Problem)
 	}
 	_ = tw.Flush()
 }

@@ -73,7 +73,8 @@ func Rebuild(ctx context.Context, cfg relay.Config, store storage.Store, name st
 	}
 	handedOver := false
 	defer func() {
-		if err != nil && !handedOver {
+		var kp keepPaused
+		if err != nil && !handedOver && !errors.As(err, &kp) {
 			abortRebuild(context.WithoutCancel(ctx), sql, wm, log)
 		}
 	}()
@@ -142,13 +143,14 @@ func checkRebuildable(ctx context.Context, cfg relay.Config, store storage.Store
 	} else if !ok {
 		return &relay.UserError{Msg: fmt.Sprintf("rebuild: store %s has no relay %q yet: start `relay run`, whose first start copies every topic", store, cfg.AppID)}
 	}
-	_, err := delta.LoadSnapshot(ctx, storage.Sub(store, name), -1)
-	if err != nil && !errors.Is(err, delta.ErrNoTable) {
-		return &relay.UserError{Err: err, Msg: fmt.Sprintf("rebuild: the table of topic %q at %s cannot be read (%v): move it away (the rebuild creates a new one) and run the rebuild again",
-			name, storage.Sub(store, name), err)}
-	}
 	return nil
 }
+
+// keepPaused is a failure after which the topic stays paused (no abort
+// watermark): the operator fixes something, then runs the rebuild again.
+type keepPaused struct{ error }
+
+func (k keepPaused) Unwrap() error { return k.error }
 
 // checkSlotStreaming requires the relay's slot; a slot nobody streams from
 // only gets a warning (the relay may be restarting).

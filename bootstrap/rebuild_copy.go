@@ -23,7 +23,9 @@ func copyRebuild(ctx context.Context, cfg relay.Config, store storage.Store, nam
 	rec := relay.RebuildRecord{Topic: name, AppID: cfg.AppID, TxnVersion: int64(pauseLSN), Created: time.Now().UTC()}
 	set, err := topicIDs(ctx, store, name, cfg.AppID)
 	if err != nil {
-		return rec, fmt.Errorf("rebuild: read events already in the topic: %w", err)
+		return rec, keepPaused{&relay.UserError{Err: err, Msg: fmt.Sprintf("rebuild: the table of topic %q at %s cannot be read (%v). "+
+			"The topic stays paused, so nothing writes there: move the table away, then run `relay rebuild --topic %s` again (or --abort to resume streaming it)",
+			name, storage.Sub(store, name), err, name)}}
 	}
 	if set != nil && set.txn >= rec.TxnVersion {
 		rec.TxnVersion = set.txn + 1 // the relay committed past the watermark before pausing

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/storage"
-	"github.com/deltabus/deltabus/tests/pgtest"
 )
 
 // startRelay runs an in-process relay until the returned stop is called.
@@ -98,4 +98,59 @@ func TestRebuildLostTopicWhileStreaming(t *testing.T) {
 	}
 }
 
-var _ = pgtest.NewDB
+
+// TestRebuildUnreadableTable: a topic's log is damaged under the running
+// relay. The rebuild pauses the topic, finds the table unreadable and stops
+// with the instruction to move it away, leaving the topic paused so
+// nothing writes there; after the move a second rebuild restores it. Every
+// topic then holds exactly the outbox's rows.
+func TestRebuildUnreadableTable(t *testing.T) {
+	db := newOutbox(t)
+	fill(t, db, 20_000)
+	store, url := localStore(t)
+	cfg := testConfig(db, url)
+	stopProducers := make(chan struct{})
+	waitProducers := pacedProducers(t, db, 4, 2*time.Millisecond, stopProducers)
+	defer func() {
+		select {
+		case <-stopProducers:
+		default:
+			close(stopProducers)
+			waitProducers()
+		}
+	}()
+	stop := runInProcess(t, cfg, store)
+	time.Sleep(time.Second)
+	const damaged = "topic-3"
+	dir := filepath.Join(url[len("file://"):], damaged)
+	if err := os.Remove(filepath.Join(dir, "_delta_log", "00000000000000000000.json")); err != nil {
+		t.Fatal(err)
+	}
+	opts := bootstrap.RebuildOptions{Options: bootstrap.Options{Log: testLog(t)}}
+	_, err := bootstrap.Rebuild(testCtx(t, 5*time.Minute), cfg, store, damaged, opts)
+	if err == nil || !relay.IsUserError(err) || !strings.Contains(err.Error(), "move the table away") {
+		t.Fatalf("rebuild of an unreadable table: %v; want a user error saying to move it away", err)
+	}
+	t.Logf("first rebuild: %v", err)
+	st, _, err := relay.ReadRebuildState(t.Context(), store, damaged)
+	if err != nil || st.Paused == "" {
+		t.Fatalf("topic not left paused: %+v, %v", st, err)
+	}
+	if err := os.Rename(dir, dir+".damaged"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := bootstrap.Rebuild(testCtx(t, 5*time.Minute), cfg, store, damaged, opts)
+	if err != nil || !res.Committed || res.Present != 0 {
+		t.Fatalf("second rebuild: %+v, %v; want committed into a new table", res, err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stopProducers)
+	waitProducers()
+	waitCaughtUp(t, db, store, cfg.AppID, 2*time.Minute)
+	stop()
+	m, _, err := relay.ReadMarker(t.Context(), store, cfg.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTopics(t, db, store, cfg.AppID, snapshotLSN(t, m))
+}

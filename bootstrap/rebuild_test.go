@@ -11,7 +11,9 @@ import (
 	"github.com/deltabus/deltabus/bootstrap"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/verify"
 )
 
 // startRelay runs an in-process relay until the returned stop is called.
@@ -38,10 +40,12 @@ func runInProcess(t *testing.T, cfg relay.Config, store storage.Store) (stop fun
 }
 
 // TestRebuildLostTopicWhileStreaming: a topic's table is lost while the
-// relay is down; the restarted relay recreates it with new events only.
-// `relay rebuild` then re-snapshots that topic while four producers keep
-// inserting into every topic and the relay keeps streaming: afterwards
-// every topic holds exactly the outbox's rows, once each.
+// relay is down; the restarted relay holds that topic (the registry lists
+// it: recreating it empty would lose its history) and streams the others.
+// `relay rebuild` then re-snapshots the topic while four producers keep
+// inserting into every topic: afterwards every topic holds exactly the
+// outbox's rows, once each, and the rebuilt one holds its snapshot rows
+// before every streamed row.
 func TestRebuildLostTopicWhileStreaming(t *testing.T) {
 	n := 50_000
 	if longRun() {
@@ -95,6 +99,74 @@ func TestRebuildLostTopicWhileStreaming(t *testing.T) {
 	st, _, err := relay.ReadRebuildState(t.Context(), store, lost)
 	if err != nil || st.Paused != "" || st.ResolvedThrough == "" {
 		t.Errorf("relay rebuild state after the rebuild: %+v, %v", st, err)
+	}
+	rows, err := verify.ReadTopic(t.Context(), store, lost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rows {
+		if snap := r.CommitLSN == int64(res.TxnVersion); snap != (i < int(res.Added)) {
+			t.Fatalf("rebuilt topic, row %d in version order: commit_lsn %d; want the %d snapshot rows (at %d) first", i, r.CommitLSN, res.Added, int64(res.TxnVersion))
+		}
+	}
+}
+
+// TestAbortMissingTable: with a topic held because its table is missing,
+// `relay rebuild --abort` starts the topic afresh from where it was held:
+// every event from there on, once each, and the other topics untouched.
+func TestAbortMissingTable(t *testing.T) {
+	db := newOutbox(t)
+	fill(t, db, 5_000)
+	store, url := localStore(t)
+	cfg := testConfig(db, url)
+	stop := runInProcess(t, cfg, store)
+	stop()
+	const lost = "topic-0"
+	if err := os.RemoveAll(filepath.Join(url[len("file://"):], lost)); err != nil {
+		t.Fatal(err)
+	}
+	var before int
+	db.Conn(t).QueryRow(t.Context(), "SELECT count(*) FROM outbox WHERE topic = $1", lost).Scan(&before)
+	stop = runInProcess(t, cfg, store)
+	stopProducers := make(chan struct{})
+	waitProducers := pacedProducers(t, db, 2, 2*time.Millisecond, stopProducers)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, _, _ := relay.ReadRebuildState(t.Context(), store, lost)
+		if st.Paused != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the relay did not hold the topic whose table is missing")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := bootstrap.AbortRebuild(t.Context(), cfg, lost); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	close(stopProducers)
+	waitProducers()
+	var after int
+	db.Conn(t).QueryRow(t.Context(), "SELECT count(*) FROM outbox WHERE topic = $1", lost).Scan(&after)
+	deadline = time.Now().Add(time.Minute)
+	var got []topic.EventRef
+	for time.Now().Before(deadline) {
+		if got, _ = topicRows(t, store, lost, cfg.AppID); len(got) >= after-before {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	stop()
+	seen := map[string]bool{}
+	for _, r := range got {
+		if seen[r.ID] {
+			t.Errorf("event %s twice", r.ID)
+		}
+		seen[r.ID] = true
+	}
+	if len(seen) != after-before {
+		t.Errorf("topic %s after abort holds %d events; want the %d produced since the restart", lost, len(seen), after-before)
 	}
 }
 

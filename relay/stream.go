@@ -193,6 +193,11 @@ func (s *session) route(ctx context.Context, row *decoding.Row) error {
 		if err != nil {
 			return err
 		}
+		if t.missing {
+			if held, err := s.holdMissing(ctx, t, row.CommitLSN); held || err != nil {
+				return err
+			}
+		}
 		if t.unusable != "" {
 			return s.deadLetter(ctx, row, &outbox.DeadLetter{Event: *ev, Reason: fmt.Sprintf("topic %q: %s", ev.Topic, t.unusable),
 				SourceTable: row.Relation.Namespace + "." + row.Relation.Name, RawRow: rawEvent(ev)})

@@ -26,6 +26,10 @@ type topicTable struct {
 	// seam, after a rebuild, drops streamed transactions whose rows came
 	// with the rebuild's snapshot.
 	seam *seam
+	// missing: the store's registry lists the topic but its table is gone
+	// (deleted, lost). Its events are held, not written to a new empty
+	// table, until a rebuild restores it or an abort says to start afresh.
+	missing bool
 	// unusable says why an existing table at the topic's path cannot take
 	// our events (another schema, a protocol we cannot write); its events
 	// go to the dead-letter topic instead of blocking the stream.
@@ -56,6 +60,9 @@ func (ts *tables) get(ctx context.Context, name string) (*topicTable, error) {
 	tbl, err := delta.OpenTable(ctx, t.store, ts.opts)
 	switch {
 	case errors.Is(err, delta.ErrNoTable):
+		if t.missing, err = isRegistered(ctx, ts.root, name); err != nil {
+			return nil, err
+		}
 	case errors.Is(err, delta.ErrUnsupportedProtocol):
 		t.unusable = err.Error()
 	case err != nil:
@@ -123,6 +130,17 @@ func registerTopic(ctx context.Context, root storage.Store, name string) error {
 		return fmt.Errorf("register topic %q: %w", name, err)
 	}
 	return nil
+}
+
+func isRegistered(ctx context.Context, root storage.Store, name string) (bool, error) {
+	_, err := root.Get(ctx, registryPrefix+"topics/"+name)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read registry entry of topic %q: %w", name, err)
+	}
+	return true, nil
 }
 
 // ListTopics returns the topics registered in a store, sorted.

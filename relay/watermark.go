@@ -228,3 +228,35 @@ func (s *session) warnPaused() {
 			"held_wal_bytes", int64(s.received)-int64(p.since))
 	}
 }
+
+// holdMissing pauses a topic whose table is missing although the registry
+// lists it, at the commit LSN of its first event: recreating it empty would
+// silently lose its history. A later rebuild restores it; an abort resolves
+// the pause, and events at or below the resolved position then go to a new
+// table (held=false).
+func (s *session) holdMissing(ctx context.Context, t *topicTable, lsn pglogrepl.LSN) (held bool, err error) {
+	st, _, err := ReadRebuildState(ctx, s.r.store, t.name)
+	if err != nil {
+		return false, err
+	}
+	if done, _ := lsnOrZero(st.ResolvedThrough); lsn <= done {
+		t.missing = false
+		return false, nil
+	}
+	s.pauses[t.name] = &pause{id: missingTable, since: lsn}
+	s.pauseWarned = time.Now()
+	s.r.metrics.paused(t.name, uint64(lsn), true)
+	s.r.metrics.skipped()
+	s.tables.forget(t.name)
+	st.Topic, st.Paused, st.PausedAt, st.Last = t.name, missingTable, lsn.String(), "table missing"
+	if err := writeRebuildState(ctx, s.r.store, st); err != nil {
+		return false, err
+	}
+	s.r.log.Error("topic table is missing although the store's registry lists it: its events are held and the slot is kept at this position; "+
+		"run `relay rebuild --topic "+t.name+"` to restore it from the outbox, or `relay rebuild --topic "+t.name+" --abort` to start it empty from here",
+		"topic", t.name, "table", t.store, "held_from", lsn)
+	return true, nil
+}
+
+// missingTable is the pause id of a topic held because its table is gone.
+const missingTable = "missing-table"

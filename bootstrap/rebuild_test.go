@@ -170,7 +170,6 @@ func TestAbortMissingTable(t *testing.T) {
 	}
 }
 
-
 // TestRebuildUnreadableTable: a topic's log is damaged under the running
 // relay. The rebuild pauses the topic, finds the table unreadable and stops
 // with the instruction to move it away, leaving the topic paused so

@@ -30,6 +30,7 @@ type topicTable struct {
 	// (deleted, lost). Its events are held, not written to a new empty
 	// table, until a rebuild restores it or an abort says to start afresh.
 	missing bool
+	broken  string // why a table exists but cannot be read (missing is set too)
 	// unusable says why an existing table at the topic's path cannot take
 	// our events (another schema, a protocol we cannot write); its events
 	// go to the dead-letter topic instead of blocking the stream.
@@ -63,6 +64,10 @@ func (ts *tables) get(ctx context.Context, name string) (*topicTable, error) {
 		if t.missing, err = isRegistered(ctx, ts.root, name); err != nil {
 			return nil, err
 		}
+	case errors.Is(err, delta.ErrBrokenLog):
+		// Deleted under a running relay, or damaged: hold it like a
+		// missing table rather than stop every topic.
+		t.missing, t.broken = true, err.Error()
 	case errors.Is(err, delta.ErrUnsupportedProtocol):
 		t.unusable = err.Error()
 	case err != nil:

@@ -248,9 +248,15 @@ func (s *session) holdMissing(ctx context.Context, t *topicTable, lsn pglogrepl.
 	s.r.metrics.paused(t.name, uint64(lsn), true)
 	s.r.metrics.skipped()
 	s.tables.forget(t.name)
-	st.Topic, st.Paused, st.PausedAt, st.Last = t.name, missingTable, lsn.String(), "table missing"
+	st.Topic, st.Paused, st.PausedAt, st.Last = t.name, missingTable, lsn.String(), "table missing or unreadable"
 	if err := writeRebuildState(ctx, s.r.store, st); err != nil {
 		return false, err
+	}
+	if t.broken != "" {
+		s.r.log.Error("topic table cannot be read: its events are held and the slot is kept at this position; "+
+			"move the table away, then run `relay rebuild --topic "+t.name+"` to restore it from the outbox",
+			"topic", t.name, "table", t.store, "held_from", lsn, "err", t.broken)
+		return true, nil
 	}
 	s.r.log.Error("topic table is missing although the store's registry lists it: its events are held and the slot is kept at this position; "+
 		"run `relay rebuild --topic "+t.name+"` to restore it from the outbox, or `relay rebuild --topic "+t.name+" --abort` to start it empty from here",

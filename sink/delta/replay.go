@@ -47,7 +47,7 @@ func replayFrom(ctx context.Context, store storage.Store, l *logListing, version
 		return snap, validateSnapshot(snap)
 	}
 	if _, ok := l.Commits[0]; !ok {
-		return nil, fmt.Errorf("commit version 0 is missing from the log and no usable checkpoint precedes version %d", version)
+		return nil, fmt.Errorf("commit version 0 is missing from the log and no usable checkpoint precedes version %d: %w", version, ErrBrokenLog)
 	}
 	if err := checkContiguous(l, 0, version); err != nil {
 		return nil, err
@@ -62,7 +62,7 @@ func replayFrom(ctx context.Context, store storage.Store, l *logListing, version
 func checkContiguous(l *logListing, from, to int64) error {
 	for v := from; v <= to; v++ {
 		if _, ok := l.Commits[v]; !ok {
-			return fmt.Errorf("commit version %d is missing from the log (versions must be contiguous up to %d)", v, to)
+			return fmt.Errorf("commit version %d is missing from the log (versions must be contiguous up to %d): %w", v, to, ErrBrokenLog)
 		}
 	}
 	return nil

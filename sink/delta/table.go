@@ -25,6 +25,9 @@ var (
 	ErrConcurrentMetadataChange = errors.New("delta: concurrent protocol or metadata change")
 	// ErrTableExists: CreateTable found a different table at the location.
 	ErrTableExists = errors.New("delta: a different table already exists")
+	// ErrBrokenLog: commits are missing from the log (files deleted under
+	// the table); no reader can reconstruct it.
+	ErrBrokenLog = errors.New("delta: broken log")
 )
 
 // Options configure OpenTable.

@@ -26,16 +26,7 @@ func TestCrashDuringBootstrap(t *testing.T) {
 	fill(t, db, n)
 	store, url := localStore(t)
 	cfg := testConfig(db, url)
-	stopProducers := make(chan struct{})
-	waitProducers := producers(t, db, 4, stopProducers)
-	defer func() {
-		select {
-		case <-stopProducers:
-		default:
-			close(stopProducers)
-			waitProducers()
-		}
-	}()
+	stopProducers := startProducers(t, db, 4, 0)
 
 	// Kill points: after each stage's log line, plus a random delay.
 	stages := []string{"first start", "slot created with an exported snapshot", "bootstrap: copying", "topic copied", "topic copied"}
@@ -69,8 +60,7 @@ func TestCrashDuringBootstrap(t *testing.T) {
 		t.Fatalf("relay never streamed after %d kills:\n%s", killed, p.output())
 	}
 	time.Sleep(time.Second)
-	close(stopProducers)
-	live := waitProducers()
+	live := stopProducers()
 	waitCaughtUp(t, db, store, cfg.AppID, 2*time.Minute)
 	if err := p.stop(); err != nil {
 		t.Fatalf("relay: %v\n%s", err, p.output())

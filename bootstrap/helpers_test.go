@@ -17,7 +17,9 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/bootstrap"
 	"github.com/deltabus/deltabus/migrations"
+	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
@@ -73,13 +75,23 @@ func fillRows(t testing.TB, db *pgtest.DB, n int, ms string) {
 		FROM generate_series(1, %d) i`, numTopics, ms, n))
 }
 
-// producers insert small transactions at full speed until stop is closed.
-func producers(t testing.TB, db *pgtest.DB, k int, stop <-chan struct{}) (wait func() int64) {
-	return pacedProducers(t, db, k, 0, stop)
+// startProducers starts k producers inserting small transactions, pausing
+// pace after each (0 = full speed). The returned stop (also run at cleanup,
+// idempotent) stops them and returns how many rows they inserted.
+func startProducers(t testing.TB, db *pgtest.DB, k int, pace time.Duration) (stop func() int64) {
+	done := make(chan struct{})
+	wait := producers(t, db, k, pace, done)
+	var once sync.Once
+	var n int64
+	stop = func() int64 {
+		once.Do(func() { close(done); n = wait() })
+		return n
+	}
+	t.Cleanup(func() { stop() })
+	return stop
 }
 
-// pacedProducers are producers that sleep pace after each transaction.
-func pacedProducers(t testing.TB, db *pgtest.DB, k int, pace time.Duration, stop <-chan struct{}) (wait func() int64) {
+func producers(t testing.TB, db *pgtest.DB, k int, pace time.Duration, stop <-chan struct{}) (wait func() int64) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var total int64
@@ -241,4 +253,27 @@ func testConfig(db *pgtest.DB, storeURL string) relay.Config {
 func parseLSN(s string) (int64, error) {
 	l, err := pglogrepl.ParseLSN(s)
 	return int64(l), err
+}
+
+// runInProcess runs an in-process relay (first start included) until the returned stop is called.
+func runInProcess(t *testing.T, cfg relay.Config, store storage.Store) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := relay.New(cfg, store, outbox.Mappings{}, testLog(t), nil)
+	r.Bootstrap = bootstrap.FirstStart(testLog(t))
+	runErr := make(chan error, 1)
+	go func() { runErr <- r.Run(ctx) }()
+	select {
+	case <-r.Ready():
+	case err := <-runErr:
+		t.Fatalf("relay stopped before streaming: %v", err)
+	case <-time.After(10 * time.Minute):
+		t.Fatal("relay did not start streaming")
+	}
+	return func() {
+		cancel()
+		if err := <-runErr; err != nil {
+			t.Errorf("relay: %v", err)
+		}
+	}
 }

@@ -25,16 +25,7 @@ func TestLostSlotRecovery(t *testing.T) {
 	fill(t, db, 20_000)
 	store, url := localStore(t)
 	cfg := testConfig(db, url)
-	stopProducers := make(chan struct{})
-	waitProducers := producers(t, db, 4, stopProducers)
-	defer func() {
-		select {
-		case <-stopProducers:
-		default:
-			close(stopProducers)
-			waitProducers()
-		}
-	}()
+	stopProducers := startProducers(t, db, 4, 0)
 
 	p := startRelay(t, bin, db, url, "run")
 	if !p.waitOutput("msg=streaming", 3*time.Minute) {
@@ -74,8 +65,7 @@ func TestLostSlotRecovery(t *testing.T) {
 		t.Fatalf("relay never streamed after recovery:\n%s", p.output())
 	}
 	time.Sleep(time.Second)
-	close(stopProducers)
-	live := waitProducers()
+	live := stopProducers()
 	waitCaughtUp(t, db, store, cfg.AppID, 2*time.Minute)
 	if err := p.stop(); err != nil {
 		t.Fatalf("relay: %v\n%s", err, p.output())

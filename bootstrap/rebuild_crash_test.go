@@ -30,18 +30,9 @@ func TestRebuildSurvivesKills(t *testing.T) {
 	fill(t, db, n)
 	store, url := localStore(t)
 	cfg := testConfig(db, url)
-	stopProducers := make(chan struct{})
 	// Paced: on two shared cores, four unpaced producers outrun a relay
 	// that is killed and re-reads the stream, and the test only grows.
-	waitProducers := pacedProducers(t, db, 4, 2*time.Millisecond, stopProducers)
-	defer func() {
-		select {
-		case <-stopProducers:
-		default:
-			close(stopProducers)
-			waitProducers()
-		}
-	}()
+	stopProducers := startProducers(t, db, 4, 2*time.Millisecond)
 	startStreaming := func() *relayProc {
 		p := startRelay(t, bin, db, url, "run")
 		if !p.waitOutput("msg=streaming", 3*time.Minute) {
@@ -88,8 +79,7 @@ func TestRebuildSurvivesKills(t *testing.T) {
 	}
 	t.Logf("%s final rebuild committed", since(began))
 	time.Sleep(time.Second)
-	close(stopProducers)
-	live := waitProducers()
+	live := stopProducers()
 	waitCaughtUp(t, db, store, cfg.AppID, 2*time.Minute)
 	t.Logf("%s caught up", since(began))
 	if err := r.stop(); err != nil {

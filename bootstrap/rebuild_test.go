@@ -1,7 +1,6 @@
 package bootstrap_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,35 +8,10 @@ import (
 	"time"
 
 	"github.com/deltabus/deltabus/bootstrap"
-	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/sink/topic"
-	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/verify"
 )
-
-// startRelay runs an in-process relay until the returned stop is called.
-func runInProcess(t *testing.T, cfg relay.Config, store storage.Store) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := relay.New(cfg, store, outbox.Mappings{}, testLog(t), nil)
-	r.Bootstrap = bootstrap.FirstStart(testLog(t))
-	runErr := make(chan error, 1)
-	go func() { runErr <- r.Run(ctx) }()
-	select {
-	case <-r.Ready():
-	case err := <-runErr:
-		t.Fatalf("relay stopped before streaming: %v", err)
-	case <-time.After(5 * time.Minute):
-		t.Fatal("relay did not start streaming")
-	}
-	return func() {
-		cancel()
-		if err := <-runErr; err != nil {
-			t.Errorf("relay: %v", err)
-		}
-	}
-}
 
 // TestRebuildLostTopicWhileStreaming: a topic's table is lost while the
 // relay is down; the restarted relay holds that topic (the registry lists
@@ -55,16 +29,7 @@ func TestRebuildLostTopicWhileStreaming(t *testing.T) {
 	fill(t, db, n)
 	store, url := localStore(t)
 	cfg := testConfig(db, url)
-	stopProducers := make(chan struct{})
-	waitProducers := producers(t, db, 4, stopProducers)
-	defer func() {
-		select {
-		case <-stopProducers:
-		default:
-			close(stopProducers)
-			waitProducers()
-		}
-	}()
+	stopProducers := startProducers(t, db, 4, 0)
 
 	stop := runInProcess(t, cfg, store)
 	time.Sleep(time.Second)
@@ -86,8 +51,7 @@ func TestRebuildLostTopicWhileStreaming(t *testing.T) {
 		t.Errorf("rebuild result %+v: want committed, events added, at least %d rows", res, n/numTopics)
 	}
 	time.Sleep(time.Second) // producers keep going across the seam
-	close(stopProducers)
-	live := waitProducers()
+	live := stopProducers()
 	waitCaughtUp(t, db, store, cfg.AppID, 2*time.Minute)
 	stop()
 	m, ok, err := relay.ReadMarker(t.Context(), store, cfg.AppID)
@@ -128,8 +92,7 @@ func TestAbortMissingTable(t *testing.T) {
 	var before int
 	db.Conn(t).QueryRow(t.Context(), "SELECT count(*) FROM outbox WHERE topic = $1", lost).Scan(&before)
 	stop = runInProcess(t, cfg, store)
-	stopProducers := make(chan struct{})
-	waitProducers := pacedProducers(t, db, 2, 2*time.Millisecond, stopProducers)
+	stopProducers := startProducers(t, db, 2, 2*time.Millisecond)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		st, _, _ := relay.ReadRebuildState(t.Context(), store, lost)
@@ -145,8 +108,7 @@ func TestAbortMissingTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
-	close(stopProducers)
-	waitProducers()
+	stopProducers()
 	var after int
 	db.Conn(t).QueryRow(t.Context(), "SELECT count(*) FROM outbox WHERE topic = $1", lost).Scan(&after)
 	deadline = time.Now().Add(time.Minute)
@@ -181,16 +143,7 @@ func TestRebuildUnreadableTable(t *testing.T) {
 	fill(t, db, 20_000)
 	store, url := localStore(t)
 	cfg := testConfig(db, url)
-	stopProducers := make(chan struct{})
-	waitProducers := pacedProducers(t, db, 4, 2*time.Millisecond, stopProducers)
-	defer func() {
-		select {
-		case <-stopProducers:
-		default:
-			close(stopProducers)
-			waitProducers()
-		}
-	}()
+	stopProducers := startProducers(t, db, 4, 2*time.Millisecond)
 	stop := runInProcess(t, cfg, store)
 	time.Sleep(time.Second)
 	const damaged = "topic-3"
@@ -221,8 +174,7 @@ func TestRebuildUnreadableTable(t *testing.T) {
 		t.Fatalf("second rebuild: %+v, %v; want committed into a new table", res, err)
 	}
 	time.Sleep(500 * time.Millisecond)
-	close(stopProducers)
-	waitProducers()
+	stopProducers()
 	waitCaughtUp(t, db, store, cfg.AppID, 2*time.Minute)
 	stop()
 	m, _, err := relay.ReadMarker(t.Context(), store, cfg.AppID)

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltabus/deltabus/bootstrap"
-	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/tests/pgtest"
@@ -29,37 +27,20 @@ func TestSeamUnderConcurrentProducers(t *testing.T) {
 	store, url := localStore(t)
 	cfg := testConfig(db, url)
 
-	stopProducers := make(chan struct{})
-	waitProducers := producers(t, db, 4, stopProducers)
+	stopProducers := startProducers(t, db, 4, 0)
 	time.Sleep(300 * time.Millisecond) // producers are running when the slot is created
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	r := relay.New(cfg, store, outbox.Mappings{}, testLog(t), nil)
-	r.Bootstrap = bootstrap.FirstStart(testLog(t))
-	runErr := make(chan error, 1)
-	go func() { runErr <- r.Run(ctx) }()
-	select {
-	case <-r.Ready():
-	case err := <-runErr:
-		t.Fatalf("relay stopped before streaming: %v", err)
-	case <-time.After(10 * time.Minute):
-		t.Fatal("relay did not start streaming")
-	}
+	stop := runInProcess(t, cfg, store)
 	time.Sleep(time.Second) // producers keep going across the seam
-	close(stopProducers)
-	live := waitProducers()
+	live := stopProducers()
 	t.Logf("snapshot of %d rows, %d rows produced concurrently", n, live)
 
-	m, ok, err := relay.ReadMarker(ctx, store, cfg.AppID)
+	m, ok, err := relay.ReadMarker(t.Context(), store, cfg.AppID)
 	if err != nil || !ok {
 		t.Fatalf("no marker after bootstrap: %v", err)
 	}
 	waitCaughtUp(t, db, store, cfg.AppID, 2*time.Minute)
-	cancel()
-	if err := <-runErr; err != nil {
-		t.Fatalf("relay: %v", err)
-	}
+	stop()
 	snapRows := checkTopics(t, db, store, cfg.AppID, snapshotLSN(t, m))
 	if snapRows < n {
 		t.Errorf("%d snapshot rows, want at least the %d pre-filled", snapRows, n)

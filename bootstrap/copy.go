@@ -125,7 +125,6 @@ func (j *copyJob) copyUnit(ctx context.Context, conn *pgx.Conn, router *outbox.R
 }
 
 func (w *unitWriter) copyPart(ctx context.Context, conn *pgx.Conn, s *source) error {
-	parser := w.rowParser(s)
 	// With an index led by the topic column, read through it: the rows come
 	// in order and only the topic's pages are read. Left alone, the planner
 	// prefers a bitmap or full scan plus a sort when occurred_at is not
@@ -134,6 +133,7 @@ func (w *unitWriter) copyPart(ctx context.Context, conn *pgx.Conn, s *source) er
 	if _, err := conn.Exec(ctx, "SELECT set_config('enable_seqscan', $1, true), set_config('enable_bitmapscan', $1, true)", scan); err != nil {
 		return err
 	}
+	parser := w.rowParser(s)
 	tag, err := conn.PgConn().CopyTo(ctx, parser, w.u.copySQL(s))
 	w.j.metrics.addRows(tag.RowsAffected())
 	if err != nil {
@@ -142,14 +142,17 @@ func (w *unitWriter) copyPart(ctx context.Context, conn *pgx.Conn, s *source) er
 	return parser.finish()
 }
 
+// copyParser is what COPY output is written to.
+type copyParser interface {
+	io.Writer
+	finish() error
+}
+
 // rowParser returns the COPY output parser of one table's share: binary
 // when the table's column types allow it (see source.chooseFormat), with
 // events built straight from the binary values when the mapping's columns
 // have the usual types; text otherwise.
-func (w *unitWriter) rowParser(s *source) interface {
-	io.Writer
-	finish() error
-} {
+func (w *unitWriter) rowParser(s *source) copyParser {
 	row := decoding.Row{Relation: s.rel, Op: decoding.OpInsert, CommitLSN: w.j.lsn, CommitTime: w.j.takenAt}
 	if s.kinds == nil {
 		return newCopyRows(len(s.rel.Columns), func(d []decoding.Datum) error {

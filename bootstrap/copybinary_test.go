@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
 	"github.com/deltabus/deltabus/decoding"
 	"github.com/deltabus/deltabus/migrations"
 	"github.com/deltabus/deltabus/outbox"
@@ -104,10 +108,12 @@ var trickyRows = []string{
 
 // TestBinaryPathMatchesTextPath reads tricky rows of a DeltaBus outbox
 // (constraints dropped so that poison rows exist) and of a custom table
-// (text payload, int8 schema_version, timestamp without zone) both ways:
-// text COPY routed by outbox.Router, as the stream path does, and binary
-// COPY. The binary tuples converted to text must equal the text tuples,
-// and every row the fast path builds must be the Router's event.
+// (text payload, int8 schema_version, timestamp without zone) three ways:
+// through a pgoutput slot, with text COPY and with binary COPY. The text
+// tuples must equal the streamed ones, the binary tuples converted to text
+// must equal them too (so rows the fast path leaves to the Router become
+// the same events or dead letters, same reason and raw row, as streamed
+// rows), and every row the fast path builds must be the Router's event.
 func TestBinaryPathMatchesTextPath(t *testing.T) {
 	db := pgtest.NewDB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -121,6 +127,15 @@ func TestBinaryPathMatchesTextPath(t *testing.T) {
 		ALTER type DROP NOT NULL, ALTER schema_version DROP NOT NULL, ALTER payload DROP NOT NULL, ALTER occurred_at DROP NOT NULL`)
 	db.Exec(t, `CREATE TABLE custom (id uuid, topic varchar(200), key text, type bpchar(6), version bigint,
 		payload text, headers json, occurred_at timestamp, flag bool, n smallint, name name)`)
+	db.Exec(t, `ALTER PUBLICATION deltabus ADD TABLE custom`)
+	repl, err := pgconn.Connect(ctx, db.ReplDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer repl.Close(context.Background())
+	if _, err := pglogrepl.CreateReplicationSlot(ctx, repl, "tricky", "pgoutput", pglogrepl.CreateReplicationSlotOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	for i, r := range trickyRows {
 		db.Exec(t, `INSERT INTO outbox (id, topic, key, type, schema_version, payload, headers, occurred_at)
 			VALUES (`+idFor(i)+`, `+r+`)`)
@@ -133,7 +148,8 @@ func TestBinaryPathMatchesTextPath(t *testing.T) {
 	} {
 		db.Exec(t, `INSERT INTO custom VALUES (`+r+`)`)
 	}
-	db.Exec(t, `ALTER PUBLICATION deltabus ADD TABLE custom`)
+	db.Exec(t, `SELECT pg_logical_emit_message(false, 'tricky-end', '')`)
+	streamed := streamTuples(ctx, t, repl, "tricky")
 	ms := outbox.Mappings{Default: outbox.DeltaBusMapping(), Tables: map[string]outbox.Mapping{
 		"public.custom": {ID: "id", Topic: "topic", Key: "key", Type: "type", SchemaVersion: "version",
 			Payload: "payload", Headers: "headers", OccurredAt: "occurred_at"},
@@ -157,6 +173,10 @@ func TestBinaryPathMatchesTextPath(t *testing.T) {
 		})
 		if _, err := conn.PgConn().CopyTo(ctx, tp, "COPY ("+sel+") TO STDOUT"); err != nil {
 			t.Fatal(err)
+		}
+		// The text COPY path reads what the stream sends.
+		if st := streamed[s.rel.Name]; !reflect.DeepEqual(st, text) {
+			t.Fatalf("%s: text COPY\n%q\nstreamed\n%q", s.qualified(), text, st)
 		}
 		router, fastRouted, i := outbox.NewRouter(ms), 0, 0
 		conv := binTextRow{kinds: s.kinds}
@@ -212,6 +232,46 @@ func TestBinaryPathMatchesTextPath(t *testing.T) {
 	if srcs[0].kinds == nil || srcs[1].kinds != nil {
 		t.Errorf("TimeZone Europe/Berlin: custom (timestamp) binary %t, outbox (timestamptz) binary %t; want true, false",
 			srcs[0].kinds != nil, srcs[1].kinds != nil)
+	}
+}
+
+// streamTuples reads slot through pgoutput until the message tricky-end
+// and returns the new tuples of the inserts by table name.
+func streamTuples(ctx context.Context, t *testing.T, conn *pgconn.PgConn, slot string) map[string][][]decoding.Datum {
+	err := pglogrepl.StartReplication(ctx, conn, slot, 0, pglogrepl.StartReplicationOptions{PluginArgs: []string{
+		"proto_version '1'", "publication_names 'deltabus'", "messages 'true'"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := decoding.NewDecoder()
+	out := map[string][][]decoding.Datum{}
+	for {
+		raw, err := conn.ReceiveMessage(ctx)
+		if err != nil {
+			t.Fatalf("receive: %v", err)
+		}
+		cd, ok := raw.(*pgproto3.CopyData)
+		if !ok || cd.Data[0] != pglogrepl.XLogDataByteID {
+			continue
+		}
+		xld, err := pglogrepl.ParseXLogData(cd.Data[1:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := dec.Decode(xld.WALData)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch m := msg.(type) {
+		case *decoding.LogicalMessage:
+			if m.Prefix == "tricky-end" {
+				return out
+			}
+		case *decoding.Row:
+			if m.Op == decoding.OpInsert {
+				out[m.Relation.Name] = append(out[m.Relation.Name], detach(m.New))
+			}
+		}
 	}
 }
 

@@ -111,6 +111,13 @@ func NewFileWriter(store storage.Store, opts FileOptions) *FileWriter {
 		parquet.WithDictionaryFor("seq", false),
 		parquet.WithDictionaryFor("xid", false),
 		parquet.WithDictionaryFor("commit_time", false),
+		// Min/max of a JSON document or a random uuid prunes nothing and
+		// costs a comparison per value (and bytes per page): Delta keeps
+		// the statistics readers prune with.
+		parquet.WithStatsFor("event_id", false),
+		parquet.WithStatsFor("payload", false),
+		parquet.WithStatsFor("headers", false),
+		parquet.WithStatsFor("raw_row", false),
 		parquet.WithCreatedBy("deltabus"),
 	)
 	return &FileWriter{

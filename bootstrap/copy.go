@@ -3,10 +3,11 @@ package bootstrap
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,9 +36,26 @@ type copyJob struct {
 	rows    atomic.Int64 // rows read
 	dlSeq   atomic.Int64 // next seq of a dead letter (unique across connections)
 	mu      sync.Mutex
-	results map[string][]unitFiles // topic -> files by unit
+	seqs    map[string]*atomic.Int64 // next seq of each topic
+	results map[string][]unitFiles   // topic -> files by unit
 	added   map[string]int64
 	skipped map[string]int64
+}
+
+// seqOf returns the topic's seq counter, shared by the connections: seq
+// is unique within a topic and increasing within each of its files.
+func (j *copyJob) seqOf(name string) *atomic.Int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.seqs == nil {
+		j.seqs = map[string]*atomic.Int64{}
+	}
+	c := j.seqs[name]
+	if c == nil {
+		c = new(atomic.Int64)
+		j.seqs[name] = c
+	}
+	return c
 }
 
 // unitFiles are the data files one unit wrote for one topic.
@@ -91,45 +109,55 @@ func openSnapshotConn(ctx context.Context, dsn, snapshot string) (*pgx.Conn, err
 	return conn, nil
 }
 
-// unitWriter copies one unit: its topic's events and its dead letters.
+// unitWriter copies one unit into one file writer per topic it meets and
+// one for dead letters.
 type unitWriter struct {
-	j       *copyJob
-	u       *unit
-	router  *outbox.Router
-	events  *topic.FileWriter
-	dead    *topic.FileWriter
-	evTopic string
-	evSet   *idSet // events the topic already holds
-	fast    fastRow
-	seq     int64
-	counts  [4]int64 // events added, events skipped, dead letters added, dead letters skipped
+	j      *copyJob
+	u      *unit
+	router *outbox.Router
+	outs   map[string]*topicOut
+	last   *topicOut // the topic of the previous row: rows come in runs
+	dead   *topic.FileWriter
+	fast   fastRow
+	rows   int64
+	dls    [2]int64 // dead letters added, skipped
+}
+
+// topicOut is one topic's share of a unit.
+type topicOut struct {
+	name           string
+	w              *topic.FileWriter
+	set            *idSet        // events the topic already holds
+	seq            *atomic.Int64 // the topic's next seq, shared by all units
+	added, skipped int64
 }
 
 // copyUnit reads the unit's rows through conn and uploads its files.
 func (j *copyJob) copyUnit(ctx context.Context, conn *pgx.Conn, router *outbox.Router, u *unit) error {
-	w := &unitWriter{j: j, u: u, router: router}
+	w := &unitWriter{j: j, u: u, router: router, outs: map[string]*topicOut{}}
 	defer w.abort()
 	start := time.Now()
 	for _, s := range u.parts {
 		if err := w.copyPart(ctx, conn, s); err != nil {
-			return fmt.Errorf("copy topic %s of %s: %w", u.label(), s.qualified(), err)
+			return fmt.Errorf("copy %s of %s: %w", u.label(), s.qualified(), err)
 		}
 	}
 	read := time.Since(start)
 	if err := w.close(ctx); err != nil {
 		return err
 	}
-	j.opts.Log.Debug("bootstrap: topic copied", "topic", u.label(), "rows", w.seq, "read", read.Round(time.Millisecond),
-		"upload", (time.Since(start) - read).Round(time.Millisecond))
+	j.opts.Log.Debug("bootstrap: unit copied", "unit", u.label(), "rows", w.rows, "topics", len(w.outs),
+		"read", read.Round(time.Millisecond), "upload", (time.Since(start) - read).Round(time.Millisecond))
 	return nil
 }
 
 func (w *unitWriter) copyPart(ctx context.Context, conn *pgx.Conn, s *source) error {
-	// With an index led by the topic column, read through it: the rows come
-	// in order and only the topic's pages are read. Left alone, the planner
-	// prefers a bitmap or full scan plus a sort when occurred_at is not
-	// correlated with the physical order, which costs a sort per topic.
-	scan := map[bool]string{true: "off", false: "on"}[s.indexed]
+	// A topic unit with an index led by the topic column reads through it:
+	// the rows come in order and only the topic's pages are read. Left
+	// alone, the planner prefers a bitmap or full scan plus a sort when
+	// occurred_at is not correlated with the physical order. A range unit
+	// is a TID range scan.
+	scan := map[bool]string{true: "off", false: "on"}[s.indexed && w.u.rng == nil]
 	if _, err := conn.Exec(ctx, "SELECT set_config('enable_seqscan', $1, true), set_config('enable_bitmapscan', $1, true)", scan); err != nil {
 		return err
 	}
@@ -171,7 +199,6 @@ func (w *unitWriter) rowParser(s *source) copyParser {
 			return err
 		}
 		if s.fast != nil {
-			fast.ev.Seq = int32(row.Seq)
 			if s.fast.build(d, fast) {
 				return w.addEvent(&fast.ev, fast.key, true)
 			}
@@ -184,13 +211,9 @@ func (w *unitWriter) rowParser(s *source) copyParser {
 	})
 }
 
-// nextSeq gives row the next position of the unit.
-func (w *unitWriter) nextSeq(row *decoding.Row) error {
-	if w.seq > math.MaxInt32 {
-		return errors.New("more than 2^31 rows in one topic: seq overflows")
-	}
-	row.Seq = int(w.seq)
-	w.seq++
+// nextSeq counts a row read; an event's seq is given when it is appended.
+func (w *unitWriter) nextSeq(*decoding.Row) error {
+	w.rows++
 	w.j.rows.Add(1)
 	return nil
 }
@@ -210,28 +233,81 @@ func (w *unitWriter) route(row *decoding.Row) error {
 	return nil
 }
 
-// addEvent appends ev unless the topic already holds its key (ok: ev.ID
-// is a uuid, k its bytes). ev's strings may alias reused buffers: the
-// writer copies them.
+// addEvent appends ev, with the next seq of its topic, unless the topic
+// already holds its key (ok: ev.ID is a uuid, k its bytes). ev's strings
+// may alias reused buffers: the writer copies them.
 func (w *unitWriter) addEvent(ev *outbox.Event, k idKey, ok bool) error {
-	if w.events == nil {
-		w.evTopic = strings.Clone(ev.Topic)
-		w.evSet = w.j.existing[w.evTopic]
-		w.events = topic.NewFileWriter(storage.Sub(w.j.root, w.evTopic), w.j.opts.Files)
-	} else if ev.Topic != w.evTopic {
-		return fmt.Errorf("row of topic %q in the unit of topic %q", ev.Topic, w.evTopic)
+	o := w.last
+	if o == nil || o.name != ev.Topic {
+		var err error
+		if o, err = w.out(ev.Topic); err != nil {
+			return err
+		}
+		w.last = o
 	}
-	if ok && w.evSet.has(k) {
-		w.counts[1]++
+	if ok && o.set.has(k) {
+		o.skipped++
 		return nil
 	}
-	w.counts[0]++
-	return w.events.Append(ev)
+	seq := o.seq.Add(1) - 1
+	if seq > math.MaxInt32 {
+		return fmt.Errorf("topic %q: more than 2^31 snapshot rows: seq overflows", o.name)
+	}
+	ev.Seq = int32(seq)
+	o.added++
+	if err := o.w.Append(ev); err != nil {
+		return err
+	}
+	return w.boundMemory()
+}
+
+// out returns the unit's writer of a topic, opening it on first use.
+func (w *unitWriter) out(name string) (*topicOut, error) {
+	if o := w.outs[name]; o != nil {
+		return o, nil
+	}
+	if w.u.topic != nil && name != *w.u.topic {
+		return nil, fmt.Errorf("row of topic %q in the unit of topic %q", name, *w.u.topic)
+	}
+	name = strings.Clone(name)
+	o := &topicOut{name: name, set: w.j.existing[name], seq: w.j.seqOf(name),
+		w: topic.NewFileWriter(storage.Sub(w.j.root, name), w.j.opts.Files)}
+	w.outs[name] = o
+	return o, nil
+}
+
+// unitBudget bounds the unencoded rows a unit holds across its topics;
+// past it the largest topic's rows are encoded into a row group, so memory
+// does not grow with the number of topics.
+const unitBudget = 16 << 20
+
+// boundMemory looks at the writers every 1024 rows.
+func (w *unitWriter) boundMemory() error {
+	if w.rows&1023 != 0 || len(w.outs) < 2 {
+		return nil
+	}
+	for {
+		var total int64
+		var largest *topicOut
+		for _, o := range w.outs {
+			p := o.w.PendingBytes()
+			total += p
+			if largest == nil || p > largest.w.PendingBytes() {
+				largest = o
+			}
+		}
+		if total <= unitBudget {
+			return nil
+		}
+		if err := largest.w.FlushRowGroup(); err != nil {
+			return fmt.Errorf("encode rows of topic %q: %w", largest.name, err)
+		}
+	}
 }
 
 func (w *unitWriter) addDeadLetter(dl *outbox.DeadLetter) error {
 	if w.j.existing[outbox.DeadLetterTopic].has(deadLetterKey(dl.SourceTable, dl.RawRow)) {
-		w.counts[3]++
+		w.dls[1]++
 		return nil
 	}
 	if w.dead == nil {
@@ -240,20 +316,22 @@ func (w *unitWriter) addDeadLetter(dl *outbox.DeadLetter) error {
 		w.dead = topic.NewFileWriter(storage.Sub(w.j.root, outbox.DeadLetterTopic), opts)
 	}
 	dl.Seq = int32(w.j.dlSeq.Add(1) - 1)
-	w.counts[2]++
+	w.dls[0]++
 	return w.dead.AppendDeadLetter(dl)
 }
 
 // close uploads the unit's files (they stay invisible until the topic's
 // snapshot commit) and records them.
 func (w *unitWriter) close(ctx context.Context) error {
-	if w.events != nil {
-		adds, err := w.events.Close(ctx)
-		w.events = nil
+	names := slices.Sorted(maps.Keys(w.outs))
+	for _, name := range names {
+		o := w.outs[name]
+		adds, err := o.w.Close(ctx)
+		delete(w.outs, name)
 		if err != nil {
-			return fmt.Errorf("upload files of topic %q: %w", w.evTopic, err)
+			return fmt.Errorf("upload files of topic %q: %w", name, err)
 		}
-		w.j.record(w.evTopic, w.u.index, adds, w.counts[0], w.counts[1])
+		w.j.record(name, w.u.index, adds, o.added, o.skipped)
 	}
 	if w.dead != nil {
 		adds, err := w.dead.Close(ctx)
@@ -261,16 +339,16 @@ func (w *unitWriter) close(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("upload dead letters: %w", err)
 		}
-		w.j.record(outbox.DeadLetterTopic, w.u.index, adds, w.counts[2], w.counts[3])
-	} else if w.counts[3] > 0 {
-		w.j.record(outbox.DeadLetterTopic, w.u.index, nil, 0, w.counts[3])
+		w.j.record(outbox.DeadLetterTopic, w.u.index, adds, w.dls[0], w.dls[1])
+	} else if w.dls[1] > 0 {
+		w.j.record(outbox.DeadLetterTopic, w.u.index, nil, 0, w.dls[1])
 	}
 	return nil
 }
 
 func (w *unitWriter) abort() {
-	if w.events != nil {
-		w.events.Abort()
+	for _, o := range w.outs {
+		o.w.Abort()
 	}
 	if w.dead != nil {
 		w.dead.Abort()

@@ -29,7 +29,7 @@ func TestCrashDuringBootstrap(t *testing.T) {
 	stopProducers := startProducers(t, db, 4, 0)
 
 	// Kill points: after each stage's log line, plus a random delay.
-	stages := []string{"first start", "slot created with an exported snapshot", "bootstrap: copying", "topic copied", "topic copied"}
+	stages := []string{"first start", "slot created with an exported snapshot", "bootstrap: copying", "unit copied", "unit copied"}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	killed := 0
 	for attempt := 0; killed < kills && attempt < 3*kills; attempt++ {

@@ -29,17 +29,23 @@ type source struct {
 	fast  *fastPlan // nil: every row is converted to text and routed
 }
 
-// unit is the work of one topic value: its rows in every published table,
-// read in table order and, within a table, in (occurred_at, id) order. One
-// unit is read by one connection, so a topic's rows are written in order.
+// unit is the work one connection reads in one go. A range unit (rng set;
+// the first start) is a block range of one table, every topic's rows in
+// physical order. A topic unit (a rebuild) is one topic value's rows in
+// every published table, in table order and, within a table, in
+// (occurred_at, id) order.
 type unit struct {
 	index int
-	topic *string // raw topic value; nil = rows whose topic is NULL
+	topic *string // topic unit: raw topic value; nil = rows whose topic is NULL
 	parts []*source
+	rng   *blockRange
 }
 
 func (u *unit) label() string {
-	if u.topic == nil {
+	switch {
+	case u.rng != nil:
+		return u.parts[0].qualified() + " " + u.rng.String()
+	case u.topic == nil:
 		return "<NULL topic>"
 	}
 	return *u.topic
@@ -231,15 +237,18 @@ func planUnits(ctx context.Context, conn *pgx.Conn, srcs []*source) ([]*unit, er
 
 // copySQL is the COPY statement reading one table's share of a unit.
 func (u *unit) copySQL(s *source) string {
-	where := s.topicCol + " IS NULL"
-	if u.topic != nil {
+	where, order := s.topicCol+" IS NULL", s.orderBy
+	switch {
+	case u.rng != nil:
+		where, order = u.rng.where(), ""
+	case u.topic != nil:
 		where = s.topicCol + " = " + quoteLiteral(*u.topic)
 	}
 	format := ""
 	if s.kinds != nil {
 		format = " (FORMAT binary)"
 	}
-	return "COPY (" + s.selectSQ + " WHERE " + where + s.orderBy + ") TO STDOUT" + format
+	return "COPY (" + s.selectSQ + " WHERE " + where + order + ") TO STDOUT" + format
 }
 
 // quoteLiteral quotes s as an escape string constant, which means the same

@@ -97,7 +97,7 @@ func (j *copyJob) copyAll(ctx context.Context, cfg relay.Config, slot *exportedS
 	if err != nil {
 		return err
 	}
-	units, err := planUnits(ctx, conns[0], srcs)
+	units, err := planRanges(ctx, conns[0], srcs, len(conns))
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (j *copyJob) copyAll(ctx context.Context, cfg relay.Config, slot *exportedS
 	for _, s := range srcs {
 		est += s.estRows
 	}
-	log.Info("bootstrap: copying", "tables", len(srcs), "topics", len(units), "estimated_rows", est, "connections", len(conns))
+	log.Info("bootstrap: copying", "tables", len(srcs), "block_ranges", len(units), "estimated_rows", est, "connections", len(conns))
 	j.metrics.setEstimate(est)
 	stop := j.reportProgress(ctx, est)
 	defer stop()

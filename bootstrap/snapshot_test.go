@@ -17,9 +17,9 @@ import (
 )
 
 // TestSnapshotCopiesEveryRowOnceAndRedoIsIdempotent: a snapshot copies
-// every row into its topic (bad rows into the dead-letter topic), in
-// (occurred_at, id) order at commit_lsn = consistent point - 1, writes the
-// marker; running it again (an interrupted first start being redone) adds
+// every row into its topic (bad rows into the dead-letter topic), at
+// commit_lsn = consistent point - 1, in physical order within each file,
+// writes the marker; running it again (an interrupted first start being redone) adds
 // nothing.
 func TestSnapshotCopiesEveryRowOnceAndRedoIsIdempotent(t *testing.T) {
 	db := newOutbox(t)
@@ -56,6 +56,9 @@ func TestSnapshotCopiesEveryRowOnceAndRedoIsIdempotent(t *testing.T) {
 	for name, tr := range res.Topics {
 		if _, v := topicRows(t, store, name, cfg.AppID); v != snapLSN || tr.Version != 1 {
 			t.Errorf("topic %s: txn version %d (want %d), commit version %d (want 1)", name, v, snapLSN, tr.Version)
+		}
+		if name != outbox.DeadLetterTopic {
+			checkPhysicalOrder(t, db, store, name, snapLSN)
 		}
 	}
 	checkEventFields(t, db, store, "topic-2")

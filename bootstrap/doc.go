@@ -27,13 +27,15 @@
 //     SET TRANSACTION SNAPSHOT '<name>'`; then the replication connection is
 //     closed (the slot stays; the imported snapshots live on in those
 //     transactions).
-//  4. The tables of the publication (pg_publication_tables) are split into
-//     units, one per topic value (found by walking the index led by the
-//     topic column, which migrations creates). Connections take units from a
-//     shared queue; a unit is read by one connection with `COPY (SELECT
-//     <all columns> FROM t WHERE topic = '<v>' ORDER BY occurred_at, id) TO
-//     STDOUT (FORMAT binary)` through that index (sequential and bitmap
-//     scans are disabled for the statement so no sort is needed). Binary is
+//  4. Each table of the publication (pg_publication_tables) is split into
+//     units of heap blocks: at most 8192 blocks (64 MiB) each, and at least
+//     one per connection when the table is big enough; the last is open-
+//     ended. Connections take units from a shared queue; a unit is read by
+//     one connection with `COPY (SELECT <all columns> FROM t WHERE ctid >=
+//     '(a,0)' AND ctid < '(b,0)') TO STDOUT (FORMAT binary)`: a TID range
+//     scan, sequential, every heap page read once whatever the number of
+//     topics (PostgreSQL < 14 has no TID range scan: each table is then one
+//     unit). Binary is
 //     used when every column's text output can be rebuilt exactly from it
 //     (text, varchar, bpchar, name, json, jsonb, uuid, bool, int2/4/8,
 //     timestamp; timestamptz when the session's TimeZone is UTC; DateStyle
@@ -45,10 +47,11 @@
 //     topic, bad JSON, an out-of-range value), and every row of other
 //     tables, is turned into its exact text tuple and routed by
 //     outbox.Router exactly as streamed rows are, so dead letters and their
-//     reasons are the stream's. Rows are streamed into a
-//     topic.FileWriter: memory is bounded by the writers' row groups and
-//     buffers, never by the table. Events already present (step 2) are
-//     skipped. When a unit is done its files are uploaded; they stay
+//     reasons are the stream's. Rows are streamed into one
+//     topic.FileWriter per topic the unit meets; past 16 MiB of unencoded
+//     rows across them the largest is encoded into a row group, so memory is
+//     bounded by the writers' buffers, never by the table. Events already
+//     present (step 2) are skipped. When a unit is done its files are uploaded; they stay
 //     invisible (unreferenced) until step 5.
 //  5. One Delta commit per topic holds all of its snapshot files, in unit
 //     order, with txn{appId, version = cp - 1}. Topics whose rows were all
@@ -61,11 +64,14 @@
 //     the snapshot commit, so the stream's exactly-once rule (skip source
 //     transactions with commit LSN <= the topic's txn version) skips nothing
 //     the snapshot did not copy.
-//   - seq = position of the row in its unit: the topic's rows in publication
-//     table order, then (occurred_at, id) order (id alone for a mapping
-//     without occurred_at). Sorting a topic by (commit_lsn, seq) puts the
-//     snapshot rows first, in occurred_at order, then the streamed ones in
-//     commit order. Dead letters get a seq unique across units.
+//   - seq: unique within the topic (a counter the connections share) and
+//     increasing within each data file, whose snapshot rows are in the
+//     table's physical order (for an append-only outbox, about insertion
+//     order). A snapshot has no commit order to offer; occurred_at is the
+//     event's own order. Sorting a topic by (commit_lsn, seq) puts the
+//     snapshot rows first, then the streamed ones in commit order; so does
+//     reading it by Delta version. Dead letters get a seq unique across
+//     units.
 //   - xid = 0; commit_time = when the slot was created.
 //
 // # Crashes and recovery
@@ -92,7 +98,8 @@
 // holding the slot there, an exact snapshot, and a seam check by xid. The
 // protocol and its proof are in relay/rebuild.go. Its rows carry commit_lsn
 // = R, the snapshot commit's txn version (max of the pause watermark and the
-// table's txn version + 1), and seq in (occurred_at, id) order; events the
+// table's txn version + 1), and seq in (occurred_at, id) order (it reads
+// the one topic through the topic index, in per-topic units); events the
 // table already holds are skipped, so a rebuild of a healthy table adds
 // nothing. Rows the router rejects are left to `_dead_letter`, which
 // received them when they were streamed. A table that cannot be read must
@@ -100,10 +107,13 @@
 //
 // # Limits
 //
-//   - A table without an index led by its topic column is read with one
-//     full scan per topic value (plus a sort).
-//   - One connection reads a whole topic: a single huge topic is read by one
-//     connection, and its rows are parsed and encoded by one goroutine.
+//   - Rebuild reads its topic through the index led by the topic column;
+//     without one, with a full scan plus a sort.
+//   - Each connection parses and encodes its rows in one goroutine; on two
+//     cores the PostgreSQL backends take the rest.
+//   - A unit keeps up to 1 MiB of encoded data per topic writer in memory
+//     before spilling to a temporary file: a unit meeting hundreds of
+//     topics holds that much per topic.
 //   - A session TimeZone other than UTC makes tables with timestamptz
 //     columns use the text format (about 1.6 times the CPU per row,
 //     PostgreSQL and relay together).

@@ -279,7 +279,7 @@ func (w *unitWriter) out(name string) (*topicOut, error) {
 // unitBudget bounds the unencoded rows a unit holds across its topics;
 // past it the largest topic's rows are encoded into a row group, so memory
 // does not grow with the number of topics.
-const unitBudget = 16 << 20
+const unitBudget = 8 << 20
 
 // boundMemory looks at the writers every 1024 rows.
 func (w *unitWriter) boundMemory() error {

@@ -48,7 +48,7 @@
 //     tables, is turned into its exact text tuple and routed by
 //     outbox.Router exactly as streamed rows are, so dead letters and their
 //     reasons are the stream's. Rows are streamed into one
-//     topic.FileWriter per topic the unit meets; past 16 MiB of unencoded
+//     topic.FileWriter per topic the unit meets; past 8 MiB of unencoded
 //     rows across them the largest is encoded into a row group, so memory is
 //     bounded by the writers' buffers, never by the table. Events already
 //     present (step 2) are skipped. When a unit is done its files are uploaded; they stay
@@ -111,7 +111,7 @@
 //     without one, with a full scan plus a sort.
 //   - Each connection parses and encodes its rows in one goroutine; on two
 //     cores the PostgreSQL backends take the rest.
-//   - A unit keeps up to 1 MiB of encoded data per topic writer in memory
+//   - A unit keeps up to 128 KiB of encoded data per topic writer in memory
 //     before spilling to a temporary file: a unit meeting hundreds of
 //     topics holds that much per topic.
 //   - A session TimeZone other than UTC makes tables with timestamptz

@@ -53,7 +53,7 @@ func (o Options) withDefaults() Options {
 		o.Files.MaxFileBytes = 8 << 20
 	}
 	if o.Files.MemoryBuffer == 0 {
-		o.Files.MemoryBuffer = 1 << 20
+		o.Files.MemoryBuffer = 128 << 10
 	}
 	return o
 }

@@ -21,6 +21,8 @@ type rowBuilders struct {
 	ts      [numDeadLetterCols]*array.TimestampBuilder
 	rows    int   // rows pending in the builders
 	rawSize int64 // approximate bytes pending in the builders
+	// noReserve: the next newRecord keeps no capacity (memory is tight).
+	noReserve bool
 }
 
 func newRowBuilders(schema *arrow.Schema, mem memory.Allocator) *rowBuilders {
@@ -122,6 +124,9 @@ func (b *rowBuilders) newRecord() arrow.RecordBatch {
 	}
 	b.rows, b.rawSize = 0, 0
 	rec := b.rb.NewRecordBatch()
+	if b.noReserve {
+		return rec
+	}
 	b.rb.Reserve(rows)
 	for i, sb := range b.str {
 		if sb != nil && data[i] > 0 {

@@ -142,12 +142,16 @@ func (w *FileWriter) PendingBytes() int64 { return w.rows.rawSize }
 
 // FlushRowGroup encodes the pending rows now, as a row group of the open
 // file. A caller that runs many writers at once uses it to keep their total
-// memory bounded, whatever the number of topics.
+// memory bounded, whatever the number of topics: the builders then keep no
+// spare capacity either (a writer flushed early is one of many).
 func (w *FileWriter) FlushRowGroup() error {
 	if w.closed || w.err != nil || w.rows.rows == 0 {
 		return w.err
 	}
-	if err := w.flushRowGroup(); err != nil {
+	w.rows.noReserve = true
+	err := w.flushRowGroup()
+	w.rows.noReserve = false
+	if err != nil {
 		return w.fail(err)
 	}
 	if w.cur.buf.Len() >= w.opts.MaxFileBytes {

@@ -85,19 +85,34 @@ func runRelay(t testing.TB, bin string, db *pgtest.DB, storeURL string, timeout 
 
 // waitOutput waits until the relay prints want, or exits.
 func (p *relayProc) waitOutput(want string, d time.Duration) bool {
+	return p.waitFirst(d, want) == want
+}
+
+// waitFirst waits until the relay prints one of wants (and returns it), or
+// exits or d passes ("").
+func (p *relayProc) waitFirst(d time.Duration, wants ...string) string {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		if strings.Contains(p.output(), want) {
-			return true
+		out := p.output()
+		for _, w := range wants {
+			if strings.Contains(out, w) {
+				return w
+			}
 		}
 		select {
 		case err := <-p.done:
 			p.done <- err
-			return strings.Contains(p.output(), want)
+			out := p.output()
+			for _, w := range wants {
+				if strings.Contains(out, w) {
+					return w
+				}
+			}
+			return ""
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return false
+	return ""
 }
 
 func (p *relayProc) kill()       { _ = p.cmd.Process.Signal(syscall.SIGKILL); <-p.done }

@@ -286,23 +286,13 @@ func (w *unitWriter) boundMemory() error {
 	if w.rows&1023 != 0 || len(w.outs) < 2 {
 		return nil
 	}
-	for {
-		var total int64
-		var largest *topicOut
+	return topic.BoundPending(unitBudget, func(yield func(*topic.FileWriter) bool) {
 		for _, o := range w.outs {
-			p := o.w.PendingBytes()
-			total += p
-			if largest == nil || p > largest.w.PendingBytes() {
-				largest = o
+			if !yield(o.w) {
+				return
 			}
 		}
-		if total <= unitBudget {
-			return nil
-		}
-		if err := largest.w.FlushRowGroup(); err != nil {
-			return fmt.Errorf("encode rows of topic %q: %w", largest.name, err)
-		}
-	}
+	})
 }
 
 func (w *unitWriter) addDeadLetter(dl *outbox.DeadLetter) error {

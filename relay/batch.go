@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -84,23 +83,13 @@ func (b *batch) boundMemory() error {
 	if b.events&1023 != 0 {
 		return nil
 	}
-	for {
-		var total int64
-		var largest *topicBatch
+	return topic.BoundPending(pendingBudget, func(yield func(*topic.FileWriter) bool) {
 		for _, tb := range b.topics {
-			p := tb.writer.PendingBytes()
-			total += p
-			if largest == nil || p > largest.writer.PendingBytes() {
-				largest = tb
+			if !yield(tb.writer) {
+				return
 			}
 		}
-		if total <= pendingBudget || largest == nil {
-			return nil
-		}
-		if err := largest.writer.FlushRowGroup(); err != nil {
-			return fmt.Errorf("encode rows of topic %q: %w", largest.table.name, err)
-		}
-	}
+	})
 }
 
 func (b *batch) count(tb *topicBatch, n int64) {

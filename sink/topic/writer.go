@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -139,6 +140,29 @@ func (w *FileWriter) Bytes() int64 { return w.bytes }
 // PendingBytes returns the raw size of the rows appended but not yet
 // encoded into a row group: the memory this writer holds for them.
 func (w *FileWriter) PendingBytes() int64 { return w.rows.rawSize }
+
+// BoundPending encodes the pending rows of the writer holding the most,
+// then the next, until the writers' unencoded rows total at most budget:
+// memory bounded across many writers (topics), whatever their number.
+func BoundPending(budget int64, writers iter.Seq[*FileWriter]) error {
+	for {
+		var total int64
+		var largest *FileWriter
+		for w := range writers {
+			p := w.PendingBytes()
+			total += p
+			if largest == nil || p > largest.PendingBytes() {
+				largest = w
+			}
+		}
+		if total <= budget || largest == nil {
+			return nil
+		}
+		if err := largest.FlushRowGroup(); err != nil {
+			return fmt.Errorf("encode rows for %s: %w", largest.store, err)
+		}
+	}
+}
 
 // FlushRowGroup encodes the pending rows now, as a row group of the open
 // file. A caller that runs many writers at once uses it to keep their total

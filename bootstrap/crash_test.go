@@ -17,7 +17,9 @@ func TestCrashDuringBootstrap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the relay binary")
 	}
-	n, kills := 50_000, 5
+	// Big enough that the copy takes a good fraction of a second: a kill
+	// must land before the snapshot commit to count.
+	n, kills := 200_000, 5
 	if longRun() {
 		n, kills = 1_000_000, 10
 	}
@@ -29,7 +31,7 @@ func TestCrashDuringBootstrap(t *testing.T) {
 	stopProducers := startProducers(t, db, 4, 0)
 
 	// Kill points: after each stage's log line, plus a random delay.
-	stages := []string{"first start", "slot created with an exported snapshot", "bootstrap: copying", "unit copied", "unit copied"}
+	stages := []string{"first start", "slot created with an exported snapshot", "bootstrap: copying", "bootstrap: copying", "unit copied"}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	killed := 0
 	for attempt := 0; killed < kills && attempt < 3*kills; attempt++ {
@@ -40,7 +42,11 @@ func TestCrashDuringBootstrap(t *testing.T) {
 		if got := p.waitFirst(3*time.Minute, stage, "msg=streaming"); got == "" {
 			t.Fatalf("relay never logged %q:\n%s", stage, p.output())
 		}
-		time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
+		delay := 300
+		if stage == "unit copied" {
+			delay = 30 // the other units are close behind, then the commit
+		}
+		time.Sleep(time.Duration(rng.IntN(delay)) * time.Millisecond)
 		if strings.Contains(p.output(), "msg=streaming") {
 			t.Logf("attempt %d: bootstrap finished before the kill (stage %q)", attempt, stage)
 			if err := p.stop(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +56,8 @@ func crashTest(t *testing.T, storeURL string, store storage.Store, extraEnv []st
 	env := append([]string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + storeURL}, extraEnv...)
 	args := []string{"--standby", "--batch-max-delay", "20ms", "--batch-max-events", "2000"}
 	p := startRelay(t, env, args...)
+	procs := []*relayProc{p}
+	t.Cleanup(func() { logProblems(t, procs) })
 	waitSlotActive(t, db.DSN, "deltabus", p)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -72,6 +75,7 @@ func crashTest(t *testing.T, storeURL string, store storage.Store, extraEnv []st
 		p.kill()
 		t.Logf("kill %d: SIGKILL after %d events written", i+1, prod.written.Load())
 		p = startRelay(t, env, args...)
+		procs = append(procs, p)
 	}
 	<-produced
 	waitDrained(t, db.DSN, "deltabus", 3*time.Minute)
@@ -83,4 +87,19 @@ func crashTest(t *testing.T, storeURL string, store storage.Store, extraEnv []st
 		t.Fatalf("truth slot saw %d inserts, producers wrote %d", len(rows), events)
 	}
 	checkAgainstTruth(t, store, rows)
+}
+
+// logProblems prints, after a failure, every warning and error the relay
+// processes logged.
+func logProblems(t *testing.T, procs []*relayProc) {
+	if !t.Failed() {
+		return
+	}
+	for i, p := range procs {
+		for _, line := range strings.Split(p.output(), "\n") {
+			if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") || strings.HasPrefix(line, "relay:") {
+				t.Logf("relay %d: %s", i, line)
+			}
+		}
+	}
 }

@@ -24,9 +24,10 @@
 //  3. `CREATE_REPLICATION_SLOT <slot> LOGICAL pgoutput (SNAPSHOT 'export')`
 //     on a replication connection. Options.Connections (default 2) normal
 //     connections each run `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
-//     SET TRANSACTION SNAPSHOT '<name>'`; then the replication connection is
-//     closed (the slot stays; the imported snapshots live on in those
-//     transactions).
+//     SET TRANSACTION SNAPSHOT '<name>'`. The replication connection stays
+//     open, idle, until the marker is written (step 5): the slot stays
+//     active, so a second relay starting meanwhile finds it in use and
+//     stops, instead of taking it for an idle leftover and dropping it.
 //  4. Each table of the publication (pg_publication_tables) is split into
 //     units of heap blocks: at most 8192 blocks (64 MiB) each, and at least
 //     one per connection when the table is big enough; the last is open-

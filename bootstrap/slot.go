@@ -50,7 +50,7 @@ func dropSlot(ctx context.Context, sql *pgx.Conn, name string) (bool, error) {
 			break
 		}
 		if time.Now().After(deadline) {
-			return false, fmt.Errorf("replication slot %q is in use by another process (pid %d), probably another relay: stop it first", name, *pid)
+			return false, fmt.Errorf("replication slot %q is in use by another process (pid %d), probably another relay or its bootstrap: stop it first, or start this one with --standby once the other is streaming", name, *pid)
 		}
 		select {
 		case <-ctx.Done():

@@ -76,8 +76,8 @@ func Snapshot(ctx context.Context, cfg relay.Config, store storage.Store, opts O
 	return res, nil
 }
 
-// copyAll imports the snapshot into opts.Connections transactions, closes
-// the replication connection (the slot stays) and copies every unit.
+// copyAll imports the snapshot into opts.Connections transactions and
+// copies every unit.
 func (j *copyJob) copyAll(ctx context.Context, cfg relay.Config, slot *exportedSlot, log *slog.Logger) error {
 	conns := make([]*pgx.Conn, 0, j.opts.Connections)
 	defer func() {
@@ -92,7 +92,9 @@ func (j *copyJob) copyAll(ctx context.Context, cfg relay.Config, slot *exportedS
 		}
 		conns = append(conns, c)
 	}
-	slot.close() // every transaction holds the snapshot now
+	// The replication connection stays open, idle, until the marker is
+	// written: the slot stays active, so a second relay starting meanwhile
+	// finds it in use instead of idle and dropping it as a dead bootstrap.
 	srcs, err := publishedSources(ctx, conns[0], cfg.Publication, j.opts.Mappings)
 	if err != nil {
 		return err

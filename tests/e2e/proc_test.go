@@ -116,7 +116,9 @@ func waitSlotActive(t *testing.T, dsn, slot string, p *relayProc) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if active {
+		// The slot is also active during a first start's bootstrap (its
+		// exporting connection holds it): wait for the relay to stream.
+		if active && strings.Contains(p.output(), "msg=streaming") {
 			return
 		}
 		if done, err := p.exited(); done {

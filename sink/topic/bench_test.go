@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
@@ -98,14 +100,13 @@ func writeOneArrowFile(b *testing.B, dir string) int64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rows := newRowBuilders(eventSchema, memory.DefaultAllocator)
-	defer rows.release()
-	var st fileStats
+	rb := array.NewRecordBuilder(memory.DefaultAllocator, eventSchema)
+	defer rb.Release()
 	g := newGen()
 	for i := 0; i < benchEvents; i++ {
-		rows.appendEvent(g.next(i), &st)
-		if rows.rows == 64<<10 || i == benchEvents-1 {
-			rec := rows.newRecord()
+		appendArrow(rb, g.next(i))
+		if (i+1)%(64<<10) == 0 || i == benchEvents-1 {
+			rec := rb.NewRecordBatch()
 			if err := pw.Write(rec); err != nil {
 				b.Fatal(err)
 			}
@@ -128,6 +129,28 @@ func writeOneArrowFile(b *testing.B, dir string) int64 {
 		b.Fatal(err)
 	}
 	return fi.Size()
+}
+
+// appendArrow appends e with arrow-go's builders, as a plain arrow-go
+// program would.
+func appendArrow(rb *array.RecordBuilder, e *outbox.Event) {
+	f := rb.Fields()
+	f[colEventID].(*array.StringBuilder).Append(e.ID)
+	f[colTopic].(*array.StringBuilder).Append(e.Topic)
+	f[colKey].(*array.StringBuilder).Append(e.Key)
+	f[colType].(*array.StringBuilder).Append(e.Type)
+	f[colSchemaVersion].(*array.Int32Builder).Append(e.SchemaVersion)
+	f[colPayload].(*array.StringBuilder).Append(e.Payload)
+	if e.Headers == nil {
+		f[colHeaders].AppendNull()
+	} else {
+		f[colHeaders].(*array.StringBuilder).Append(*e.Headers)
+	}
+	f[colOccurredAt].(*array.TimestampBuilder).Append(arrow.Timestamp(e.OccurredAt.UnixMicro()))
+	f[colCommitLSN].(*array.Int64Builder).Append(e.CommitLSN)
+	f[colSeq].(*array.Int32Builder).Append(e.Seq)
+	f[colXid].(*array.Int64Builder).Append(e.Xid)
+	f[colCommitTime].(*array.TimestampBuilder).Append(arrow.Timestamp(e.CommitTime.UnixMicro()))
 }
 
 // BenchmarkFilesVsOneArrowFile writes 1M events as 1,000 files of 1,000

@@ -1,6 +1,7 @@
 package topic
 
 import (
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -10,42 +11,55 @@ import (
 	"github.com/deltabus/deltabus/outbox"
 )
 
-// rowBuilders appends events to one Arrow record builder, column by column,
-// without per-row allocations, and keeps the file statistics up to date.
-// The builders are reused for every row group.
-type rowBuilders struct {
-	rb      *array.RecordBuilder
-	str     [numDeadLetterCols]*array.StringBuilder
-	i32     [numDeadLetterCols]*array.Int32Builder
-	i64     [numDeadLetterCols]*array.Int64Builder
-	ts      [numDeadLetterCols]*array.TimestampBuilder
-	rows    int   // rows pending in the builders
-	rawSize int64 // approximate bytes pending in the builders
-	// noReserve: the next newRecord keeps no capacity (memory is tight).
-	noReserve bool
+// pendingRows holds the rows of the next row group column by column in
+// plain Go slices, which become the buffers of an Arrow record without a
+// copy when the row group is encoded. Arrow's builders would zero and
+// regrow their buffers for every row group (a third of a bulk copy's CPU);
+// these slices are reused instead, through a pool shared by every writer
+// in the process, so many writers encoding in turn share a few sets of
+// buffers and the memory held stays about what is pending.
+type pendingRows struct {
+	schema  *arrow.Schema
+	bufs    *rowBuffers // nil while no row is pending
+	rows    int         // rows pending
+	rawSize int64       // approximate bytes pending
 }
 
-func newRowBuilders(schema *arrow.Schema, mem memory.Allocator) *rowBuilders {
-	b := &rowBuilders{rb: array.NewRecordBuilder(mem, schema)}
-	for i, f := range b.rb.Fields() {
-		switch f := f.(type) {
-		case *array.StringBuilder:
-			b.str[i] = f
-		case *array.Int32Builder:
-			b.i32[i] = f
-		case *array.Int64Builder:
-			b.i64[i] = f
-		case *array.TimestampBuilder:
-			b.ts[i] = f
-		}
-	}
-	return b
+// rowBuffers is one row group's worth of column buffers.
+type rowBuffers struct {
+	cols [numDeadLetterCols]colBuf
+}
+
+// colBuf holds the pending values of one column: strings as Arrow's
+// offsets and data, fixed-width values as a slice, and a validity bitmap
+// only once a value is null.
+type colBuf struct {
+	data   []byte
+	offs   []int32
+	i32    []int32
+	i64    []int64
+	valid  []byte
+	bitmap bool // valid is in use: some value of the row group is null
+	nulls  int
+}
+
+var rowBufferPool = sync.Pool{New: func() any { return new(rowBuffers) }}
+
+// maxPooledBytes caps what a set of buffers may hold to go back to the
+// pool: one row group of huge values should not pin its memory.
+const maxPooledBytes = 64 << 20
+
+func newPendingRows(schema *arrow.Schema) *pendingRows {
+	return &pendingRows{schema: schema}
 }
 
 // fixedRowSize approximates the bytes of the fixed-width columns of a row.
 const fixedRowSize = 4 + 4 + 8 + 8 + 8 + 8 + 8
 
-func (b *rowBuilders) appendEvent(e *outbox.Event, st *fileStats) {
+func (b *pendingRows) appendEvent(e *outbox.Event, st *fileStats) {
+	if b.bufs == nil {
+		b.bufs = rowBufferPool.Get().(*rowBuffers)
+	}
 	b.putString(colEventID, e.ID)
 	b.putString(colTopic, e.Topic)
 	b.putString(colKey, e.Key)
@@ -53,8 +67,7 @@ func (b *rowBuilders) appendEvent(e *outbox.Event, st *fileStats) {
 	b.putInt32(colSchemaVersion, e.SchemaVersion, st)
 	b.putString(colPayload, e.Payload)
 	if e.Headers == nil {
-		b.str[colHeaders].AppendNull()
-		st.nulls[colHeaders]++
+		b.putNullString(colHeaders, st)
 	} else {
 		b.putString(colHeaders, *e.Headers)
 	}
@@ -68,72 +81,163 @@ func (b *rowBuilders) appendEvent(e *outbox.Event, st *fileStats) {
 	st.rows++
 }
 
-func (b *rowBuilders) appendDeadLetter(d *outbox.DeadLetter, st *fileStats) {
+func (b *pendingRows) appendDeadLetter(d *outbox.DeadLetter, st *fileStats) {
+	if b.bufs == nil {
+		b.bufs = rowBufferPool.Get().(*rowBuffers)
+	}
 	b.putString(colReason, d.Reason)
 	b.putString(colSourceTable, d.SourceTable)
 	b.putString(colRawRow, d.RawRow)
 	b.appendEvent(&d.Event, st)
 }
 
-func (b *rowBuilders) putString(col int, v string) {
-	b.str[col].Append(v)
+func (b *pendingRows) putString(col int, v string) {
+	c := &b.bufs.cols[col]
+	if len(c.offs) == 0 {
+		c.offs = append(c.offs, 0)
+	}
+	c.data = append(c.data, v...)
+	c.offs = append(c.offs, int32(len(c.data)))
+	c.markValid(b.rows)
 	b.rawSize += int64(len(v))
 }
 
-func (b *rowBuilders) putInt32(col int, v int32, st *fileStats) {
-	b.i32[col].Append(v)
+func (b *pendingRows) putNullString(col int, st *fileStats) {
+	c := &b.bufs.cols[col]
+	if len(c.offs) == 0 {
+		c.offs = append(c.offs, 0)
+	}
+	c.offs = append(c.offs, int32(len(c.data)))
+	c.markNull(b.rows)
+	st.nulls[col]++
+}
+
+func (b *pendingRows) putInt32(col int, v int32, st *fileStats) {
+	c := &b.bufs.cols[col]
+	c.i32 = append(c.i32, v)
+	c.markValid(b.rows)
 	st.bound[col].add(int64(v))
 }
 
-func (b *rowBuilders) putInt64(col int, v int64, st *fileStats) {
-	b.i64[col].Append(v)
+func (b *pendingRows) putInt64(col int, v int64, st *fileStats) {
+	c := &b.bufs.cols[col]
+	c.i64 = append(c.i64, v)
+	c.markValid(b.rows)
 	st.bound[col].add(v)
 }
 
 // putTime appends t in microseconds; the zero time means "unknown" (a dead
 // letter whose timestamp could not be read) and is stored as NULL.
-func (b *rowBuilders) putTime(col int, t time.Time, st *fileStats) {
+func (b *pendingRows) putTime(col int, t time.Time, st *fileStats) {
+	c := &b.bufs.cols[col]
 	if t.IsZero() {
-		b.ts[col].AppendNull()
+		c.i64 = append(c.i64, 0)
+		c.markNull(b.rows)
 		st.nulls[col]++
 		return
 	}
 	us := t.UnixMicro()
-	b.ts[col].Append(arrow.Timestamp(us))
+	c.i64 = append(c.i64, us)
+	c.markValid(b.rows)
 	st.bound[col].add(us)
 }
 
-// Capacity kept for the next row group, so builders are not regrown from
-// zero each time (regrowth was about a third of the CPU of a bulk copy);
-// capped so idle writers of many topics hold little memory.
-const (
-	reserveRowsMax = 16 << 10
-	reserveDataMax = 2 << 20
-)
-
-// newRecord moves the pending rows into a record batch and resets the
-// builders for the next row group, reserving about what this one used.
-// The caller releases the record.
-func (b *rowBuilders) newRecord() arrow.RecordBatch {
-	rows := min(b.rows, reserveRowsMax)
-	var data [numDeadLetterCols]int
-	for i, sb := range b.str {
-		if sb != nil {
-			data[i] = min(sb.DataLen()*rows/max(b.rows, 1), reserveDataMax)
-		}
+// markValid records that row holds a value; without a bitmap every row
+// does, and nothing is recorded.
+func (c *colBuf) markValid(row int) {
+	if !c.bitmap {
+		return
 	}
-	b.rows, b.rawSize = 0, 0
-	rec := b.rb.NewRecordBatch()
-	if b.noReserve {
-		return rec
-	}
-	b.rb.Reserve(rows)
-	for i, sb := range b.str {
-		if sb != nil && data[i] > 0 {
-			sb.ReserveData(data[i])
-		}
-	}
-	return rec
+	c.growBitmap(row)
+	c.valid[row>>3] |= 1 << (row & 7)
 }
 
-func (b *rowBuilders) release() { b.rb.Release() }
+// markNull records that row is null, starting the bitmap (every earlier
+// row valid) at the column's first null.
+func (c *colBuf) markNull(row int) {
+	if !c.bitmap {
+		c.bitmap = true
+		c.valid = c.valid[:0]
+		for range row >> 3 {
+			c.valid = append(c.valid, 0xff)
+		}
+		if row&7 != 0 {
+			c.valid = append(c.valid, byte(1)<<(row&7)-1)
+		}
+	}
+	c.growBitmap(row)
+	c.nulls++
+}
+
+func (c *colBuf) growBitmap(row int) {
+	for len(c.valid) <= row>>3 {
+		c.valid = append(c.valid, 0)
+	}
+}
+
+// array wraps the column's buffers, without copying, as an Arrow array of
+// n values of type dt.
+func (c *colBuf) array(dt arrow.DataType, n int) arrow.Array {
+	var valid *memory.Buffer
+	if c.bitmap {
+		valid = memory.NewBufferBytes(c.valid)
+	}
+	var bufs []*memory.Buffer
+	switch dt.ID() {
+	case arrow.STRING:
+		bufs = []*memory.Buffer{valid, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.offs)), memory.NewBufferBytes(c.data)}
+	case arrow.INT32:
+		bufs = []*memory.Buffer{valid, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.i32))}
+	default: // int64, timestamp[us]
+		bufs = []*memory.Buffer{valid, memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(c.i64))}
+	}
+	data := array.NewData(dt, n, bufs, nil, c.nulls, 0)
+	defer data.Release()
+	return array.MakeFromData(data)
+}
+
+func (c *colBuf) reset() {
+	c.data, c.offs, c.i32, c.i64, c.valid = c.data[:0], c.offs[:0], c.i32[:0], c.i64[:0], c.valid[:0]
+	c.bitmap, c.nulls = false, 0
+}
+
+func (c *colBuf) capBytes() int {
+	return cap(c.data) + 4*cap(c.offs) + 4*cap(c.i32) + 8*cap(c.i64) + cap(c.valid)
+}
+
+// encode hands the pending rows, as one record, to write, then recycles
+// the buffers (write must not keep the record past its return).
+func (b *pendingRows) encode(write func(arrow.RecordBatch) error) error {
+	if b.rows == 0 {
+		return nil
+	}
+	fields := b.schema.Fields()
+	cols := make([]arrow.Array, len(fields))
+	for i, f := range fields {
+		cols[i] = b.bufs.cols[i].array(f.Type, b.rows)
+	}
+	rec := array.NewRecordBatch(b.schema, cols, int64(b.rows))
+	for _, a := range cols {
+		a.Release()
+	}
+	err := write(rec)
+	rec.Release()
+	b.release()
+	return err
+}
+
+// release drops the pending rows and returns the buffers to the pool.
+func (b *pendingRows) release() {
+	if b.bufs == nil {
+		return
+	}
+	total := 0
+	for i := range b.bufs.cols {
+		b.bufs.cols[i].reset()
+		total += b.bufs.cols[i].capBytes()
+	}
+	if total <= maxPooledBytes {
+		rowBufferPool.Put(b.bufs)
+	}
+	b.bufs, b.rows, b.rawSize = nil, 0, 0
+}

@@ -7,7 +7,6 @@ import (
 	"iter"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -88,7 +87,7 @@ type FileWriter struct {
 	opts   FileOptions
 	cols   []column
 	props  *parquet.WriterProperties
-	rows   *rowBuilders
+	rows   *pendingRows
 	cur    *dataFile
 	done   []*dataFile
 	total  int
@@ -126,7 +125,7 @@ func NewFileWriter(store storage.Store, opts FileOptions) *FileWriter {
 		opts:  opts,
 		cols:  tableColumns(opts.DeadLetter),
 		props: props,
-		rows:  newRowBuilders(ArrowSchema(opts.DeadLetter), memory.DefaultAllocator),
+		rows:  newPendingRows(ArrowSchema(opts.DeadLetter)),
 	}
 }
 
@@ -166,16 +165,12 @@ func BoundPending(budget int64, writers iter.Seq[*FileWriter]) error {
 
 // FlushRowGroup encodes the pending rows now, as a row group of the open
 // file. A caller that runs many writers at once uses it to keep their total
-// memory bounded, whatever the number of topics: the builders then keep no
-// spare capacity either (a writer flushed early is one of many).
+// memory bounded, whatever the number of topics.
 func (w *FileWriter) FlushRowGroup() error {
 	if w.closed || w.err != nil || w.rows.rows == 0 {
 		return w.err
 	}
-	w.rows.noReserve = true
-	err := w.flushRowGroup()
-	w.rows.noReserve = false
-	if err != nil {
+	if err := w.flushRowGroup(); err != nil {
 		return w.fail(err)
 	}
 	if w.cur.buf.Len() >= w.opts.MaxFileBytes {
@@ -256,17 +251,16 @@ func (w *FileWriter) flushRowGroup() error {
 	if w.rows.rows == 0 {
 		return nil
 	}
-	rec := w.rows.newRecord()
-	defer rec.Release()
 	if w.cur.pw == nil {
-		pw, err := pqarrow.NewFileWriter(rec.Schema(), w.cur.buf, w.props, pqarrow.DefaultWriterProps())
+		pw, err := pqarrow.NewFileWriter(w.rows.schema, w.cur.buf, w.props, pqarrow.DefaultWriterProps())
 		if err != nil {
 			return fmt.Errorf("open parquet writer for %s: %w", w.cur.name, err)
 		}
 		w.cur.pw = pw
 	}
-	if err := w.cur.pw.Write(rec); err != nil {
-		return fmt.Errorf("write row group of %d rows to %s: %w", rec.NumRows(), w.cur.name, err)
+	n := w.rows.rows
+	if err := w.rows.encode(w.cur.pw.Write); err != nil {
+		return fmt.Errorf("write row group of %d rows to %s: %w", n, w.cur.name, err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -319,5 +320,68 @@ func TestCloseUploadFailure(t *testing.T) {
 	}
 	if _, err := w.Close(cctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("Close with a cancelled context = %v", err)
+	}
+}
+
+// TestNullPatternsRoundTrip writes columns whose first null falls at every
+// bit position of a bitmap byte, all-null and no-null row groups, and
+// dead letters with unknown timestamps, through row groups that reuse the
+// pooled buffers of the previous ones, and reads every value back.
+func TestNullPatternsRoundTrip(t *testing.T) {
+	st := newLocalStore(t)
+	hdr := `{"h":1}`
+	for first := range 17 {
+		evs := testEvents(100, 3, 0x2000)
+		for i := range evs {
+			evs[i].Headers = &hdr
+			if i >= first && (i-first)%5 == 0 {
+				evs[i].Headers = nil
+			}
+		}
+		if first == 16 {
+			for i := range evs {
+				evs[i].Headers = nil
+			}
+		}
+		adds := writeEvents(t, st, FileOptions{RowGroupRows: 10 + first}, evs)
+		got := readAll(t, st, adds)
+		if len(got) != len(evs) {
+			t.Fatalf("first null at %d: read %d rows, want %d", first, len(got), len(evs))
+		}
+		for i := range evs {
+			if !eventsEqual(got[i], evs[i]) {
+				t.Fatalf("first null at %d, row %d:\n got %+v\nwant %+v", first, i, got[i], evs[i])
+			}
+		}
+	}
+	w := NewFileWriter(st, FileOptions{DeadLetter: true, RowGroupRows: 7})
+	var dls []outbox.DeadLetter
+	for i := range 30 {
+		d := outbox.DeadLetter{Event: testEvents(1, 1, int64(i))[0], Reason: "r", SourceTable: "public.outbox", RawRow: strconv.Itoa(i)}
+		if i%4 == 3 {
+			d.OccurredAt = time.Time{}
+		}
+		dls = append(dls, d)
+		if err := w.AppendDeadLetter(&dls[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	adds, err := w.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []outbox.DeadLetter
+	for _, a := range adds {
+		if err := ReadDeadLetters(context.Background(), st, a, func(d outbox.DeadLetter) error { got = append(got, d); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != len(dls) {
+		t.Fatalf("read %d dead letters, want %d", len(got), len(dls))
+	}
+	for i := range dls {
+		if !eventsEqual(got[i].Event, dls[i].Event) || got[i].RawRow != dls[i].RawRow {
+			t.Fatalf("dead letter %d:\n got %+v\nwant %+v", i, got[i], dls[i])
+		}
 	}
 }

@@ -1,7 +1,8 @@
 // Package storage is the object store the Delta log lives on: a flat space of
-// slash-separated keys under one root, with exactly the five operations the
-// Delta protocol needs from a log store (put-if-absent, put, get, sorted
-// list, delete). Two backends implement it, the local filesystem (Local) and
+// slash-separated keys under one root, with the five operations the Delta
+// protocol needs from a log store (put-if-absent, put, get, sorted list,
+// delete) and a sixth for data files too large to hold in memory (create:
+// write piece by piece, then commit as a put). Two backends implement it, the local filesystem (Local) and
 // S3 (S3), and one conformance suite (storage/storagetest) holds both to the
 // contract. Open builds either from a URL (file:///abs/path, s3://bucket/prefix);
 // Sub scopes a store under a key prefix (one Delta table per topic).
@@ -16,7 +17,8 @@
 //     the same bytes: nil means "our bytes are there", ErrExists means
 //     "someone else's bytes are there". The S3 backend does this itself for
 //     timeouts and 5xx responses before returning.
-//   - Put is atomic (all or nothing) and may overwrite.
+//   - Put is atomic (all or nothing) and may overwrite; so is the Commit of
+//     an object written through Create, which is invisible until then.
 //   - A nil return from PutIfAbsent, Put or Delete means the change is durable
 //     (local: file and directory fsynced; S3: acknowledged by the service).
 //   - List returns keys in lexicographic (byte) order and is strongly
@@ -31,7 +33,9 @@
 // hard-links it to the final name with link(2) (which fails with EEXIST
 // instead of overwriting), removes the temporary name and fsyncs the
 // directory. It never renames, because rename(2) overwrites. Put uses
-// temporary file + fsync + rename + directory fsync. Missing parent
+// temporary file + fsync + rename + directory fsync; Create writes the same
+// kind of temporary file as the bytes come and Commit does the rest, so a
+// large data file is written once. Missing parent
 // directories are created and made durable. Temporary files are never listed;
 // ones left behind by a crash are harmless garbage.
 //
@@ -45,6 +49,8 @@
 // gets 412, and a timed-out one may or may not have landed, every outcome
 // other than success or a definite client error is resolved by reading the
 // key back and comparing bytes; 409 ConditionalRequestConflict is retried.
+// Create buffers the object in a local temporary file (TMPDIR), computing
+// its MD5 on the way, and Commit sends it as one PutObject.
 //
 // Fault injection for other packages' tests is in Faulty.
 package storage

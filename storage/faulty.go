@@ -180,3 +180,24 @@ func (f *Faulty) List(ctx context.Context, prefix, startAfter string) ([]Object,
 func (f *Faulty) Delete(ctx context.Context, key string) error {
 	return f.do(ctx, OpDelete, func() error { return f.inner.Delete(ctx, key) })
 }
+
+// Create implements Store. Faults of OpPut apply to the writer's Commit:
+// committing a created object is a Put, as callers see it.
+func (f *Faulty) Create(ctx context.Context, key string) (ObjectWriter, error) {
+	w, err := f.inner.Create(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return &faultyWriter{ObjectWriter: w, f: f}, nil
+}
+
+type faultyWriter struct {
+	ObjectWriter
+	f *Faulty
+}
+
+func (w *faultyWriter) Commit(ctx context.Context) error {
+	err := w.f.do(ctx, OpPut, func() error { return w.ObjectWriter.Commit(ctx) })
+	w.ObjectWriter.Abort()
+	return err
+}

@@ -51,14 +51,24 @@ func TestLocalTempFilesHidden(t *testing.T) {
 	}
 }
 
-// TestLocalNoTempLeftovers: after racing put-if-absents and overwrites, only
-// the objects remain on disk.
+// TestLocalNoTempLeftovers: after racing put-if-absents, overwrites, and
+// created objects committed or aborted, only the objects remain on disk.
 func TestLocalNoTempLeftovers(t *testing.T) {
 	l := newLocal(t)
 	ctx := t.Context()
 	for i := range 8 {
 		l.PutIfAbsent(ctx, "d/k", []byte{byte(i)})
 		if err := l.Put(ctx, "d/p", []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		w, err := l.Create(ctx, "d/c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte{byte(i)})
+		if i%2 == 0 {
+			w.Abort()
+		} else if err := w.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -70,8 +80,8 @@ func TestLocalNoTempLeftovers(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if strings.Join(names, ",") != "k,p" {
-		t.Fatalf("directory holds %q, want only k and p", names)
+	if strings.Join(names, ",") != "c,k,p" {
+		t.Fatalf("directory holds %q, want only c, k and p", names)
 	}
 }
 

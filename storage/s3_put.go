@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -23,12 +24,17 @@ import (
 const maxPutAttempts = 5
 
 func (s *S3) putObject(ctx context.Context, key string, data []byte, ifAbsent bool) error {
-	sum := md5.Sum(data)
+	return s.putBody(ctx, key, bytes.NewReader(data), int64(len(data)), md5.Sum(data), ifAbsent)
+}
+
+// putBody is one PutObject of size bytes read from body, which must be
+// seekable so the HTTP layer can retry it.
+func (s *S3) putBody(ctx context.Context, key string, body io.ReadSeeker, size int64, sum [md5.Size]byte, ifAbsent bool) error {
 	in := &s3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           aws.String(s.fullKey(key)),
-		Body:          bytes.NewReader(data),
-		ContentLength: aws.Int64(int64(len(data))),
+		Body:          body,
+		ContentLength: aws.Int64(size),
 		// The server rejects a body that does not match (integrity check
 		// understood by AWS and every S3-compatible server).
 		ContentMD5: aws.String(base64.StdEncoding.EncodeToString(sum[:])),

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 )
 
@@ -62,6 +63,13 @@ type Store interface {
 	// root. List is strongly consistent with completed writes.
 	List(ctx context.Context, prefix, startAfter string) ([]Object, error)
 
+	// Create starts writing the object at key piece by piece, for an object
+	// too large to hold in memory. Nothing is visible at key until the
+	// writer's Commit returns nil; Commit then has Put's guarantees (atomic
+	// replace, durable, ambiguous on error). Abort discards what was
+	// written. Create itself does only local work in both backends.
+	Create(ctx context.Context, key string) (ObjectWriter, error)
+
 	// Delete removes the object at key. Deleting a missing key is not an
 	// error. The removal is durable when Delete returns nil.
 	Delete(ctx context.Context, key string) error
@@ -69,4 +77,15 @@ type Store interface {
 	// String returns the store's URL (file:///path or s3://bucket/prefix)
 	// for logs and messages; it never contains credentials.
 	String() string
+}
+
+// ObjectWriter is an object being written by Store.Create. Write appends;
+// exactly one of Commit or Abort ends it (Abort after Commit is a no-op, so
+// "defer w.Abort()" is safe). It is not safe for concurrent use.
+type ObjectWriter interface {
+	io.Writer
+	// Commit makes the bytes written so far the object at the key.
+	Commit(ctx context.Context) error
+	// Abort discards the bytes written, leaving nothing behind.
+	Abort()
 }

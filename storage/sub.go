@@ -48,6 +48,14 @@ func (s *subStore) Put(ctx context.Context, key string, data []byte) error {
 	return s.inner.Put(ctx, k, data)
 }
 
+func (s *subStore) Create(ctx context.Context, key string) (ObjectWriter, error) {
+	k, err := s.key(key)
+	if err != nil {
+		return nil, err
+	}
+	return s.inner.Create(ctx, k)
+}
+
 func (s *subStore) Get(ctx context.Context, key string) ([]byte, error) {
 	k, err := s.key(key)
 	if err != nil {
@@ -93,5 +101,6 @@ func (e errStore) String() string                                         { retu
 func (e errStore) PutIfAbsent(context.Context, string, []byte) error      { return e.err }
 func (e errStore) Put(context.Context, string, []byte) error              { return e.err }
 func (e errStore) Get(context.Context, string) ([]byte, error)            { return nil, e.err }
+func (e errStore) Create(context.Context, string) (ObjectWriter, error)   { return nil, e.err }
 func (e errStore) Delete(context.Context, string) error                   { return e.err }
 func (e errStore) List(context.Context, string, string) ([]Object, error) { return nil, e.err }

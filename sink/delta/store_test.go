@@ -114,10 +114,18 @@ func (s *dirStore) List(ctx context.Context, prefix, startAfter string) ([]stora
 		if d.IsDir() {
 			return nil
 		}
+		// Another writer's temporary file is not an object, and may vanish
+		// while the directory is walked.
+		if name := d.Name(); strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".tmp") {
+			return nil
+		}
 		if !strings.HasPrefix(key, prefix) || key <= startAfter {
 			return nil
 		}
 		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -140,3 +148,16 @@ func (s *dirStore) Delete(ctx context.Context, key string) error {
 }
 
 func (s *dirStore) String() string { return "file://" + s.root }
+
+// Create buffers the object and puts it on Commit.
+func (s *dirStore) Create(ctx context.Context, key string) (storage.ObjectWriter, error) {
+	return &bufferedWriter{put: func(ctx context.Context, data []byte) error { return s.Put(ctx, key, data) }}, nil
+}
+
+type bufferedWriter struct {
+	bytes.Buffer
+	put func(context.Context, []byte) error
+}
+
+func (w *bufferedWriter) Commit(ctx context.Context) error { return w.put(ctx, w.Bytes()) }
+func (w *bufferedWriter) Abort()                           { w.Reset() }

@@ -25,6 +25,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"PutIfAbsentSameBytes", testPutIfAbsentSameBytes},
 		{"PutIfAbsentRace", testPutIfAbsentRace},
 		{"PutOverwrites", testPutOverwrites},
+		{"Create", testCreate},
+		{"CreateAbort", testCreateAbort},
 		{"ListOrder", testListOrder},
 		{"ListPrefixStartAfter", testListPrefixStartAfter},
 		{"ListEmpty", testListEmpty},

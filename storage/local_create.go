@@ -1,0 +1,83 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Create implements Store: the bytes go to a temporary file next to the
+// target (invisible to List and Get), which Commit fsyncs and renames into
+// place, so a large object is written once and never read back.
+func (l *Local) Create(ctx context.Context, key string) (ObjectWriter, error) {
+	if err := l.checkKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("create %q: %w", key, err)
+	}
+	target := l.path(key)
+	dir := filepath.Dir(target)
+	if err := l.mkdirs(dir); err != nil {
+		return nil, fmt.Errorf("create %q in %s: %w", key, l, err)
+	}
+	tmp := filepath.Join(dir, tempName(filepath.Base(target)))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create %q in %s: %w", key, l, err)
+	}
+	return &localWriter{l: l, key: key, target: target, f: f}, nil
+}
+
+type localWriter struct {
+	l      *Local
+	key    string
+	target string
+	f      *os.File // nil once committed or aborted
+}
+
+func (w *localWriter) Write(p []byte) (int, error) {
+	if w.f == nil {
+		return 0, fmt.Errorf("write %q: object writer already ended", w.key)
+	}
+	n, err := w.f.Write(p)
+	if err != nil {
+		return n, fmt.Errorf("write %q to %s: %w", w.key, w.f.Name(), err)
+	}
+	return n, nil
+}
+
+func (w *localWriter) Commit(ctx context.Context) error {
+	if w.f == nil {
+		return fmt.Errorf("commit %q: object writer already ended", w.key)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("commit %q: %w", w.key, err)
+	}
+	f := w.f
+	defer w.Abort()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("commit %q in %s: fsync: %w", w.key, w.l, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("commit %q in %s: close: %w", w.key, w.l, err)
+	}
+	if err := os.Rename(f.Name(), w.target); err != nil {
+		return fmt.Errorf("commit %q in %s: %w", w.key, w.l, err)
+	}
+	w.f = nil
+	if err := syncDir(filepath.Dir(w.target)); err != nil {
+		return fmt.Errorf("commit %q in %s: %w", w.key, w.l, err)
+	}
+	return nil
+}
+
+func (w *localWriter) Abort() {
+	if w.f == nil {
+		return
+	}
+	w.f.Close()
+	os.Remove(w.f.Name())
+	w.f = nil
+}

@@ -41,16 +41,13 @@ func (o Options) withDefaults() Options {
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 5 * time.Second
 	}
-	// Smaller than the streaming defaults: every connection has a writer
-	// open, and a finished file is read back whole to be uploaded.
+	// Smaller row groups than the streaming defaults: every connection has
+	// a writer open per topic.
 	if o.Files.RowGroupRows == 0 {
 		o.Files.RowGroupRows = 8 << 10
 	}
 	if o.Files.RowGroupBytes == 0 {
 		o.Files.RowGroupBytes = 4 << 20
-	}
-	if o.Files.MaxFileBytes == 0 {
-		o.Files.MaxFileBytes = 8 << 20
 	}
 	if o.Files.MemoryBuffer == 0 {
 		o.Files.MemoryBuffer = 128 << 10

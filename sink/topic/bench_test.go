@@ -185,7 +185,7 @@ func BenchmarkFilesVsOneArrowFile(b *testing.B) {
 // BenchmarkAppend is the per-event cost of Append into one large file
 // (row groups flushed as they fill), with allocations per event.
 func BenchmarkAppend(b *testing.B) {
-	w := NewFileWriter(newLocalStore(b), FileOptions{TempDir: b.TempDir()})
+	w := NewFileWriter(newLocalStore(b), FileOptions{})
 	defer w.Abort()
 	g := newGen()
 	evs := make([]outbox.Event, 4096)

@@ -33,20 +33,23 @@
 //     minimum is rounded down and the maximum up to the millisecond, so the
 //     bounds always enclose the true microsecond values (data skipping never
 //     drops a matching file). A column with only NULLs has no min/max.
-//   - Bounded memory: rows wait in reusable Arrow builders only until a row
-//     group is full (FileOptions.RowGroupRows / RowGroupBytes, default 64Ki
-//     rows / 32 MiB), then they are encoded (snappy: measured ~30% less relay CPU than zstd, whose pooled encoders are rebuilt after each GC) into the open file. A
-//     file is closed when it reaches MaxFileRows or MaxFileBytes (default
-//     1,000,000 rows / 32 MiB encoded) and the next one starts. An open
-//     file lives in memory up to MemoryBuffer (8 MiB), then in a temporary
-//     file. So a 1M-row source transaction costs one row group of memory,
-//     not the whole transaction. storage.Store.Put takes []byte, so each
-//     file is read back into memory, one at a time, when Close uploads it;
-//     that is why MaxFileBytes defaults to 32 MiB rather than 128 MiB.
-//   - Nothing is visible before Close: files are uploaded (Put) only in
-//     Close, with names no one else uses; they become part of the table
-//     only when the caller commits the adds. A failed Close deletes what it
-//     uploaded (best effort); Abort uploads nothing and removes temporary
+//   - Bounded memory: rows wait in column buffers (pooled Go slices that
+//     become Arrow arrays without a copy) only until a row group is full
+//     (FileOptions.RowGroupRows / RowGroupBytes, default 64Ki rows /
+//     32 MiB), then they are encoded into the open file (snappy: measured
+//     ~30% less relay CPU than zstd, whose pooled encoders are rebuilt
+//     after each GC). A file is closed when it reaches MaxFileRows or
+//     MaxFileBytes (default 1,000,000 rows / 32 MiB encoded) and the next
+//     one starts. An open file lives in memory up to MemoryBuffer (8 MiB),
+//     then is written to the store as it grows (storage.Store.Create) and
+//     committed by Close. So a 1M-row source transaction costs one row
+//     group of memory, not the whole transaction, and no file is ever
+//     read back.
+//   - Nothing is visible before Close: files are uploaded (Put, or the
+//     Commit of a created object) only in Close, with names no one else
+//     uses; they become part of the table only when the caller commits
+//     the adds. A failed Close deletes what it uploaded (best effort);
+//     Abort uploads nothing and removes temporary
 //     files. An uncommitted leftover is an orphan no Delta reader reads.
 //
 // # Reading

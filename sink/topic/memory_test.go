@@ -24,7 +24,7 @@ func TestBoundedMemory(t *testing.T) {
 		fileBytes = 4 << 20
 	)
 	st := newLocalStore(t)
-	w := NewFileWriter(st, FileOptions{RowGroupBytes: rowGroup, MaxFileBytes: fileBytes, MemoryBuffer: 512 << 10, TempDir: t.TempDir()})
+	w := NewFileWriter(st, FileOptions{RowGroupBytes: rowGroup, MaxFileBytes: fileBytes, MemoryBuffer: 512 << 10})
 	rnd := rand.NewChaCha8([32]byte{1})
 	raw := make([]byte, 512)
 	ev := outbox.Event{Topic: "big", Key: "k", Type: "T", SchemaVersion: 1, Xid: 1, CommitLSN: 42, CommitTime: base}

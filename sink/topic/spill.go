@@ -1,77 +1,77 @@
 package topic
 
 import (
+	"context"
 	"fmt"
-	"os"
+
+	"github.com/deltabus/deltabus/storage"
 )
 
 // spillBuffer is the sink of one parquet file being written: it keeps the
-// first memLimit bytes in memory and moves everything to a temporary file
-// in dir once the file grows past that, so a large file costs disk, not RAM,
-// while it is being written. It deliberately has no Close method (pqarrow
-// closes sinks that have one).
+// first memLimit bytes in memory and, once the file grows past that, moves
+// them to an object being created in the store (storage.Store.Create: a
+// temporary file beside the target on local disk, a temporary file sent
+// as one PUT on S3), so a large file costs disk, not RAM, and is written
+// once. It deliberately has no Close method (pqarrow closes sinks that have
+// one).
 type spillBuffer struct {
-	dir      string
+	store    storage.Store
+	key      string
 	memLimit int64
 	mem      []byte
-	f        *os.File
+	w        storage.ObjectWriter // nil until spilled
 	n        int64
 }
 
 func (s *spillBuffer) Write(p []byte) (int, error) {
-	if s.f == nil && s.n+int64(len(p)) > s.memLimit {
+	if s.w == nil && s.n+int64(len(p)) > s.memLimit {
 		if err := s.spill(); err != nil {
 			return 0, err
 		}
 	}
-	if s.f == nil {
+	if s.w == nil {
 		s.mem = append(s.mem, p...)
 		s.n += int64(len(p))
 		return len(p), nil
 	}
-	n, err := s.f.Write(p)
+	n, err := s.w.Write(p)
 	s.n += int64(n)
-	if err != nil {
-		return n, fmt.Errorf("write temp file %s: %w", s.f.Name(), err)
-	}
-	return n, nil
+	return n, err
 }
 
+// spill starts the object and moves the buffered bytes to it. Create does
+// only local work (see storage.Store.Create), and the parquet writer that
+// calls Write has no context to give.
 func (s *spillBuffer) spill() error {
-	f, err := os.CreateTemp(s.dir, "deltabus-part-*.parquet")
+	w, err := s.store.Create(context.Background(), s.key)
 	if err != nil {
-		return fmt.Errorf("create temp file for a data file: %w", err)
+		return fmt.Errorf("spill data file: %w", err)
 	}
-	if _, err := f.Write(s.mem); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return fmt.Errorf("write temp file %s: %w", f.Name(), err)
+	if _, err := w.Write(s.mem); err != nil {
+		w.Abort()
+		return err
 	}
-	s.f, s.mem = f, nil
+	s.w, s.mem = w, nil
 	return nil
 }
 
 // Len is the number of bytes written so far.
 func (s *spillBuffer) Len() int64 { return s.n }
 
-// Bytes returns the whole content; a spilled file is read back from disk.
-func (s *spillBuffer) Bytes() ([]byte, error) {
-	if s.f == nil {
-		return s.mem, nil
+// upload stores the whole content at the key: a Put of the buffered bytes,
+// or the Commit of the spilled object.
+func (s *spillBuffer) upload(ctx context.Context) error {
+	if s.w == nil {
+		return s.store.Put(ctx, s.key, s.mem)
 	}
-	data, err := os.ReadFile(s.f.Name())
-	if err != nil {
-		return nil, fmt.Errorf("read temp file: %w", err)
-	}
-	return data, nil
+	return s.w.Commit(ctx)
 }
 
-// Discard frees the memory and removes the temporary file, if any.
+// Discard frees the memory and abandons the spilled object, if any.
 func (s *spillBuffer) Discard() {
 	s.mem = nil
-	if s.f != nil {
-		s.f.Close()
-		os.Remove(s.f.Name())
-		s.f = nil
+	if s.w != nil {
+		s.w.Abort()
+		s.w = nil
 	}
 }

@@ -40,15 +40,14 @@ type FileOptions struct {
 	// MaxFileRows and MaxFileBytes close a file and start the next one.
 	// MaxFileBytes counts encoded (compressed) bytes and is checked after
 	// each row group, so a file may exceed it by one row group. Because
-	// storage.Store.Put takes the whole object as []byte, one finished file
-	// is held in memory while it is uploaded: keep MaxFileBytes moderate.
+	// a file beyond MemoryBuffer is written to the store as it grows, a
+	// large MaxFileBytes costs no memory.
 	MaxFileRows  int
 	MaxFileBytes int64
 	// MemoryBuffer is how much of a file being written stays in memory;
-	// beyond it the file is moved to a temporary file in TempDir
-	// ("" = os.TempDir()).
+	// beyond it the file is written to the store as it grows
+	// (storage.Store.Create) and committed on Close.
 	MemoryBuffer int64
-	TempDir      string
 }
 
 func (o FileOptions) withDefaults() FileOptions {
@@ -219,7 +218,7 @@ func (w *FileWriter) usable(deadLetter bool) error {
 func (w *FileWriter) current() *fileStats {
 	if w.cur == nil {
 		name := fmt.Sprintf("part-%05d-%s.c000.snappy.parquet", len(w.done), uuid.NewString())
-		w.cur = &dataFile{name: name, buf: &spillBuffer{dir: w.opts.TempDir, memLimit: w.opts.MemoryBuffer}}
+		w.cur = &dataFile{name: name, buf: &spillBuffer{store: w.store, key: name, memLimit: w.opts.MemoryBuffer}}
 	}
 	return &w.cur.stats
 }
@@ -319,18 +318,15 @@ func (w *FileWriter) upload(ctx context.Context, f *dataFile) (delta.Add, error)
 	if err := ctx.Err(); err != nil {
 		return delta.Add{}, fmt.Errorf("upload %s: %w", f.name, err)
 	}
-	data, err := f.buf.Bytes()
-	if err != nil {
-		return delta.Add{}, fmt.Errorf("upload %s: %w", f.name, err)
-	}
-	if err := w.store.Put(ctx, f.name, data); err != nil {
-		return delta.Add{}, fmt.Errorf("upload %s (%d bytes) to %s: %w", f.name, len(data), w.store, err)
+	size := f.buf.Len()
+	if err := f.buf.upload(ctx); err != nil {
+		return delta.Add{}, fmt.Errorf("upload %s (%d bytes) to %s: %w", f.name, size, w.store, err)
 	}
 	f.buf.Discard()
 	return delta.Add{
 		Path:             f.name,
 		PartitionValues:  map[string]*string{},
-		Size:             int64(len(data)),
+		Size:             size,
 		ModificationTime: time.Now().UnixMilli(),
 		DataChange:       true,
 		Stats:            string(f.stats.appendJSON(make([]byte, 0, 512), w.cols)),

@@ -5,7 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
+	"io/fs"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -235,18 +236,20 @@ func TestReadEventIDs(t *testing.T) {
 // temporary file, which is gone after Close; Abort uploads nothing.
 func TestSpillAndAbort(t *testing.T) {
 	ctx := context.Background()
-	tmp := t.TempDir()
 	st := newLocalStore(t)
 	evs := testEvents(20_000, 10, 1)
-	opts := FileOptions{MemoryBuffer: 64 << 10, TempDir: tmp, RowGroupRows: 2000}
+	opts := FileOptions{MemoryBuffer: 64 << 10, RowGroupRows: 2000}
 	w := NewFileWriter(st, opts)
 	for i := range evs {
 		if err := w.Append(&evs[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if ents, _ := os.ReadDir(tmp); len(ents) != 1 {
-		t.Errorf("%d temp files while writing, want 1", len(ents))
+	if files := diskFiles(t, st); len(files) != 1 {
+		t.Errorf("files on disk while writing: %q, want one temporary file", files)
+	}
+	if objs, _ := st.List(ctx, "", ""); len(objs) != 0 {
+		t.Errorf("objects visible before Close: %v", objs)
 	}
 	if w.Rows() != len(evs) || w.Bytes() < int64(len(evs))*100 {
 		t.Errorf("Rows %d Bytes %d", w.Rows(), w.Bytes())
@@ -255,8 +258,8 @@ func TestSpillAndAbort(t *testing.T) {
 	if err != nil || len(adds) != 1 || adds[0].Size <= opts.MemoryBuffer {
 		t.Fatalf("close: %v %+v", err, adds)
 	}
-	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
-		t.Errorf("%d temp files left after Close", len(ents))
+	if files := diskFiles(t, st); len(files) != 1 || files[0] != adds[0].Path {
+		t.Errorf("files on disk after Close: %q, want only %s", files, adds[0].Path)
 	}
 	if got := readAll(t, st, adds); len(got) != len(evs) || !eventsEqual(got[len(got)-1], evs[len(evs)-1]) {
 		t.Errorf("read back %d rows", len(got))
@@ -270,11 +273,8 @@ func TestSpillAndAbort(t *testing.T) {
 		}
 	}
 	w.Abort()
-	if objs, err := st2.List(ctx, "", ""); err != nil || len(objs) != 0 {
-		t.Errorf("after Abort the store holds %v (%v)", objs, err)
-	}
-	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
-		t.Errorf("%d temp files left after Abort", len(ents))
+	if files := diskFiles(t, st2); len(files) != 0 {
+		t.Errorf("files on disk after Abort: %q", files)
 	}
 	if err := w.Append(&evs[0]); err == nil {
 		t.Error("Append after Abort succeeded")
@@ -293,8 +293,7 @@ func TestCloseUploadFailure(t *testing.T) {
 	local := newLocalStore(t)
 	st := storage.NewFaulty(local)
 	st.Inject(storage.Fault{Op: storage.OpPut, Call: 3, After: true})
-	tmp := t.TempDir()
-	w := NewFileWriter(st, FileOptions{MaxFileRows: 100, MemoryBuffer: 1 << 10, TempDir: tmp})
+	w := NewFileWriter(st, FileOptions{MaxFileRows: 100, MemoryBuffer: 1 << 10})
 	evs := testEvents(450, 5, 1)
 	for i := range evs {
 		if err := w.Append(&evs[i]); err != nil {
@@ -308,8 +307,8 @@ func TestCloseUploadFailure(t *testing.T) {
 	if objs, err := local.List(ctx, "", ""); err != nil || len(objs) != 0 {
 		t.Errorf("objects left after a failed Close: %v (%v)", objs, err)
 	}
-	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
-		t.Errorf("%d temp files left after a failed Close", len(ents))
+	if files := diskFiles(t, local); len(files) != 0 {
+		t.Errorf("files left after a failed Close: %q", files)
 	}
 
 	cctx, cancel := context.WithCancel(ctx)
@@ -384,4 +383,24 @@ func TestNullPatternsRoundTrip(t *testing.T) {
 			t.Fatalf("dead letter %d:\n got %+v\nwant %+v", i, got[i], dls[i])
 		}
 	}
+}
+
+// diskFiles lists every file under a local store's root, temporary files
+// included, as slash-separated paths.
+func diskFiles(t *testing.T, st storage.Store) []string {
+	t.Helper()
+	root := st.(*storage.Local).Root()
+	var files []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		files = append(files, filepath.ToSlash(rel))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }

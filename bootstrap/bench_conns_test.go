@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/deltabus/deltabus/bootstrap"
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
@@ -46,14 +48,18 @@ func BenchmarkBootstrapCPU(b *testing.B) {
 	for _, conns := range connsList {
 		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
 			for b.Loop() {
-				var rates, ours, pgs []float64
+				var rates, ours, pgs, refs, refPGs []float64
 				for range reps {
+					ref, refPG := copyCPU(b, db, n)
 					rate, relayCPU, pgCPU := bootstrapCPU(b, db, n, conns)
 					rates, ours, pgs = append(rates, rate), append(ours, relayCPU), append(pgs, pgCPU)
+					refs, refPGs = append(refs, ref), append(refPGs, refPG)
 				}
-				slices.Sort(rates)
-				slices.Sort(ours)
-				slices.Sort(pgs)
+				for _, s := range [][]float64{rates, ours, pgs, refs, refPGs} {
+					slices.Sort(s)
+				}
+				b.ReportMetric(refs[len(refs)/2], "copy_binary_rows/s")
+				b.ReportMetric(refPGs[len(refPGs)/2], "copy_pg_cpu_us/row")
 				b.ReportMetric(rates[len(rates)-1], "best_rows/s")
 				b.ReportMetric(rates[len(rates)/2], "median_rows/s")
 				b.ReportMetric(ours[len(ours)/2], "relay_cpu_us/row")
@@ -84,6 +90,21 @@ func bootstrapCPU(b *testing.B, db *pgtest.DB, n, conns int) (rate, relayCPU, pg
 	db.Exec(b, "SELECT pg_drop_replication_slot('deltabus')")
 	perRow := func(ticks int64) float64 { return float64(ticks) * 1e4 / float64(n) } // 100 Hz ticks
 	return float64(n) / took.Seconds(), perRow(ours), perRow(pgTicks)
+}
+
+// copyCPU runs the reference, COPY (SELECT * FROM outbox) TO STDOUT
+// (FORMAT binary) into io.Discard, and returns its rate and the CPU time
+// per row of the database's backends.
+func copyCPU(b *testing.B, db *pgtest.DB, n int) (rate, pgCPU float64) {
+	ctx := testCtx(b, time.Hour)
+	conn, err := pgx.Connect(ctx, db.DSN)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	pg := watchBackends(db.Name)
+	rate = copyBinaryRate(b, ctx, conn, n)
+	return rate, float64(pg()) * 1e4 / float64(n)
 }
 
 // cpuTicks returns utime+stime of a process in clock ticks.

@@ -30,7 +30,7 @@ func (j *copyJob) commitTopics(ctx context.Context, appID string, version int64)
 	slices.Sort(names)
 	for _, name := range names {
 		files := j.results[name]
-		slices.SortFunc(files, func(a, b unitFiles) int { return a.unit - b.unit })
+		slices.SortFunc(files, compareFiles)
 		var adds []delta.Add
 		for _, f := range files {
 			adds = append(adds, f.adds...)

@@ -58,17 +58,25 @@ func (j *copyJob) seqOf(name string) *atomic.Int64 {
 	return c
 }
 
-// unitFiles are the data files one unit wrote for one topic.
+// unitFiles are the data files one worker of a unit wrote for one topic.
 type unitFiles struct {
-	unit int
-	adds []delta.Add
+	unit, worker int
+	adds         []delta.Add
 }
 
-func (j *copyJob) record(name string, unit int, adds []delta.Add, added, skipped int64) {
+// compareFiles orders files by unit, then worker.
+func compareFiles(a, b unitFiles) int {
+	if a.unit != b.unit {
+		return a.unit - b.unit
+	}
+	return a.worker - b.worker
+}
+
+func (j *copyJob) record(name string, unit, worker int, adds []delta.Add, added, skipped int64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if len(adds) > 0 {
-		j.results[name] = append(j.results[name], unitFiles{unit: unit, adds: adds})
+		j.results[name] = append(j.results[name], unitFiles{unit: unit, worker: worker, adds: adds})
 	}
 	j.added[name] += added
 	j.metrics.topicDone(name, added, skipped)
@@ -96,7 +104,9 @@ func openSnapshotConn(ctx context.Context, dsn, snapshot string) (*pgx.Conn, err
 	if err != nil {
 		return nil, fmt.Errorf("connect to source: %w", err)
 	}
-	qs := []string{"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}
+	// A synchronized scan would start where another scan of the table is
+	// and wrap around; snapshot files promise rows in physical order.
+	qs := []string{"SET synchronize_seqscans = off", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"}
 	if snapshot != "" { // "" = a new snapshot, taken by the first query
 		qs = append(qs, "SET TRANSACTION SNAPSHOT "+quoteLiteral(snapshot))
 	}
@@ -114,6 +124,7 @@ func openSnapshotConn(ctx context.Context, dsn, snapshot string) (*pgx.Conn, err
 type unitWriter struct {
 	j      *copyJob
 	u      *unit
+	worker int // which of the unit's workers (see fanOut)
 	router *outbox.Router
 	outs   map[string]*topicOut
 	last   *topicOut // the topic of the previous row: rows come in runs
@@ -132,33 +143,46 @@ type topicOut struct {
 	added, skipped int64
 }
 
-// copyUnit reads the unit's rows through conn and uploads its files.
+// copyUnit reads the unit's rows through conn and uploads its files. A
+// block-range unit read in binary is encoded by opts.Workers workers
+// (fanOut); other units by one.
 func (j *copyJob) copyUnit(ctx context.Context, conn *pgx.Conn, router *outbox.Router, u *unit) error {
-	w := &unitWriter{j: j, u: u, router: router, outs: map[string]*topicOut{}}
-	defer w.abort()
+	ws := []*unitWriter{{j: j, u: u, router: router, outs: map[string]*topicOut{}}}
+	for k := 1; u.rng != nil && k < j.opts.Workers; k++ {
+		ws = append(ws, &unitWriter{j: j, u: u, worker: k, router: outbox.NewRouter(j.opts.Mappings), outs: map[string]*topicOut{}})
+	}
+	defer func() {
+		for _, w := range ws {
+			w.abort()
+		}
+	}()
 	start := time.Now()
 	for _, s := range u.parts {
-		if err := w.copyPart(ctx, conn, s); err != nil {
+		var err error
+		if len(ws) > 1 && s.kinds != nil {
+			err = j.fanOutPart(ctx, conn, s, ws)
+		} else {
+			err = ws[0].copyPart(ctx, conn, s)
+		}
+		if err != nil {
 			return fmt.Errorf("copy %s of %s: %w", u.label(), s.qualified(), err)
 		}
 	}
 	read := time.Since(start)
-	if err := w.close(ctx); err != nil {
-		return err
+	var rows int64
+	for _, w := range ws {
+		rows += w.rows
+		if err := w.close(ctx); err != nil {
+			return err
+		}
 	}
-	j.opts.Log.Debug("bootstrap: unit copied", "unit", u.label(), "rows", w.rows, "topics", len(w.outs),
+	j.opts.Log.Debug("bootstrap: unit copied", "unit", u.label(), "rows", rows, "workers", len(ws),
 		"read", read.Round(time.Millisecond), "upload", (time.Since(start) - read).Round(time.Millisecond))
 	return nil
 }
 
 func (w *unitWriter) copyPart(ctx context.Context, conn *pgx.Conn, s *source) error {
-	// A topic unit with an index led by the topic column reads through it:
-	// the rows come in order and only the topic's pages are read. Left
-	// alone, the planner prefers a bitmap or full scan plus a sort when
-	// occurred_at is not correlated with the physical order. A range unit
-	// is a TID range scan.
-	scan := map[bool]string{true: "off", false: "on"}[s.indexed && w.u.rng == nil]
-	if _, err := conn.Exec(ctx, "SELECT set_config('enable_seqscan', $1, true), set_config('enable_bitmapscan', $1, true)", scan); err != nil {
+	if err := w.planScan(ctx, conn, s); err != nil {
 		return err
 	}
 	parser := w.rowParser(s)
@@ -168,6 +192,35 @@ func (w *unitWriter) copyPart(ctx context.Context, conn *pgx.Conn, s *source) er
 		return err
 	}
 	return parser.finish()
+}
+
+// planScan steers the planner for the part's query. A topic unit with an
+// index led by the topic column reads through it: the rows come in order
+// and only the topic's pages are read. Left alone, the planner prefers a
+// bitmap or full scan plus a sort when occurred_at is not correlated with
+// the physical order. A range unit is a sequential or TID range scan.
+func (w *unitWriter) planScan(ctx context.Context, conn *pgx.Conn, s *source) error {
+	scan := map[bool]string{true: "off", false: "on"}[s.indexed && w.u.rng == nil]
+	_, err := conn.Exec(ctx, "SELECT set_config('enable_seqscan', $1, true), set_config('enable_bitmapscan', $1, true)", scan)
+	return err
+}
+
+// fanOutPart copies one binary part with every worker of the unit.
+func (j *copyJob) fanOutPart(ctx context.Context, conn *pgx.Conn, s *source, ws []*unitWriter) error {
+	if err := ws[0].planScan(ctx, conn, s); err != nil {
+		return err
+	}
+	parsers := make([]*binRows, len(ws))
+	for k, w := range ws {
+		parsers[k] = w.rowParser(s).(*binRows)
+		parsers[k].header = true // the stream's header stays with fanOut
+	}
+	f := newFanOut(ctx, len(s.rel.Columns), len(ws))
+	return f.run(func(ctx context.Context, sink *fanOut) error {
+		tag, err := conn.PgConn().CopyTo(ctx, sink, ws[0].u.copySQL(s))
+		j.metrics.addRows(tag.RowsAffected())
+		return err
+	}, parsers)
 }
 
 // copyParser is what COPY output is written to.
@@ -321,7 +374,7 @@ func (w *unitWriter) close(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("upload files of topic %q: %w", name, err)
 		}
-		w.j.record(name, w.u.index, adds, o.added, o.skipped)
+		w.j.record(name, w.u.index, w.worker, adds, o.added, o.skipped)
 	}
 	if w.dead != nil {
 		adds, err := w.dead.Close(ctx)
@@ -329,9 +382,9 @@ func (w *unitWriter) close(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("upload dead letters: %w", err)
 		}
-		w.j.record(outbox.DeadLetterTopic, w.u.index, adds, w.dls[0], w.dls[1])
+		w.j.record(outbox.DeadLetterTopic, w.u.index, w.worker, adds, w.dls[0], w.dls[1])
 	} else if w.dls[1] > 0 {
-		w.j.record(outbox.DeadLetterTopic, w.u.index, nil, 0, w.dls[1])
+		w.j.record(outbox.DeadLetterTopic, w.u.index, w.worker, nil, 0, w.dls[1])
 	}
 	return nil
 }

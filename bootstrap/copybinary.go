@@ -19,9 +19,10 @@ var binCopySignature = []byte("PGCOPY\n\xff\r\n\x00")
 type binRows struct {
 	ncols   int
 	row     func([]decoding.Datum) error
-	header  bool   // the file header has been read
-	trailer bool   // the end marker has been read
-	partial []byte // an incomplete tuple carried over from the last Write
+	tuple   func([]byte) error // if set, called instead of row with the raw tuple
+	header  bool               // the file header has been read
+	trailer bool               // the end marker has been read
+	partial []byte             // an incomplete tuple carried over from the last Write
 	datums  []decoding.Datum
 }
 
@@ -159,12 +160,19 @@ func (c *binRows) parse(b []byte) (int, error) {
 		if !complete {
 			break
 		}
-		if err := c.row(c.datums); err != nil {
+		if err := c.emit(t[:pos]); err != nil {
 			return 0, err
 		}
 		used += pos
 	}
 	return used, nil
+}
+
+func (c *binRows) emit(tuple []byte) error {
+	if c.tuple != nil {
+		return c.tuple(tuple)
+	}
+	return c.row(c.datums)
 }
 
 // finish reports a truncated stream.

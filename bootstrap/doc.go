@@ -22,21 +22,25 @@
 //     event (the uuid; for dead letters a hash of source table and raw row),
 //     kept as a sorted slice.
 //  3. `CREATE_REPLICATION_SLOT <slot> LOGICAL pgoutput (SNAPSHOT 'export')`
-//     on a replication connection. Options.Connections (default 2) normal
+//     on a replication connection. Options.Connections (default 1) normal
 //     connections each run `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
-//     SET TRANSACTION SNAPSHOT '<name>'`. The replication connection stays
-//     open, idle, until the marker is written (step 5): the slot stays
-//     active, so a second relay starting meanwhile finds it in use and
-//     stops, instead of taking it for an idle leftover and dropping it.
-//  4. Each table of the publication (pg_publication_tables) is split into
-//     units of heap blocks: at most 8192 blocks (64 MiB) each, and at least
-//     one per connection when the table is big enough; the last is open-
-//     ended. Connections take units from a shared queue; a unit is read by
-//     one connection with `COPY (SELECT <all columns> FROM t WHERE ctid >=
-//     '(a,0)' AND ctid < '(b,0)') TO STDOUT (FORMAT binary)`: a TID range
-//     scan, sequential, every heap page read once whatever the number of
-//     topics (PostgreSQL < 14 has no TID range scan: each table is then one
-//     unit). Binary is
+//     SET TRANSACTION SNAPSHOT '<name>'` (with synchronize_seqscans off).
+//     The replication connection stays open, idle, until the marker is
+//     written (step 5): the slot stays active, so a second relay starting
+//     meanwhile finds it in use and stops, instead of taking it for an idle
+//     leftover and dropping it.
+//  4. With one connection each table of the publication
+//     (pg_publication_tables) is one unit, read by `COPY (SELECT <all
+//     columns> FROM t) TO STDOUT (FORMAT binary)`: a sequential scan, every
+//     heap page read once whatever the number of topics, through a small
+//     ring of buffers. With several, each table is split into units of at
+//     most 8192 heap blocks (64 MiB), at least one per connection, the last
+//     open-ended, which connections take from a shared queue and read with
+//     `... WHERE ctid >= '(a,0)' AND ctid < '(b,0)'`, a TID range scan
+//     (PostgreSQL < 14 has none: each table is then one unit). A unit's rows
+//     are dealt, in 256 KiB chunks of whole tuples, to Options.Workers
+//     (default 2) goroutines that build and encode the events, each into
+//     its own files: encoding costs more CPU than the server's read. Binary is
 //     used when every column's text output can be rebuilt exactly from it
 //     (text, varchar, bpchar, name, json, jsonb, uuid, bool, int2/4/8,
 //     timestamp; timestamptz when the session's TimeZone is UTC; DateStyle
@@ -48,14 +52,14 @@
 //     topic, bad JSON, an out-of-range value), and every row of other
 //     tables, is turned into its exact text tuple and routed by
 //     outbox.Router exactly as streamed rows are, so dead letters and their
-//     reasons are the stream's. Rows are streamed into one
-//     topic.FileWriter per topic the unit meets; past 8 MiB of unencoded
-//     rows across them the largest is encoded into a row group, so memory is
+//     reasons are the stream's. Each worker streams rows into one
+//     topic.FileWriter per topic it meets; past 8 MiB of unencoded rows
+//     across them the largest is encoded into a row group, so memory is
 //     bounded by the writers' buffers, never by the table. Events already
 //     present (step 2) are skipped. When a unit is done its files are uploaded; they stay
 //     invisible (unreferenced) until step 5.
 //  5. One Delta commit per topic holds all of its snapshot files, in unit
-//     order, with txn{appId, version = cp - 1}. Topics whose rows were all
+//     and worker order, with txn{appId, version = cp - 1}. Topics whose rows were all
 //     present get no commit. Then the marker is written, then cp returned.
 //
 // # What snapshot rows carry
@@ -65,7 +69,7 @@
 //     the snapshot commit, so the stream's exactly-once rule (skip source
 //     transactions with commit LSN <= the topic's txn version) skips nothing
 //     the snapshot did not copy.
-//   - seq: unique within the topic (a counter the connections share) and
+//   - seq: unique within the topic (a counter the workers share) and
 //     increasing within each data file, whose snapshot rows are in the
 //     table's physical order (for an append-only outbox, about insertion
 //     order). A snapshot has no commit order to offer; occurred_at is the

@@ -21,8 +21,15 @@ type Options struct {
 	// the DeltaBus layout everywhere), as for relay.New.
 	Mappings outbox.Mappings
 	// Connections is how many connections read the snapshot in parallel
-	// (default 2). Each reads whole topics.
+	// (default 1). With one, each table is read by one sequential scan,
+	// PostgreSQL's cheapest read (it recycles a small ring of buffers);
+	// with more, tables are split into block ranges read by TID range
+	// scans, which go through shared buffers and cost the server more per
+	// row once the table outgrows them.
 	Connections int
+	// Workers is how many goroutines encode the rows of each connection
+	// into Parquet (default 2): encoding costs more CPU than reading.
+	Workers int
 	// Files bounds the data files and the memory of each topic writer.
 	Files topic.FileOptions
 	// ProgressEvery is the period of the progress log line (default 5s).
@@ -36,7 +43,10 @@ func (o Options) withDefaults() Options {
 		o.Log = slog.Default()
 	}
 	if o.Connections <= 0 {
-		o.Connections = 2
+		o.Connections = 1
+	}
+	if o.Workers <= 0 {
+		o.Workers = 2
 	}
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 5 * time.Second

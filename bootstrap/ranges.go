@@ -16,11 +16,13 @@ type blockRange struct{ from, to int64 }
 // little.
 const rangeBlocks = 8192
 
-// planRanges splits every table into block ranges, at least one per
-// connection for a table big enough, at most rangeBlocks each: the whole
-// snapshot is read with sequential scans, each heap page once, whatever
-// the number of topics. Without TID range scans (PostgreSQL < 14) a ctid
-// condition is a filter on a full scan, so each table is one unit.
+// planRanges makes each table one unit, read by a sequential scan, when
+// one connection reads the snapshot; with several, it splits every table
+// into block ranges, at least one per connection for a table big enough,
+// at most rangeBlocks each. Either way each heap page is read once,
+// whatever the number of topics. Without TID range scans (PostgreSQL <
+// 14) a ctid condition is a filter on a full scan, so each table is then
+// one unit too.
 func planRanges(ctx context.Context, conn *pgx.Conn, srcs []*source, conns int) ([]*unit, error) {
 	var version int
 	if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
@@ -34,7 +36,7 @@ func planRanges(ctx context.Context, conn *pgx.Conn, srcs []*source, conns int) 
 			return nil, fmt.Errorf("read the size of %s: %w", s.qualified(), err)
 		}
 		per := min(max((blocks+int64(conns)-1)/int64(conns), 1), rangeBlocks)
-		if version < 140000 {
+		if version < 140000 || conns == 1 {
 			per = blocks + 1
 		}
 		// The last range is open: pages added after the size was read hold
@@ -53,8 +55,12 @@ func planRanges(ctx context.Context, conn *pgx.Conn, srcs []*source, conns int) 
 	return units, nil
 }
 
-// rangeWhere is the ctid condition of a block range.
+// where is the ctid condition of a block range; the whole table has none
+// (a sequential scan).
 func (r *blockRange) where() string {
+	if r.from == 0 && r.to < 0 {
+		return "true"
+	}
 	w := fmt.Sprintf("ctid >= '(%d,0)'::tid", r.from)
 	if r.to >= 0 {
 		w += fmt.Sprintf(" AND ctid < '(%d,0)'::tid", r.to)

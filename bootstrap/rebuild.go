@@ -196,7 +196,7 @@ func cmpOr(d, def time.Duration) time.Duration {
 
 // sortedAdds flattens a topic's files in unit order.
 func sortedAdds(files []unitFiles) []delta.Add {
-	slices.SortFunc(files, func(a, b unitFiles) int { return a.unit - b.unit })
+	slices.SortFunc(files, compareFiles)
 	var adds []delta.Add
 	for _, f := range files {
 		adds = append(adds, f.adds...)

@@ -20,7 +20,8 @@ func cmdBootstrap(ctx context.Context, env *cliEnv, args []string) int {
 	var sf sourceFlags
 	sf.register(fs, env)
 	doRecover := fs.Bool("recover", false, "recover a missing or invalidated (wal_status=lost) slot: new slot, re-read the outbox, skip events the topics already hold")
-	conns := fs.Int("connections", 2, "connections reading the snapshot in parallel")
+	conns := fs.Int("connections", 1, "connections reading the snapshot; more than 1 splits each table into block ranges (TID range scans), which cost the server more")
+	workers := fs.Int("workers", 2, "goroutines encoding each connection's rows into Parquet")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -29,7 +30,7 @@ func cmdBootstrap(ctx context.Context, env *cliEnv, args []string) int {
 		return code
 	}
 	cfg, store := env2.cfg, env2.store
-	opts := bootstrap.Options{Log: env2.log, Mappings: env2.mappings, Connections: *conns}
+	opts := bootstrap.Options{Log: env2.log, Mappings: env2.mappings, Connections: *conns, Workers: *workers}
 	var res bootstrap.Result
 	var err error
 	if *doRecover {

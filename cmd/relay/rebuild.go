@@ -18,7 +18,7 @@ func cmdRebuild(ctx context.Context, env *cliEnv, args []string) int {
 	sf.register(fs, env)
 	name := fs.String("topic", "", "the topic to rebuild from the outbox (its table must be readable or absent)")
 	abort := fs.Bool("abort", false, "release a topic paused for a rebuild that died: the relay streams it again from the pause")
-	conns := fs.Int("connections", 2, "connections reading the snapshot in parallel")
+	conns := fs.Int("connections", 1, "connections reading the topic's rows (useful with several outbox tables)")
 	pauseWait := fs.Duration("pause-wait", 10*time.Minute, "how long to wait for the running relay to reach the pause watermark")
 	commitWait := fs.Duration("commit-wait", 10*time.Minute, "how long to wait for the relay to commit the rebuilt snapshot")
 	if code, ok := parseFlags(fs, args); !ok {

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/deltabus/deltabus/bootstrap"
+	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
 
@@ -23,8 +24,10 @@ import (
 // connections in DELTABUS_BENCH_CONNS (default "1,2"; one connection is the
 // case of a single huge topic) and reports, besides the rate, the CPU time
 // per row of this process and of the PostgreSQL backends: on a shared
-// machine these vary much less than the rates.
+// machine these vary much less than the rates. The Go runtime is set up
+// as the relay binary sets it (relay.TuneRuntime).
 func BenchmarkBootstrapCPU(b *testing.B) {
+	relay.TuneRuntime()
 	n := 2_000_000
 	if v, err := strconv.Atoi(os.Getenv("DELTABUS_BENCH_ROWS")); err == nil && v > 0 {
 		n = v

@@ -14,13 +14,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/deltabus/deltabus/bootstrap"
+	"github.com/deltabus/deltabus/relay"
 )
 
 // BenchmarkBootstrap compares a bootstrap of an outbox of
 // DELTABUS_BENCH_ROWS rows (default 2M) with `COPY (SELECT * FROM outbox)
 // TO STDOUT (FORMAT binary)` into io.Discard on the same database, and
-// reports the peak RSS of the bootstrap (VmHWM after a reset).
+// reports the peak RSS of the bootstrap (VmHWM after a reset). The Go
+// runtime is set up as the relay binary sets it (relay.TuneRuntime).
 func BenchmarkBootstrap(b *testing.B) {
+	relay.TuneRuntime()
 	n := 2_000_000
 	if v, err := strconv.Atoi(os.Getenv("DELTABUS_BENCH_ROWS")); err == nil && v > 0 {
 		n = v

@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/deltabus/deltabus/relay"
 )
 
 // Version is set at build time with -ldflags "-X main.Version=...".
@@ -60,6 +62,7 @@ type cliEnv struct {
 
 func main() {
 	env := &cliEnv{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	relay.TuneRuntime()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	os.Exit(runCLI(ctx, env, os.Args[1:]))

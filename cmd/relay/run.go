@@ -9,8 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -89,12 +87,6 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		// A soft heap limit keeps the relay's RSS near its design bound
-		// (rows stream through row groups and spill to disk); GOMEMLIMIT
-		// overrides it.
-		debug.SetMemoryLimit(defaultMemoryLimit)
-	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r := relay.New(cfg, store, mappings, log, relay.NewMetrics(reg))
@@ -111,9 +103,6 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	return exitOK
 }
-
-// defaultMemoryLimit is the Go heap's soft limit unless GOMEMLIMIT is set.
-const defaultMemoryLimit = 100 << 20
 
 // serveMetrics serves Prometheus metrics and health endpoints.
 func serveMetrics(addr string, reg *prometheus.Registry, ready <-chan struct{}, log *slog.Logger) (func(), error) {

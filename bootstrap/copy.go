@@ -5,9 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +14,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/deltabus/deltabus/decoding"
 	"github.com/deltabus/deltabus/outbox"
@@ -170,11 +169,13 @@ func (j *copyJob) copyUnit(ctx context.Context, conn *pgx.Conn, router *outbox.R
 	}
 	read := time.Since(start)
 	var rows int64
+	g, gctx := errgroup.WithContext(ctx)
 	for _, w := range ws {
 		rows += w.rows
-		if err := w.close(ctx); err != nil {
-			return err
-		}
+		g.Go(func() error { return w.close(gctx) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	j.opts.Log.Debug("bootstrap: unit copied", "unit", u.label(), "rows", rows, "workers", len(ws),
 		"read", read.Round(time.Millisecond), "upload", (time.Since(start) - read).Round(time.Millisecond))
@@ -363,30 +364,38 @@ func (w *unitWriter) addDeadLetter(dl *outbox.DeadLetter) error {
 	return w.dead.AppendDeadLetter(dl)
 }
 
-// close uploads the unit's files (they stay invisible until the topic's
+// closeParallelism is how many files of a worker are committed to the
+// store at once: a commit waits for fsync (local) or a PUT (S3).
+const closeParallelism = 4
+
+// close uploads the worker's files (they stay invisible until the topic's
 // snapshot commit) and records them.
 func (w *unitWriter) close(ctx context.Context) error {
-	names := slices.Sorted(maps.Keys(w.outs))
-	for _, name := range names {
-		o := w.outs[name]
-		adds, err := o.w.Close(ctx)
-		delete(w.outs, name)
-		if err != nil {
-			return fmt.Errorf("upload files of topic %q: %w", name, err)
-		}
-		w.j.record(name, w.u.index, w.worker, adds, o.added, o.skipped)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(closeParallelism)
+	for name, o := range w.outs {
+		g.Go(func() error {
+			adds, err := o.w.Close(gctx)
+			if err != nil {
+				return fmt.Errorf("upload files of topic %q: %w", name, err)
+			}
+			w.j.record(name, w.u.index, w.worker, adds, o.added, o.skipped)
+			return nil
+		})
 	}
-	if w.dead != nil {
-		adds, err := w.dead.Close(ctx)
-		w.dead = nil
-		if err != nil {
-			return fmt.Errorf("upload dead letters: %w", err)
-		}
-		w.j.record(outbox.DeadLetterTopic, w.u.index, w.worker, adds, w.dls[0], w.dls[1])
+	if dead := w.dead; dead != nil {
+		g.Go(func() error {
+			adds, err := dead.Close(gctx)
+			if err != nil {
+				return fmt.Errorf("upload dead letters: %w", err)
+			}
+			w.j.record(outbox.DeadLetterTopic, w.u.index, w.worker, adds, w.dls[0], w.dls[1])
+			return nil
+		})
 	} else if w.dls[1] > 0 {
 		w.j.record(outbox.DeadLetterTopic, w.u.index, w.worker, nil, 0, w.dls[1])
 	}
-	return nil
+	return g.Wait()
 }
 
 func (w *unitWriter) abort() {

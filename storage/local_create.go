@@ -31,19 +31,30 @@ func (l *Local) Create(ctx context.Context, key string) (ObjectWriter, error) {
 }
 
 type localWriter struct {
-	l      *Local
-	key    string
-	target string
-	f      *os.File // nil once committed or aborted
+	l       *Local
+	key     string
+	target  string
+	f       *os.File // nil once committed or aborted
+	written int64
+	synced  int64 // bytes whose writeback has been started
 }
+
+// writebackEvery is how many written bytes start their writeback early, so
+// Commit's fsync of a large object does not wait for all of it.
+const writebackEvery = 8 << 20
 
 func (w *localWriter) Write(p []byte) (int, error) {
 	if w.f == nil {
 		return 0, fmt.Errorf("write %q: object writer already ended", w.key)
 	}
 	n, err := w.f.Write(p)
+	w.written += int64(n)
 	if err != nil {
 		return n, fmt.Errorf("write %q to %s: %w", w.key, w.f.Name(), err)
+	}
+	if w.written-w.synced >= writebackEvery {
+		startWriteback(w.f, w.synced, w.written-w.synced)
+		w.synced = w.written
 	}
 	return n, nil
 }

@@ -54,10 +54,10 @@ func (o Options) withDefaults() Options {
 	// Smaller row groups than the streaming defaults: every connection has
 	// a writer open per topic.
 	if o.Files.RowGroupRows == 0 {
-		o.Files.RowGroupRows = 8 << 10
+		o.Files.RowGroupRows = 16 << 10
 	}
 	if o.Files.RowGroupBytes == 0 {
-		o.Files.RowGroupBytes = 4 << 20
+		o.Files.RowGroupBytes = 8 << 20
 	}
 	if o.Files.MemoryBuffer == 0 {
 		o.Files.MemoryBuffer = 128 << 10

@@ -1,0 +1,37 @@
+package relay
+
+import (
+	"math"
+	"runtime/debug"
+	"testing"
+)
+
+// TestTuneRuntime: by default a 100 MiB limit and no proportional GC; an
+// operator's GOGC is kept; without a memory limit the proportional GC
+// stays on, since nothing else would trigger a collection.
+func TestTuneRuntime(t *testing.T) {
+	limit, percent := debug.SetMemoryLimit(-1), debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetMemoryLimit(limit); debug.SetGCPercent(percent) })
+
+	t.Setenv("GOMEMLIMIT", "")
+	t.Setenv("GOGC", "")
+	TuneRuntime()
+	if l, p := debug.SetMemoryLimit(-1), debug.SetGCPercent(100); l != DefaultMemoryLimit || p != -1 {
+		t.Errorf("defaults: limit %d, GOGC %d; want %d, off", l, p, DefaultMemoryLimit)
+	}
+
+	t.Setenv("GOGC", "200")
+	debug.SetMemoryLimit(math.MaxInt64)
+	TuneRuntime()
+	if p := debug.SetGCPercent(100); p != 100 {
+		t.Errorf("with GOGC set: GOGC changed to %d", p)
+	}
+
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "off")
+	debug.SetMemoryLimit(math.MaxInt64)
+	TuneRuntime()
+	if l, p := debug.SetMemoryLimit(-1), debug.SetGCPercent(100); l != math.MaxInt64 || p != 100 {
+		t.Errorf("without a memory limit: limit %d, GOGC %d; want none, 100", l, p)
+	}
+}

@@ -51,8 +51,8 @@ func (o Options) withDefaults() Options {
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = 5 * time.Second
 	}
-	// Smaller row groups than the streaming defaults: every connection has
-	// a writer open per topic.
+	// Smaller row groups than the streaming defaults: every worker has a
+	// writer open per topic.
 	if o.Files.RowGroupRows == 0 {
 		o.Files.RowGroupRows = 16 << 10
 	}

@@ -69,7 +69,11 @@ func (f *fanOut) buffer() []byte {
 	}
 }
 
+// recycle keeps a chunk buffer for reuse, unless a huge tuple grew it.
 func (f *fanOut) recycle(b []byte) {
+	if cap(b) > 4*fanOutChunk {
+		return
+	}
 	select {
 	case f.free <- b:
 	default:

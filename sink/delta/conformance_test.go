@@ -28,11 +28,12 @@ type expectedFile struct {
 	} `json:"expected"`
 }
 
-// conformanceDir locates the shared conformance tables.
+// conformanceDir locates the conformance tables: the repository's copy
+// (testdata/conformance), or DELTABUS_DELTA_TABLES.
 func conformanceDir(t *testing.T) string {
 	dir := os.Getenv("DELTABUS_DELTA_TABLES")
 	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "delta-tables")
+		dir = filepath.Join("testdata", "conformance")
 	}
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("conformance tables not found at %s (set DELTABUS_DELTA_TABLES): %v", dir, err)

@@ -35,7 +35,7 @@ func FuzzParseCommit(f *testing.F) {
 func FuzzCheckpoint(f *testing.F) {
 	dir := os.Getenv("DELTABUS_DELTA_TABLES")
 	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "delta-tables")
+		dir = filepath.Join("testdata", "conformance")
 	}
 	for _, p := range []string{
 		"delta-checkpoint/_delta_log/00000000000000000010.checkpoint.parquet",

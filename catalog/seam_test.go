@@ -1,4 +1,4 @@
-package relay
+package catalog
 
 import (
 	"testing"
@@ -50,7 +50,7 @@ func TestPGSnapshotVisible(t *testing.T) {
 
 func TestSeamCovers(t *testing.T) {
 	snap, _ := ParsePGSnapshot("100:105:102")
-	s := &seam{from: 1000, to: 2000, snap: snap}
+	s := &Seam{From: 1000, To: 2000, Snap: snap}
 	for _, c := range []struct {
 		lsn  uint64
 		xid  uint32
@@ -62,14 +62,32 @@ func TestSeamCovers(t *testing.T) {
 		{1999, 106, false}, // started after
 		{2000, 101, false}, // at or after Q nothing is visible
 	} {
-		if got := s.covers(lsnOf(c.lsn), c.xid); got != c.want {
+		if got := s.Covers(lsnOf(c.lsn), c.xid); got != c.want {
 			t.Errorf("covers(%d, %d) = %v, want %v", c.lsn, c.xid, got, c.want)
 		}
 	}
-	var none *seam
-	if none.covers(1500, 101) {
+	var none *Seam
+	if none.Covers(1500, 101) {
 		t.Error("a nil seam covers nothing")
 	}
 }
 
 func lsnOf(v uint64) pglogrepl.LSN { return pglogrepl.LSN(v) }
+
+func TestRecordSeam(t *testing.T) {
+	rec := RebuildRecord{Topic: "orders", TxnVersion: 1000, SeamEnd: "0/7D0", Snapshot: "100:105:102"}
+	if s, err := rec.Seam(999); err != nil || s != nil {
+		t.Fatalf("table before the rebuild: seam %v, %v; want none", s, err)
+	}
+	s, err := rec.Seam(1000)
+	if err != nil || s == nil || s.From != 1001 || s.To != 2000 {
+		t.Fatalf("table at the rebuild: seam %+v, %v; want [1001, 2000)", s, err)
+	}
+	if s, _ := rec.Seam(2000); s != nil {
+		t.Fatal("a table past the seam end needs no seam")
+	}
+	rec.Snapshot = "bad"
+	if _, err := rec.Seam(1000); err == nil {
+		t.Fatal("a corrupt snapshot in the record was accepted")
+	}
+}

@@ -1,0 +1,138 @@
+// Package catalog is what DeltaBus keeps in its store besides the topic
+// tables, and the one place that says why the relay delivers every outbox
+// event to its topic exactly once, in source commit order.
+//
+// Every key of a catalog object is built by Key and read back by Parse;
+// nothing else in DeltaBus writes a key under Prefix.
+//
+// # Store layout
+//
+// A store is a local folder (file:///path) or an S3 prefix (s3://b/p):
+//
+//	<topic>/                          one Delta table per topic (sink/topic, sink/delta)
+//	  _delta_log/NNNNNNNNNNNNNNNNNNNN.json        commits, written put-if-absent
+//	  _delta_log/NNNNNNNNNNNNNNNNNNNN.checkpoint.parquet, _last_checkpoint
+//	  part-*.parquet                  data files; unreferenced ones are orphans of
+//	                                  a batch that never committed (VACUUM removes them)
+//	_dead_letter/                     the dead-letter topic: rows the relay could not route
+//	_reconciliation/                  the reconciler's results (package reconcile)
+//	_deltabus/                        the catalog (Prefix)
+//	  topics/<topic>                  registry entry, written right after the table's
+//	                                  version 0: a registered topic without a table was
+//	                                  deleted, never "not created yet"
+//	  relays/<appId>.json             Marker: the relay's first start committed its snapshot
+//	  rebuilds/<topic>/record.json    RebuildRecord: a rebuild's files and seam (relay rebuild)
+//	  rebuilds/<topic>/state.json     RebuildState: whether the relay holds the topic (relay)
+//	  rebuilds/<topic>/intents/<id>.json  Intent: a rebuild or abort the operator asked for
+//	  consumers/<group>/<topic>.json  a consumer group's checkpoint (package subscribe)
+//
+// Topic names are lowercase `[a-z0-9][a-z0-9._-]*` (names starting with "_"
+// are internal), relay appIds are `deltabus-<slot>`, consumer groups follow
+// the topic rule, ids are random hex: no name holds a "/", so every name is
+// exactly one key segment and Parse(Key(kind, names...)) returns kind and
+// names. Two objects never share a key, whatever names producers choose (the
+// first layout kept a record at rebuilds/<topic>.json and a state at
+// rebuilds/<topic>.relay.json, so topic "a.relay"'s record was topic "a"'s
+// state; such legacy objects are still read when the new key is absent and
+// they name the topic asked for). Every object is replaced atomically
+// (storage.Store.Put): a reader sees the old or the new one, never a mix.
+//
+// # Exactly once, in commit order
+//
+// Notation: a source transaction T commits at LSN c(T) and ends at e(T);
+// PostgreSQL sends transactions in commit order. The relay reads the slot
+// from its confirmed position P and groups whole transactions, in order,
+// into batches (never splitting one). A batch B is committed as one Delta
+// commit per topic it touches, each carrying the Delta txn action
+// {appId, version = c(last transaction of B)}; batches are committed one
+// after another. Write v(t) for topic t's txn version of our appId.
+//
+//  1. Acknowledge only the durable. The relay moves its durable position to
+//     e(last transaction of B) only after every topic commit of B has
+//     returned (put-if-absent of the commit file succeeded: it is durable),
+//     and the flush position it sends PostgreSQL is that durable position,
+//     capped by any hold (below). So every transaction that ends at or
+//     before P has each of its events in a committed version of its topic.
+//  2. Replay everything after P. After any crash or restart PostgreSQL
+//     sends again every transaction that ends after P. With 1, no event is
+//     lost.
+//  3. Skip what a topic already holds. When a session opens topic t it reads
+//     v(t) and drops every streamed transaction with c(T) <= v(t): t holds
+//     it, because the commit that set v(t) held every event of t of every
+//     transaction up to c(T) (batches are committed in order and v only
+//     grows). Transactions with c(T) > v(t) are not in t (the commit that
+//     would hold them never landed: its files are orphans). So each event is
+//     in its topic once, whatever the crash point: after data files, after
+//     some topic commits of a batch, before the acknowledgement.
+//  4. Order. Batches are committed in order, so versions of a topic are in
+//     commit order; within a data file rows are in (commit_lsn, seq) order.
+//     A consumer reading versions in order, or sorting by (commit_lsn, seq),
+//     sees source commit order.
+//  5. Fencing. A commit that finds our appId already at or beyond its
+//     version was written by another instance of this relay (a zombie after
+//     a standby took over): the relay stops (delta.ErrAlreadyCommitted)
+//     instead of writing the batch twice. PostgreSQL lets one process stream
+//     from a slot at a time.
+//  6. Idle slots move. When nothing is batched, committing or inside a
+//     transaction, the relay acknowledges the server's WAL end from a
+//     keepalive: every transaction before it was decoded and, by 1, is
+//     durable; so WAL written by other tables is not held.
+//  7. Holds. A topic held for a rebuild, or because its table is missing or
+//     was changed incompatibly, drops its events from the hold position H
+//     on, and the relay never acknowledges beyond H, so those events are
+//     sent again once the hold is lifted. Other topics stream on; on their
+//     replay they skip what they hold (3).
+//
+// Rows the router cannot turn into events go to _dead_letter under the
+// same rules; a DELETE of an outbox row is not an event.
+//
+// # The first start: snapshot, then stream
+//
+// With no slot and no Marker, the relay creates the slot with an exported
+// snapshot S at consistent point cp. Every transaction visible in S
+// committed before cp, and every transaction committing at or after cp is
+// streamed from the slot and is not visible in S. The bootstrap copies the
+// rows S sees, commits each topic once with txn version cp - 1 (its rows
+// carry commit_lsn = cp - 1, which sorts before every streamed row), writes
+// the Marker, and streaming starts at cp: with 3, no transaction is lost or
+// doubled at the seam. A bootstrap that dies is redone with a new slot and
+// snapshot, skipping events the topics already hold by event_id. A missing
+// slot with a Marker, or an invalidated slot, is an error naming `relay
+// bootstrap --recover`, never a restart from "now".
+//
+// # Rebuilding one topic
+//
+// `relay rebuild --topic T` re-snapshots T while the others stream:
+//
+//  1. It writes Intent{id, T, rebuild}, then emits a pause watermark
+//     M = pg_logical_emit_message(true, WatermarkPrefix, {pause, id, T}).
+//  2. The relay, reaching M, checks the intent (a watermark without one is
+//     ignored: anyone can emit a logical message, only the operator can
+//     write the store), makes T's events before M durable, then drops T's
+//     events and holds the acknowledged position at M, and records
+//     RebuildState{Paused: id, PausedAt: M}.
+//  3. The rebuild waits for that state, then for every transaction in
+//     progress to end (each that committed before M is then visible), opens
+//     a snapshot S and reads, in the same statement, pg_current_snapshot()
+//     and the WAL insert position Q: no transaction committing at or after Q
+//     is visible in S. It copies T's rows S sees, skipping events T holds,
+//     and writes RebuildRecord{R = max(M, v(T) + 1), Q, S, files}, then a
+//     commit watermark.
+//  4. The relay commits the files with txn version R, records M as resolved
+//     (ResolvedThrough, LastResolved = id), deletes the intent, and starts
+//     a new session from the held position. T then skips transactions with
+//     c <= R (3) and those with c in [R+1, Q) whose xid S sees (Seam): their
+//     rows came with the snapshot. Nothing is lost or doubled at the seam.
+//
+// An abort watermark (the rebuild failed, or `relay rebuild --abort`, with
+// its own IntentAbort) resolves the pause; the relay streams T again from
+// M. A pause re-read after it was resolved (its LSN is at or below
+// ResolvedThrough) is ignored. A rebuild that dies leaves T held; the relay
+// warns every minute, naming both ways out.
+//
+// # Retention
+//
+// The janitor (package reconcile) deletes outbox rows older than its
+// retention and below the slot's confirmed position, which by 1 are in
+// their topics; the reconciler can only check what the outbox still holds.
+package catalog

@@ -1,0 +1,144 @@
+package catalog
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Prefix is the folder of every catalog object in a store. Topic tables
+// live beside it, at <topic>/; topic names cannot start with "_", so no
+// topic table can be it.
+const Prefix = "_deltabus/"
+
+// Kind names one sort of catalog object.
+type Kind string
+
+// The kinds of catalog objects, with their keys (see the package doc).
+const (
+	KindTopic         Kind = "topic"          // topics/<topic>
+	KindMarker        Kind = "marker"         // relays/<appId>.json
+	KindRebuildRecord Kind = "rebuild-record" // rebuilds/<topic>/record.json
+	KindRebuildState  Kind = "rebuild-state"  // rebuilds/<topic>/state.json
+	KindIntent        Kind = "intent"         // rebuilds/<topic>/intents/<id>.json
+	KindConsumer      Kind = "consumer"       // consumers/<group>/<topic>.json
+)
+
+// name is the form of every name that becomes one key segment: topics
+// (including internal ones such as _dead_letter), relay appIds and consumer
+// groups. It has no "/" and is never "." or "..", so a segment is always
+// one segment; ids are lowercase hex.
+var (
+	name = regexp.MustCompile(`^[a-z0-9_][a-z0-9._-]{0,127}$`)
+	id   = regexp.MustCompile(`^[0-9a-f]{8,64}$`)
+)
+
+// CheckName reports whether s can name a topic, relay or consumer group in
+// the catalog: 1-128 characters of a-z, 0-9, '.', '_', '-', not starting
+// with '.' or '-'.
+func CheckName(what, s string) error {
+	if !name.MatchString(s) {
+		return fmt.Errorf("%s name %q is invalid: use 1-128 characters of a-z, 0-9, '.', '_' and '-', starting with a letter, digit or '_'", what, truncate(s))
+	}
+	return nil
+}
+
+// CheckID reports whether s can be a rebuild or intent id.
+func CheckID(s string) error {
+	if !id.MatchString(s) {
+		return fmt.Errorf("id %q is invalid: want 8-64 lowercase hex digits", truncate(s))
+	}
+	return nil
+}
+
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// Key returns the store key of a catalog object. names are, in order: the
+// topic (topic, rebuild record and state), the appId (marker), the topic
+// and the id (intent), the group and the topic (consumer). It panics on a
+// wrong count and returns an error for an invalid name, so a hostile name
+// can never address another object.
+func Key(kind Kind, names ...string) (string, error) {
+	want := 1
+	if kind == KindIntent || kind == KindConsumer {
+		want = 2
+	}
+	if len(names) != want {
+		panic(fmt.Sprintf("catalog.Key(%s): %d names, want %d", kind, len(names), want))
+	}
+	for i, n := range names {
+		var err error
+		if kind == KindIntent && i == 1 {
+			err = CheckID(n)
+		} else {
+			err = CheckName(string(kind), n)
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	switch kind {
+	case KindTopic:
+		return Prefix + "topics/" + names[0], nil
+	case KindMarker:
+		return Prefix + "relays/" + names[0] + ".json", nil
+	case KindRebuildRecord:
+		return Prefix + "rebuilds/" + names[0] + "/record.json", nil
+	case KindRebuildState:
+		return Prefix + "rebuilds/" + names[0] + "/state.json", nil
+	case KindIntent:
+		return Prefix + "rebuilds/" + names[0] + "/intents/" + names[1] + ".json", nil
+	case KindConsumer:
+		return Prefix + "consumers/" + names[0] + "/" + names[1] + ".json", nil
+	}
+	panic("catalog.Key: unknown kind " + string(kind))
+}
+
+// Parse is Key's inverse: the kind and names of a catalog key, ok=false for
+// any other key. Parse(Key(k, n...)) == (k, n) for every valid input, which
+// is what makes two different objects' keys different.
+func Parse(key string) (kind Kind, names []string, ok bool) {
+	rest, found := strings.CutPrefix(key, Prefix)
+	if !found {
+		return "", nil, false
+	}
+	parts := strings.Split(rest, "/")
+	json := func(s string) (string, bool) { return strings.CutSuffix(s, ".json") }
+	switch {
+	case len(parts) == 2 && parts[0] == "topics":
+		kind, names = KindTopic, []string{parts[1]}
+	case len(parts) == 2 && parts[0] == "relays":
+		n, sfx := json(parts[1])
+		if !sfx {
+			return "", nil, false
+		}
+		kind, names = KindMarker, []string{n}
+	case len(parts) == 3 && parts[0] == "rebuilds" && parts[2] == "record.json":
+		kind, names = KindRebuildRecord, []string{parts[1]}
+	case len(parts) == 3 && parts[0] == "rebuilds" && parts[2] == "state.json":
+		kind, names = KindRebuildState, []string{parts[1]}
+	case len(parts) == 4 && parts[0] == "rebuilds" && parts[2] == "intents":
+		n, sfx := json(parts[3])
+		if !sfx {
+			return "", nil, false
+		}
+		kind, names = KindIntent, []string{parts[1], n}
+	case len(parts) == 3 && parts[0] == "consumers":
+		n, sfx := json(parts[2])
+		if !sfx {
+			return "", nil, false
+		}
+		kind, names = KindConsumer, []string{parts[1], n}
+	default:
+		return "", nil, false
+	}
+	if k, err := Key(kind, names...); err != nil || k != key {
+		return "", nil, false
+	}
+	return kind, names, true
+}

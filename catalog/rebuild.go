@@ -1,0 +1,114 @@
+package catalog
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/storage"
+)
+
+// RebuildRecord is what `relay rebuild` hands the relay to commit: the
+// snapshot's files and its seam (see the package doc).
+type RebuildRecord struct {
+	ID    string `json:"id"`
+	Topic string `json:"topic"`
+	AppID string `json:"appId"`
+	// TxnVersion (R) is the txn version of the snapshot commit: the
+	// topic's transactions at or below it are in the table afterwards.
+	TxnVersion int64 `json:"txnVersion"`
+	// SeamEnd (Q): transactions with commit LSN in (TxnVersion, SeamEnd)
+	// whose xid Snapshot sees are in the snapshot; none at or after it is.
+	SeamEnd  string      `json:"seamEnd"`
+	Snapshot string      `json:"snapshot"` // pg_current_snapshot() text: xmin:xmax:xip,...
+	Adds     []delta.Add `json:"adds"`
+	Rows     int64       `json:"rows"`    // rows of the topic the snapshot saw
+	Added    int64       `json:"added"`   // events in Adds
+	Present  int64       `json:"present"` // events the table already held
+	Created  time.Time   `json:"created"`
+}
+
+// RebuildState is the relay's side of a topic's rebuilds and holds.
+type RebuildState struct {
+	Topic string `json:"topic"`
+	// Paused is why the topic is held ("" = not held): a rebuild id, or one
+	// of the Hold* reasons; PausedAt is the LSN the slot is held at.
+	Paused   string `json:"paused,omitempty"`
+	PausedAt string `json:"pausedAt,omitempty"`
+	// ResolvedThrough: pause watermarks at or below this LSN are done
+	// (committed or aborted) and ignored when the stream is read again.
+	ResolvedThrough string `json:"resolvedThrough,omitempty"`
+	// LastResolved is the id of the last rebuild resolved; its intent is
+	// never honoured again.
+	LastResolved string    `json:"lastResolved,omitempty"`
+	Last         string    `json:"last,omitempty"` // what happened last, for operators
+	Updated      time.Time `json:"updated"`
+}
+
+// Reasons a topic is held without a rebuild (RebuildState.Paused).
+const (
+	// HoldMissingTable: the registry lists the topic, its table is gone.
+	HoldMissingTable = "missing-table"
+	// HoldIncompatibleTable: another writer changed the topic's table in a
+	// way the relay cannot append to (schema, protocol).
+	HoldIncompatibleTable = "incompatible-table"
+)
+
+// PausedAtLSN and ResolvedLSN parse the state's positions ("" is 0).
+func (s RebuildState) PausedAtLSN() pglogrepl.LSN { return parseLSN(s.PausedAt) }
+func (s RebuildState) ResolvedLSN() pglogrepl.LSN { return parseLSN(s.ResolvedThrough) }
+
+func parseLSN(s string) pglogrepl.LSN {
+	l, _ := pglogrepl.ParseLSN(s)
+	return l
+}
+
+// ReadRebuildRecord returns the topic's rebuild record, ok=false if none.
+func ReadRebuildRecord(ctx context.Context, store storage.Store, topic string) (RebuildRecord, bool, error) {
+	var r RebuildRecord
+	ok, err := readJSON(ctx, store, &r, KindRebuildRecord, topic)
+	if err == nil && !ok {
+		ok, err = readLegacy(ctx, store, &r, topic+".json", func() string { return r.Topic }, topic)
+	}
+	return r, ok, err
+}
+
+// WriteRebuildRecord stores the rebuild's record (the last one wins).
+func WriteRebuildRecord(ctx context.Context, store storage.Store, r RebuildRecord) error {
+	return writeJSON(ctx, store, r, KindRebuildRecord, r.Topic)
+}
+
+// ReadRebuildState returns the relay's rebuild state of a topic (the zero
+// state, ok=false, if none).
+func ReadRebuildState(ctx context.Context, store storage.Store, topic string) (RebuildState, bool, error) {
+	var s RebuildState
+	ok, err := readJSON(ctx, store, &s, KindRebuildState, topic)
+	if err == nil && !ok {
+		ok, err = readLegacy(ctx, store, &s, topic+".relay.json", func() string { return s.Topic }, topic)
+	}
+	if !ok {
+		s = RebuildState{Topic: topic}
+	}
+	return s, ok, err
+}
+
+// WriteRebuildState replaces the topic's rebuild state.
+func WriteRebuildState(ctx context.Context, store storage.Store, s RebuildState) error {
+	s.Updated = time.Now().UTC()
+	return writeJSON(ctx, store, s, KindRebuildState, s.Topic)
+}
+
+// readLegacy reads an object of the first store layout, where a record was
+// rebuilds/<topic>.json and a state rebuilds/<topic>.relay.json (so topic
+// "a.relay"'s record and topic "a"'s state shared a key). It is used only
+// when the current key is absent, and only if the object names the topic
+// asked for.
+func readLegacy(ctx context.Context, store storage.Store, v any, name string, topicOf func() string, topic string) (bool, error) {
+	ok, err := readKey(ctx, store, Prefix+"rebuilds/"+name, v)
+	if err != nil || !ok {
+		return false, nil // a legacy object that does not parse is not ours to report
+	}
+	return topicOf() == topic, nil
+}

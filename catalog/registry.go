@@ -1,0 +1,59 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/deltabus/deltabus/storage"
+)
+
+// RegisterTopic records that the store holds the topic's table. It is
+// written right after the table's version 0, so a registered topic whose
+// table is missing was deleted, never "not created yet".
+func RegisterTopic(ctx context.Context, store storage.Store, topic string) error {
+	key, err := Key(KindTopic, topic)
+	if err != nil {
+		return fmt.Errorf("register topic: %w", err)
+	}
+	if err := store.Put(ctx, key, []byte(topic+"\n")); err != nil {
+		return fmt.Errorf("register topic %q: %w", topic, err)
+	}
+	return nil
+}
+
+// IsRegistered reports whether the topic was registered.
+func IsRegistered(ctx context.Context, store storage.Store, topic string) (bool, error) {
+	key, err := Key(KindTopic, topic)
+	if err != nil {
+		return false, fmt.Errorf("catalog: %w", err)
+	}
+	_, err = store.Get(ctx, key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read registry entry of topic %q: %w", topic, err)
+	}
+	return true, nil
+}
+
+// ListTopics returns the registered topics, sorted. Entries whose name is
+// not a valid topic name (a stray object) are left out: a name read from
+// the store never becomes a path unchecked.
+func ListTopics(ctx context.Context, store storage.Store) ([]string, error) {
+	dir := Prefix + "topics/"
+	objs, err := store.List(ctx, dir, "")
+	if err != nil {
+		return nil, fmt.Errorf("list topics in %s: %w", store, err)
+	}
+	names := make([]string, 0, len(objs))
+	for _, o := range objs {
+		n := strings.TrimPrefix(o.Key, dir)
+		if CheckName("topic", n) == nil {
+			names = append(names, n)
+		}
+	}
+	return names, nil
+}

@@ -1,0 +1,145 @@
+package pgsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/deltabus/deltabus/usererr"
+)
+
+// DefaultConnectTimeout applies when the DSN sets none.
+const DefaultConnectTimeout = 10 * time.Second
+
+// ApplicationName is what the relay's connections show in
+// pg_stat_activity, unless the DSN sets application_name.
+func ApplicationName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("deltabus %s pid %d", host, os.Getpid())
+}
+
+// ParseConfig parses a DSN for a normal SQL connection. The error is a
+// usererr with the password redacted.
+func ParseConfig(dsn string) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, usererr.New(err, "source DSN is invalid: %s; expected postgres://user@host:5432/db", Redact(err.Error()))
+	}
+	defaults(&cfg.Config)
+	return cfg, nil
+}
+
+func defaults(cfg *pgconn.Config) {
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
+		cfg.RuntimeParams["application_name"] = ApplicationName()
+	}
+}
+
+// Connect opens a normal SQL connection. A failure is a retryable usererr
+// of one line: where it tried to connect and the root cause.
+func Connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	cfg, err := ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, ConnectError(cfg.Host, cfg.Port, err)
+	}
+	return conn, nil
+}
+
+// ConnectReplication opens a replication=database connection with the
+// session settings the relay's decoder relies on (ISO dates, UTC).
+func ConnectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error) {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return nil, usererr.New(err, "source DSN is invalid: %s; expected postgres://user@host:5432/db", Redact(err.Error()))
+	}
+	defaults(cfg)
+	cfg.RuntimeParams["replication"] = "database"
+	cfg.RuntimeParams["datestyle"] = "ISO, MDY"
+	cfg.RuntimeParams["timezone"] = "UTC"
+	conn, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, ConnectError(cfg.Host, cfg.Port, err)
+	}
+	return conn, nil
+}
+
+// ConnectError turns a failed connection attempt into one line: the server
+// address and the root cause, never the DSN. It is retryable: a server that
+// is restarting comes back.
+func ConnectError(host string, port uint16, err error) *usererr.Error {
+	if errors.Is(err, context.Canceled) {
+		return usererr.Retry(err, "connect to PostgreSQL at %s: canceled", net.JoinHostPort(host, fmt.Sprint(port)))
+	}
+	return usererr.Retry(err, "cannot connect to PostgreSQL at %s: %s; check the source DSN and that the server is running",
+		net.JoinHostPort(host, fmt.Sprint(port)), RootCause(err))
+}
+
+// RootCause reduces an error to the part an operator acts on: a server
+// error's message, a network error's innermost cause, else the innermost
+// wrapped error. Passwords are redacted.
+func RootCause(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return Redact(pgErr.Message)
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return Redact(dnsErr.Error())
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Err != nil {
+		err = opErr.Err
+	}
+	if pgconn.Timeout(err) {
+		return "timed out"
+	}
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			break
+		}
+		err = u
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.Contains(msg, "failed to connect") {
+		msg = msg[i+2:]
+	}
+	return Redact(msg)
+}
+
+var (
+	passwordInURL = regexp.MustCompile(`(://[^:/@\s]*:)[^@\s]*@`)
+	passwordKV    = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+)
+
+// Redact removes passwords from every DSN inside s (URL and key=value
+// forms).
+func Redact(s string) string {
+	s = passwordInURL.ReplaceAllString(s, "${1}xxxxx@")
+	return passwordKV.ReplaceAllString(s, "${1}xxxxx")
+}
+
+// Describe renders a DSN for messages: user@host:port/database, never the
+// password or other parameters. An unparsable DSN is described as such.
+func Describe(dsn string) string {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return "(invalid DSN)"
+	}
+	return fmt.Sprintf("%s@%s/%s", cfg.User, net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)), cfg.Database)
+}

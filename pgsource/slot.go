@@ -1,0 +1,145 @@
+package pgsource
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/usererr"
+)
+
+// Slot is a replication slot as pg_replication_slots reports it. JSON field
+// names follow the CLI's convention: camelCase, LSNs as text.
+type Slot struct {
+	Name      string `json:"name"`
+	Exists    bool   `json:"exists"`
+	Plugin    string `json:"plugin,omitempty"`
+	Database  string `json:"database,omitempty"`
+	ActivePID *int32 `json:"activePid,omitempty"`
+	// Holder describes the process streaming from the slot (its
+	// application_name and client address), "" when inactive.
+	Holder       string        `json:"holder,omitempty"`
+	WALStatus    string        `json:"walStatus,omitempty"` // reserved, extended, unreserved, lost
+	ConfirmedLSN pglogrepl.LSN `json:"-"`
+	RestartLSN   pglogrepl.LSN `json:"-"`
+	// SafeWALSize is how many bytes of WAL may still be written before
+	// PostgreSQL invalidates the slot; nil when unlimited.
+	SafeWALSize   *int64 `json:"safeWalSizeBytes,omitempty"`
+	RetainedBytes int64  `json:"retainedWalBytes"` // WAL held back by the slot
+}
+
+// MarshalJSON renders LSNs as text ("0/16B3748"), the CLI's convention.
+func (s Slot) MarshalJSON() ([]byte, error) {
+	type plain Slot
+	return json.Marshal(struct {
+		plain
+		ConfirmedLSN string `json:"confirmedLsn,omitempty"`
+		RestartLSN   string `json:"restartLsn,omitempty"`
+	}{plain(s), lsnText(s.ConfirmedLSN), lsnText(s.RestartLSN)})
+}
+
+func lsnText(l pglogrepl.LSN) string {
+	if l == 0 {
+		return ""
+	}
+	return l.String()
+}
+
+// ReadSlot returns the slot's state; Exists is false when there is none.
+func ReadSlot(ctx context.Context, conn *pgx.Conn, name string) (Slot, error) {
+	s := Slot{Name: name}
+	var confirmed, restart, db *string
+	err := conn.QueryRow(ctx, `
+		SELECT s.plugin, s.database, s.active_pid, coalesce(s.wal_status, ''), s.confirmed_flush_lsn::text, s.restart_lsn::text,
+		       s.safe_wal_size, coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn), 0)::bigint,
+		       coalesce(nullif(a.application_name, '') || coalesce(' from ' || host(a.client_addr), ''), '')
+		FROM pg_replication_slots s LEFT JOIN pg_stat_activity a ON a.pid = s.active_pid
+		WHERE s.slot_name = $1`, name).
+		Scan(&s.Plugin, &db, &s.ActivePID, &s.WALStatus, &confirmed, &restart, &s.SafeWALSize, &s.RetainedBytes, &s.Holder)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("read replication slot %q: %w", name, err)
+	}
+	s.Exists = true
+	if db != nil {
+		s.Database = *db
+	}
+	if confirmed != nil {
+		s.ConfirmedLSN, _ = pglogrepl.ParseLSN(*confirmed)
+	}
+	if restart != nil {
+		s.RestartLSN, _ = pglogrepl.ParseLSN(*restart)
+	}
+	return s, nil
+}
+
+// HolderText names the process holding the slot for messages.
+func (s Slot) HolderText() string {
+	if s.ActivePID == nil {
+		return "no process"
+	}
+	if s.Holder == "" {
+		return fmt.Sprintf("pid %d", *s.ActivePID)
+	}
+	return fmt.Sprintf("pid %d (%s)", *s.ActivePID, s.Holder)
+}
+
+// CheckUsable turns a slot's state into a one-line error, or nil.
+func (s Slot) CheckUsable(currentDB string) error {
+	switch {
+	case s.Plugin != "pgoutput":
+		return usererr.New(nil, "replication slot %q uses plugin %q, DeltaBus needs pgoutput: choose another --slot name", s.Name, s.Plugin)
+	case s.Database != currentDB:
+		return usererr.New(nil, "replication slot %q belongs to database %q, not %q: choose another --slot name", s.Name, s.Database, currentDB)
+	case s.WALStatus == "lost":
+		return usererr.New(nil, "replication slot %q is invalidated (wal_status=lost): PostgreSQL removed WAL the relay had not read, so events may be missing; run `relay bootstrap --recover` to re-read the outbox into the topics and resume", s.Name)
+	}
+	return nil
+}
+
+// CheckWALLevel fails unless the server decodes logically.
+func CheckWALLevel(ctx context.Context, conn *pgx.Conn) error {
+	var level string
+	if err := conn.QueryRow(ctx, "SHOW wal_level").Scan(&level); err != nil {
+		return fmt.Errorf("read wal_level: %w", err)
+	}
+	if level != "logical" {
+		return usererr.New(nil, "wal_level is %q, logical replication needs wal_level = logical: set it in postgresql.conf (ALTER SYSTEM SET wal_level = logical) and restart PostgreSQL", level)
+	}
+	return nil
+}
+
+// ErrSlotBusy is wrapped by the error of WaitSlotFree without standby.
+var ErrSlotBusy = errors.New("replication slot in use")
+
+// WaitSlotFree returns the slot's state once no process streams from it.
+// Without standby it fails at once with a retryable one-line error naming
+// the holder; with standby it polls every interval until the holder goes
+// away or ctx ends, calling waiting on each poll that finds it held.
+func WaitSlotFree(ctx context.Context, conn *pgx.Conn, name string, standby bool, interval time.Duration, waiting func(Slot)) (Slot, error) {
+	for {
+		s, err := ReadSlot(ctx, conn, name)
+		if err != nil {
+			return s, err
+		}
+		if !s.Exists || s.ActivePID == nil {
+			return s, nil
+		}
+		if !standby {
+			return s, usererr.Retry(ErrSlotBusy, "replication slot %q is in use by %s, probably another relay: stop it, or start this one with --standby to wait and take over", name, s.HolderText())
+		}
+		waiting(s)
+		select {
+		case <-ctx.Done():
+			return s, ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}

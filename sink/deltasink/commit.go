@@ -1,0 +1,157 @@
+package deltasink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/sink"
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/topic"
+	"github.com/deltabus/deltabus/storage"
+)
+
+// batch is a sink.Batch: one FileWriter per topic.
+type batch struct {
+	s       *Sink
+	writers map[string]*topic.FileWriter
+	events  int
+}
+
+// NewBatch starts a batch.
+func (s *Sink) NewBatch() sink.Batch {
+	return &batch{s: s, writers: map[string]*topic.FileWriter{}}
+}
+
+func (b *batch) writer(name string) *topic.FileWriter {
+	w := b.writers[name]
+	if w == nil {
+		opts := b.s.opts.Files
+		opts.DeadLetter = name == outbox.DeadLetterTopic
+		w = topic.NewFileWriter(b.s.sub(name), opts)
+		b.writers[name] = w
+	}
+	return w
+}
+
+func (b *batch) Append(ev *outbox.Event) error {
+	if err := b.writer(ev.Topic).Append(ev); err != nil {
+		return err
+	}
+	return b.appended()
+}
+
+func (b *batch) AppendDeadLetter(dl *outbox.DeadLetter) error {
+	if err := b.writer(outbox.DeadLetterTopic).AppendDeadLetter(dl); err != nil {
+		return err
+	}
+	return b.appended()
+}
+
+// appended keeps memory bounded; it looks at the writers only every 1024
+// rows, which keeps it off the hot path.
+func (b *batch) appended() error {
+	b.events++
+	if b.events&1023 != 0 {
+		return nil
+	}
+	return topic.BoundPending(b.s.opts.PendingBudget, func(yield func(*topic.FileWriter) bool) {
+		for _, w := range b.writers {
+			if !yield(w) {
+				return
+			}
+		}
+	})
+}
+
+func (b *batch) Commit(ctx context.Context, name string, pos int64) (sink.Commit, error) {
+	w := b.writers[name]
+	if w == nil {
+		return sink.Commit{}, fmt.Errorf("commit topic %q: nothing appended", name)
+	}
+	c := sink.Commit{Events: w.Rows()}
+	adds, err := w.Close(ctx)
+	if err != nil {
+		return c, fmt.Errorf("write files of topic %q: %w", name, err)
+	}
+	t, err := b.s.table(ctx, name)
+	if err != nil {
+		return c, err
+	}
+	if err := checkLog(ctx, b.s.sub(name), t.Version()); err != nil {
+		b.s.forget(name)
+		return c, fmt.Errorf("commit topic %q: %w", name, err)
+	}
+	c.Version, err = t.Commit(ctx, delta.CommitActions{Adds: adds, Txn: &delta.Txn{AppID: b.s.opts.AppID, Version: pos}, Operation: "STREAMING UPDATE"})
+	if err != nil {
+		return c, commitError(name, pos, err)
+	}
+	c.Files = len(adds)
+	for _, a := range adds {
+		c.Bytes += a.Size
+	}
+	return c, nil
+}
+
+func (b *batch) Abort() {
+	for _, w := range b.writers {
+		w.Abort()
+	}
+}
+
+// checkLog fails with sink.ErrTableGone when the commit of the version the
+// handle knows as latest is gone: the table was deleted under the relay,
+// and committing the next version would write a log without its beginning.
+func checkLog(ctx context.Context, table storage.Store, latest int64) error {
+	_, err := table.Get(ctx, delta.CommitKey(latest))
+	if errors.Is(err, storage.ErrNotFound) {
+		return fmt.Errorf("%w: commit %d of %s is missing (the table was deleted or its log truncated)", sink.ErrTableGone, latest, table)
+	}
+	if err != nil {
+		return fmt.Errorf("check the log of %s: %w", table, err)
+	}
+	return nil
+}
+
+func commitError(name string, pos int64, err error) error {
+	switch {
+	case errors.Is(err, delta.ErrAlreadyCommitted):
+		return fmt.Errorf("topic %q position %d: %w: %w", name, pos, sink.ErrFenced, err)
+	case errors.Is(err, delta.ErrConcurrentMetadataChange), errors.Is(err, delta.ErrUnsupportedProtocol):
+		return fmt.Errorf("topic %q: %w: %w", name, sink.ErrIncompatible, err)
+	}
+	return fmt.Errorf("commit topic %q (position %d): %w", name, pos, err)
+}
+
+// CommitFiles commits data files written elsewhere (a snapshot, a
+// rebuild) to the topic as one commit at position pos, creating and
+// registering the table if it does not exist. It fails with sink.ErrFenced
+// (wrapped) when the table is already at or past pos.
+func (s *Sink) CommitFiles(ctx context.Context, name string, adds []delta.Add, pos int64) (int64, error) {
+	s.forget(name)
+	t, err := s.table(ctx, name)
+	if err != nil {
+		return -1, err
+	}
+	if cur, ok := t.TxnVersion(s.opts.AppID); ok && cur >= pos {
+		return -1, fmt.Errorf("topic %q is at position %d, files for %d: %w", name, cur, pos, sink.ErrFenced)
+	}
+	v, err := t.Commit(ctx, delta.CommitActions{Adds: adds, Operation: "WRITE",
+		Txn: &delta.Txn{AppID: s.opts.AppID, Version: pos}})
+	if err != nil {
+		return -1, commitError(name, pos, err)
+	}
+	return v, nil
+}
+
+// CommitRebuild commits a rebuild's snapshot files with its txn version;
+// a table already at that position is left as it is.
+func (s *Sink) CommitRebuild(ctx context.Context, rec catalog.RebuildRecord) error {
+	_, err := s.CommitFiles(ctx, rec.Topic, rec.Adds, rec.TxnVersion)
+	if err != nil && !errors.Is(err, sink.ErrFenced) {
+		return fmt.Errorf("commit rebuild %s: %w", rec.ID, err)
+	}
+	return nil
+}

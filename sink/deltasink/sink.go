@@ -1,0 +1,186 @@
+// Package deltasink implements the relay's sink.Sink over Delta topic
+// tables: one table per topic under the store root (sink/topic gives their
+// schema and data files, sink/delta their log), each commit carrying
+// txn{appId, version = batch position}, and the catalog's topic registry.
+//
+// Guarantees, beyond the sink contract:
+//   - A table is created (version 0) and registered by the first commit of
+//     its topic; a registered topic whose table is gone is Missing, never
+//     recreated empty.
+//   - Before each commit the previous version's commit file is checked: a
+//     table deleted under the relay fails with sink.ErrTableGone and no
+//     log without its beginning is ever written.
+//   - Rows of a batch wait in per-topic column buffers; across the topics
+//     of a batch, past Options.PendingBudget of unencoded rows the largest
+//     topic's rows are encoded, so memory is bounded whatever the number of
+//     topics or the transaction size.
+package deltasink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/sink"
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/topic"
+	"github.com/deltabus/deltabus/storage"
+)
+
+// Options configure a Sink.
+type Options struct {
+	AppID  string       // the relay's txn appId (required)
+	Logger *slog.Logger // nil = slog.Default()
+	Files  topic.FileOptions
+	// PendingBudget bounds the unencoded rows a batch holds across its
+	// topics (default 16 MiB).
+	PendingBudget int64
+	// SyncCheckpoints writes checkpoints inside the commit that reaches
+	// the interval instead of in the background.
+	SyncCheckpoints bool
+}
+
+// Sink is a sink.Sink over the Delta tables of a store.
+type Sink struct {
+	root storage.Store
+	opts Options
+
+	mu     sync.Mutex
+	tables map[string]*delta.Table // handles of the tables this process writes
+}
+
+var _ sink.Sink = (*Sink)(nil)
+
+// New returns a Sink over root.
+func New(root storage.Store, opts Options) *Sink {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.PendingBudget <= 0 {
+		opts.PendingBudget = 16 << 20
+	}
+	return &Sink{root: root, opts: opts, tables: map[string]*delta.Table{}}
+}
+
+func (s *Sink) tableOpts() delta.Options {
+	return delta.Options{Logger: s.opts.Logger, AsyncCheckpoints: !s.opts.SyncCheckpoints}
+}
+
+func (s *Sink) sub(name string) storage.Store { return storage.Sub(s.root, name) }
+
+// Open reads the topic's table afresh and keeps the handle for commits.
+func (s *Sink) Open(ctx context.Context, name string) (sink.Topic, error) {
+	t := sink.Topic{Name: name, Position: -1}
+	s.forget(name)
+	tbl, err := delta.OpenTable(ctx, s.sub(name), s.tableOpts())
+	switch {
+	case errors.Is(err, delta.ErrNoTable):
+		registered, err := catalog.IsRegistered(ctx, s.root, name)
+		if err != nil {
+			return t, err
+		}
+		t.Status = sink.New
+		if registered {
+			t.Status, t.Reason = sink.Missing, "the catalog registers the topic but its table is gone"
+		}
+	case errors.Is(err, delta.ErrBrokenLog):
+		t.Status, t.Reason = sink.Missing, err.Error()
+	case errors.Is(err, delta.ErrUnsupportedProtocol):
+		t.Status, t.Reason = s.notOurs(ctx, name, err.Error())
+	case err != nil:
+		return t, fmt.Errorf("open topic %q table: %w", name, err)
+	default:
+		if v, ok := tbl.TxnVersion(s.opts.AppID); ok {
+			t.Position = v
+		}
+		if got, want := tbl.Metadata().SchemaString, topic.SchemaString(name == outbox.DeadLetterTopic); got != want {
+			t.Status, t.Reason = s.notOurs(ctx, name, fmt.Sprintf("the table at %s has a schema DeltaBus did not write", s.sub(name)))
+			break
+		}
+		s.keep(name, tbl)
+	}
+	if name == outbox.DeadLetterTopic && (t.Status == sink.Foreign || t.Status == sink.Incompatible) {
+		return t, fmt.Errorf("the dead-letter table %s cannot be written (%s): move it away so the relay can create its own", s.sub(name), t.Reason)
+	}
+	return t, nil
+}
+
+// notOurs tells a table this relay wrote (its log holds our txn) from one
+// it never wrote.
+func (s *Sink) notOurs(ctx context.Context, name, reason string) (sink.Status, string) {
+	snap, err := delta.LoadSnapshot(ctx, s.sub(name), -1)
+	if err == nil {
+		if _, ok := snap.Txns[s.opts.AppID]; ok {
+			return sink.Incompatible, reason
+		}
+	}
+	return sink.Foreign, reason
+}
+
+func (s *Sink) keep(name string, t *delta.Table) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tables[name] = t
+}
+
+func (s *Sink) forget(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tables, name)
+}
+
+// table returns the topic's handle, creating and registering the table on
+// its first commit.
+func (s *Sink) table(ctx context.Context, name string) (*delta.Table, error) {
+	s.mu.Lock()
+	t := s.tables[name]
+	s.mu.Unlock()
+	if t != nil {
+		return t, nil
+	}
+	meta, proto := topic.NewTableMetadata(name)
+	if name == outbox.DeadLetterTopic {
+		meta.SchemaString = topic.SchemaString(true)
+	}
+	if err := delta.CreateTable(ctx, s.sub(name), meta, proto, nil); err != nil {
+		if errors.Is(err, delta.ErrTableExists) {
+			err = fmt.Errorf("%w: %w", sink.ErrIncompatible, err)
+		}
+		return nil, fmt.Errorf("create topic %q table: %w", name, err)
+	}
+	t, err := delta.OpenTable(ctx, s.sub(name), s.tableOpts())
+	if err != nil {
+		return nil, fmt.Errorf("open topic %q table: %w", name, err)
+	}
+	if err := catalog.RegisterTopic(ctx, s.root, name); err != nil {
+		return nil, err
+	}
+	s.keep(name, t)
+	return t, nil
+}
+
+// Close waits for background checkpoints, or for ctx: a checkpoint cut
+// short is harmless (readers fall back to an older one).
+func (s *Sink) Close(ctx context.Context) {
+	s.mu.Lock()
+	tables := make([]*delta.Table, 0, len(s.tables))
+	for _, t := range s.tables {
+		tables = append(tables, t)
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, t := range tables {
+			t.Wait()
+		}
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,118 @@
+// Package sink is the contract between the relay's streaming pipeline and
+// the tables it commits to: one table per topic, each commit carrying the
+// source position of the batch it holds, so a replayed transaction is
+// recognised and a zombie instance is fenced.
+//
+// The relay (package relay) drives a Sink; package deltasink implements it
+// over Delta topic tables, and sinktest holds the conformance suite every
+// implementation passes plus an in-memory implementation for the
+// pipeline's unit tests. The exactly-once argument that relies on this
+// contract is in package catalog.
+package sink
+
+import (
+	"context"
+	"errors"
+
+	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/outbox"
+)
+
+// Sink holds one table per topic. It is safe for concurrent use.
+type Sink interface {
+	// Open reads what the topic's table holds for this relay: its status
+	// and the position of its last commit. It does not create anything.
+	Open(ctx context.Context, topic string) (Topic, error)
+	// NewBatch starts a batch: rows of any number of topics, committed
+	// per topic.
+	NewBatch() Batch
+	// CommitRebuild commits a rebuild's snapshot files to its topic with
+	// txn position rec.TxnVersion, creating the table if it is missing;
+	// nothing is written when the table's position is already there.
+	CommitRebuild(ctx context.Context, rec catalog.RebuildRecord) error
+	// Close waits for background work (checkpoints) to end, or for ctx.
+	Close(ctx context.Context)
+}
+
+// Batch is one batch's rows on their way to one commit per topic. Append
+// and AppendDeadLetter are called from one goroutine; Commit may then be
+// called concurrently for different topics, once per topic; exactly one
+// of the commits or Abort ends the batch's use of each topic.
+type Batch interface {
+	// Append adds an event to its topic's share of the batch. Rows of a
+	// topic are committed in the order they were appended.
+	Append(ev *outbox.Event) error
+	// AppendDeadLetter adds a row to the dead-letter topic.
+	AppendDeadLetter(dl *outbox.DeadLetter) error
+	// Commit makes the topic's rows one commit of its table at position
+	// pos (the commit LSN of the batch's last source transaction),
+	// creating the table if it does not exist. An error wrapping ErrFenced
+	// means the table already holds pos: another instance wrote it.
+	Commit(ctx context.Context, topic string, pos int64) (Commit, error)
+	// Abort discards every row not committed. Files already written are
+	// unreferenced orphans.
+	Abort()
+}
+
+// Commit describes one topic commit.
+type Commit struct {
+	Version int64 // table version written
+	Events  int
+	Files   int
+	Bytes   int64
+}
+
+// Status says whether a topic's table can take the relay's events.
+type Status int
+
+const (
+	// Ready: the table exists and the relay may append to it.
+	Ready Status = iota
+	// New: no table and none registered; the first commit creates it.
+	New
+	// Missing: the catalog registers the topic but its table is gone or
+	// unreadable (Reason says which). Never recreated empty on its own.
+	Missing
+	// Foreign: a table this relay never wrote, with a schema or protocol
+	// it cannot append to; its events go to the dead-letter topic.
+	Foreign
+	// Incompatible: a table this relay wrote, since changed by another
+	// writer in a way it cannot append to (schema, protocol).
+	Incompatible
+)
+
+func (s Status) String() string {
+	switch s {
+	case Ready:
+		return "ready"
+	case New:
+		return "new"
+	case Missing:
+		return "missing"
+	case Foreign:
+		return "foreign"
+	case Incompatible:
+		return "incompatible"
+	}
+	return "unknown"
+}
+
+// Topic is a topic table's state as Open finds it.
+type Topic struct {
+	Name     string
+	Status   Status
+	Position int64  // position of the relay's last commit; -1 when none
+	Reason   string // why the status is not Ready or New
+}
+
+var (
+	// ErrFenced: the table already holds the batch's position; another
+	// instance of this relay (a zombie) committed it. The relay stops.
+	ErrFenced = errors.New("sink: the table already holds this position (another instance of this relay wrote it)")
+	// ErrIncompatible: another writer changed the table so that the relay
+	// cannot append any more (schema, protocol, a replaced table).
+	ErrIncompatible = errors.New("sink: the table was changed in a way this relay cannot append to")
+	// ErrTableGone: the table was deleted (or its log truncated) under the
+	// relay; nothing was written.
+	ErrTableGone = errors.New("sink: the table is gone")
+)

@@ -1,0 +1,192 @@
+// Package sinktest holds the conformance suite of the sink contract (Run)
+// and Memory, an in-memory sink for the pipeline's unit tests, with hooks
+// to fail or block commits.
+package sinktest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/sink"
+)
+
+// Row is a committed row as Memory keeps it.
+type Row struct {
+	ID         string
+	CommitLSN  int64
+	Seq        int32
+	DeadLetter bool
+}
+
+type memTable struct {
+	rows     []Row
+	position int64
+	versions int64
+	status   sink.Status // Ready unless set by SetStatus
+	reason   string
+	deleted  bool // its folder was deleted: the registry entry stays
+}
+
+// Memory is a sink.Sink that keeps tables in memory.
+type Memory struct {
+	// BeforeCommit, if set, runs before each topic commit; an error fails
+	// the commit. It may block until ctx ends.
+	BeforeCommit func(ctx context.Context, topic string, pos int64) error
+
+	mu         sync.Mutex
+	tables     map[string]*memTable
+	registered map[string]bool
+	commits    int
+}
+
+var _ sink.Sink = (*Memory)(nil)
+
+// NewMemory returns an empty Memory sink.
+func NewMemory() *Memory {
+	return &Memory{tables: map[string]*memTable{}, registered: map[string]bool{}}
+}
+
+// Open reports the topic's table as the contract says.
+func (m *Memory) Open(_ context.Context, name string) (sink.Topic, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.tables[name]
+	switch {
+	case t == nil:
+		return sink.Topic{Name: name, Status: sink.New, Position: -1}, nil
+	case t.deleted:
+		return sink.Topic{Name: name, Status: sink.Missing, Position: -1, Reason: "table gone"}, nil
+	}
+	return sink.Topic{Name: name, Status: t.status, Position: t.position, Reason: t.reason}, nil
+}
+
+// Rows returns the topic's committed rows in commit order.
+func (m *Memory) Rows(name string) []Row {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t := m.tables[name]; t != nil {
+		return append([]Row(nil), t.rows...)
+	}
+	return nil
+}
+
+// Commits returns how many topic commits succeeded.
+func (m *Memory) Commits() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.commits
+}
+
+// SetStatus makes the topic's table report status (Foreign, Incompatible)
+// and refuse commits unless Ready.
+func (m *Memory) SetStatus(name string, st sink.Status, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.table(name)
+	t.status, t.reason = st, reason
+}
+
+// Delete removes the topic's table as an operator deleting its folder
+// would: the registry entry stays.
+func (m *Memory) Delete(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.table(name)
+	*t = memTable{position: -1, deleted: true}
+}
+
+func (m *Memory) table(name string) *memTable {
+	t := m.tables[name]
+	if t == nil {
+		t = &memTable{position: -1}
+		m.tables[name] = t
+		m.registered[name] = true
+	}
+	return t
+}
+
+// NewBatch starts a batch.
+func (m *Memory) NewBatch() sink.Batch { return &memBatch{m: m, rows: map[string][]Row{}} }
+
+// CommitRebuild records the rebuild's position (its rows live in files
+// Memory cannot read; Added placeholder rows stand for them).
+func (m *Memory) CommitRebuild(_ context.Context, rec catalog.RebuildRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.table(rec.Topic)
+	if t.deleted {
+		*t = memTable{position: -1}
+	}
+	if t.position >= rec.TxnVersion {
+		return nil
+	}
+	for i := range rec.Added {
+		t.rows = append(t.rows, Row{ID: fmt.Sprintf("rebuild-%s-%d", rec.ID, i), CommitLSN: rec.TxnVersion})
+	}
+	t.position = rec.TxnVersion
+	t.versions++
+	return nil
+}
+
+// Close does nothing.
+func (m *Memory) Close(context.Context) {}
+
+type memBatch struct {
+	m    *Memory
+	mu   sync.Mutex // Commit runs concurrently for different topics
+	rows map[string][]Row
+}
+
+func (b *memBatch) Append(ev *outbox.Event) error {
+	b.rows[ev.Topic] = append(b.rows[ev.Topic], Row{ID: ev.ID, CommitLSN: ev.CommitLSN, Seq: ev.Seq})
+	return nil
+}
+
+func (b *memBatch) AppendDeadLetter(dl *outbox.DeadLetter) error {
+	n := outbox.DeadLetterTopic
+	b.rows[n] = append(b.rows[n], Row{ID: dl.ID, CommitLSN: dl.CommitLSN, Seq: dl.Seq, DeadLetter: true})
+	return nil
+}
+
+func (b *memBatch) Commit(ctx context.Context, name string, pos int64) (sink.Commit, error) {
+	b.mu.Lock()
+	rows := b.rows[name]
+	delete(b.rows, name)
+	b.mu.Unlock()
+	if rows == nil {
+		return sink.Commit{}, fmt.Errorf("commit topic %q: nothing appended", name)
+	}
+	if hook := b.m.BeforeCommit; hook != nil {
+		if err := hook(ctx, name, pos); err != nil {
+			return sink.Commit{}, fmt.Errorf("commit topic %q: %w", name, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return sink.Commit{}, err
+	}
+	b.m.mu.Lock()
+	defer b.m.mu.Unlock()
+	t := b.m.table(name)
+	switch {
+	case t.deleted:
+		return sink.Commit{}, fmt.Errorf("commit topic %q: %w", name, sink.ErrTableGone)
+	case t.status != sink.Ready:
+		return sink.Commit{}, fmt.Errorf("commit topic %q: %w: %s", name, sink.ErrIncompatible, t.reason)
+	case t.position >= pos:
+		return sink.Commit{}, fmt.Errorf("topic %q at %d, batch %d: %w", name, t.position, pos, sink.ErrFenced)
+	}
+	t.rows = append(t.rows, rows...)
+	t.position = pos
+	t.versions++
+	b.m.commits++
+	return sink.Commit{Version: t.versions, Events: len(rows), Files: 1}, nil
+}
+
+func (b *memBatch) Abort() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	clear(b.rows)
+}

@@ -1,0 +1,25 @@
+package sinktest
+
+import (
+	"testing"
+
+	"github.com/deltabus/deltabus/sink"
+)
+
+func TestMemoryConformance(t *testing.T) {
+	Run(t, func(t *testing.T) Harness {
+		m := NewMemory()
+		return Harness{
+			Sink:   m,
+			Reopen: func() sink.Sink { return m },
+			IDs: func(_ *testing.T, topic string) []string {
+				var ids []string
+				for _, r := range m.Rows(topic) {
+					ids = append(ids, r.ID)
+				}
+				return ids
+			},
+			Delete: func(_ *testing.T, topic string) { m.Delete(topic) },
+		}
+	})
+}

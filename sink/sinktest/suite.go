@@ -1,0 +1,187 @@
+package sinktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/sink"
+)
+
+// Harness gives the suite one implementation over a fresh backing store.
+type Harness struct {
+	Sink sink.Sink
+	// Reopen returns a new Sink over the same backing store, as a
+	// restarted relay would.
+	Reopen func() sink.Sink
+	// IDs returns the event ids of the topic's committed rows in order.
+	IDs func(t *testing.T, topic string) []string
+	// Delete removes the topic's table as an operator deleting its folder
+	// would (the catalog's registry entry stays).
+	Delete func(t *testing.T, topic string)
+}
+
+// Run runs the conformance suite; newHarness is called once per case.
+func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
+	for _, c := range []struct {
+		name string
+		fn   func(*testing.T, Harness)
+	}{
+		{"OpenNew", testOpenNew},
+		{"CommitThenReopen", testCommitThenReopen},
+		{"Fenced", testFenced},
+		{"Abort", testAbort},
+		{"ConcurrentTopics", testConcurrentTopics},
+		{"DeletedTable", testDeletedTable},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.fn(t, newHarness(t)) })
+	}
+}
+
+func event(topic string, n int, pos int64) *outbox.Event {
+	return &outbox.Event{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", n), Topic: topic, Key: "k", Type: "t",
+		SchemaVersion: 1, Payload: `{}`, OccurredAt: time.Unix(1700000000, 0).UTC(), CommitLSN: pos, Seq: int32(n), CommitTime: time.Unix(1700000000, 0).UTC()}
+}
+
+func ids(evs ...*outbox.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.ID)
+	}
+	return out
+}
+
+func open(t *testing.T, s sink.Sink, topic string) sink.Topic {
+	t.Helper()
+	tp, err := s.Open(context.Background(), topic)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", topic, err)
+	}
+	return tp
+}
+
+func commit(t *testing.T, b sink.Batch, topic string, pos int64) sink.Commit {
+	t.Helper()
+	c, err := b.Commit(context.Background(), topic, pos)
+	if err != nil {
+		t.Fatalf("Commit(%q, %d): %v", topic, pos, err)
+	}
+	return c
+}
+
+func testOpenNew(t *testing.T, h Harness) {
+	if tp := open(t, h.Sink, "orders"); tp.Status != sink.New || tp.Position != -1 {
+		t.Fatalf("a topic never written: %+v, want New at -1", tp)
+	}
+}
+
+func testCommitThenReopen(t *testing.T, h Harness) {
+	b := h.Sink.NewBatch()
+	o1, p1, o2 := event("orders", 1, 100), event("payments", 2, 100), event("orders", 3, 200)
+	dl := &outbox.DeadLetter{Event: *event("Bad", 4, 200), Reason: "invalid topic", SourceTable: "public.outbox", RawRow: `{}`}
+	for _, e := range []*outbox.Event{o1, p1, o2} {
+		if err := b.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.AppendDeadLetter(dl); err != nil {
+		t.Fatal(err)
+	}
+	if c := commit(t, b, "orders", 200); c.Events != 2 {
+		t.Fatalf("orders commit: %+v, want 2 events", c)
+	}
+	commit(t, b, "payments", 200)
+	commit(t, b, outbox.DeadLetterTopic, 200)
+	s := h.Reopen()
+	for _, name := range []string{"orders", "payments", outbox.DeadLetterTopic} {
+		if tp := open(t, s, name); tp.Status != sink.Ready || tp.Position != 200 {
+			t.Fatalf("%s after reopen: %+v, want Ready at 200", name, tp)
+		}
+	}
+	if got := h.IDs(t, "orders"); !slices.Equal(got, ids(o1, o2)) {
+		t.Fatalf("orders rows %q, want %q", got, ids(o1, o2))
+	}
+	if got := h.IDs(t, outbox.DeadLetterTopic); !slices.Equal(got, ids(&dl.Event)) {
+		t.Fatalf("dead letters %q", got)
+	}
+}
+
+func testFenced(t *testing.T, h Harness) {
+	b := h.Sink.NewBatch()
+	e1 := event("orders", 1, 100)
+	_ = b.Append(e1)
+	commit(t, b, "orders", 100)
+	zombie := h.Reopen().NewBatch()
+	_ = zombie.Append(event("orders", 2, 100))
+	if _, err := zombie.Commit(context.Background(), "orders", 100); !errors.Is(err, sink.ErrFenced) {
+		t.Fatalf("second commit at the same position: %v, want ErrFenced", err)
+	}
+	if got := h.IDs(t, "orders"); !slices.Equal(got, ids(e1)) {
+		t.Fatalf("rows after a fenced commit: %q", got)
+	}
+}
+
+func testAbort(t *testing.T, h Harness) {
+	b := h.Sink.NewBatch()
+	_ = b.Append(event("orders", 1, 100))
+	b.Abort()
+	if tp := open(t, h.Reopen(), "orders"); tp.Status != sink.New {
+		t.Fatalf("after an aborted batch: %+v, want New", tp)
+	}
+}
+
+func testConcurrentTopics(t *testing.T, h Harness) {
+	b := h.Sink.NewBatch()
+	var names []string
+	for i := range 12 {
+		n := fmt.Sprintf("topic-%02d", i)
+		names = append(names, n)
+		for j := range 50 {
+			_ = b.Append(event(n, i*100+j, 500))
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(names))
+	for i, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = b.Commit(context.Background(), n, 500)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	s := h.Reopen()
+	for _, n := range names {
+		if tp := open(t, s, n); tp.Position != 500 || len(h.IDs(t, n)) != 50 {
+			t.Fatalf("%s: %+v with %d rows", n, tp, len(h.IDs(t, n)))
+		}
+	}
+}
+
+// testDeletedTable: a table deleted under a writer is never written again
+// without its beginning, and a reopen reports it Missing.
+func testDeletedTable(t *testing.T, h Harness) {
+	b := h.Sink.NewBatch()
+	_ = b.Append(event("orders", 1, 100))
+	commit(t, b, "orders", 100)
+	h.Delete(t, "orders")
+	b = h.Sink.NewBatch()
+	_ = b.Append(event("orders", 2, 200))
+	if _, err := b.Commit(context.Background(), "orders", 200); !errors.Is(err, sink.ErrTableGone) {
+		t.Fatalf("commit to a deleted table: %v, want ErrTableGone", err)
+	}
+	if tp := open(t, h.Reopen(), "orders"); tp.Status != sink.Missing {
+		t.Fatalf("reopened deleted table: %+v, want Missing", tp)
+	}
+	if got := h.IDs(t, "orders"); len(got) != 0 {
+		t.Fatalf("a deleted table has rows %q", got)
+	}
+}

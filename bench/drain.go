@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/storage"
 )
 
@@ -30,14 +30,14 @@ const insertRowsSQL = `INSERT INTO outbox (topic, key, type, payload)
 
 // drainBatched: events in 1000-row transactions, relay vs pg_recvlogical.
 func (b *bench) drainBatched(ctx context.Context) error {
-	return b.drain(ctx, "drain_1000row_tx", b.o.events, func(ctx context.Context, dsn string) error {
+	return b.drain(ctx, "drain_1000row_tx", b.o.Events, func(ctx context.Context, dsn string) error {
 		conn, err := pgx.Connect(ctx, dsn)
 		if err != nil {
 			return err
 		}
 		defer conn.Close(ctx)
-		for i := 0; i < b.o.events; i += 1000 {
-			if _, err := conn.Exec(ctx, insertRowsSQL, i, min(i+999, b.o.events-1)); err != nil {
+		for i := 0; i < b.o.Events; i += 1000 {
+			if _, err := conn.Exec(ctx, insertRowsSQL, i, min(i+999, b.o.Events-1)); err != nil {
 				return err
 			}
 		}
@@ -47,8 +47,8 @@ func (b *bench) drainBatched(ctx context.Context) error {
 
 // drainSingle: single-row transactions (the usual outbox shape).
 func (b *bench) drainSingle(ctx context.Context) error {
-	return b.drain(ctx, "drain_single_row_tx", b.o.single, func(ctx context.Context, dsn string) error {
-		return loadSingle(ctx, dsn, b.o.single, 4, 0, 0)
+	return b.drain(ctx, "drain_single_row_tx", b.o.Single, func(ctx context.Context, dsn string) error {
+		return loadSingle(ctx, dsn, b.o.Single, 4, 0, 0)
 	})
 }
 
@@ -153,7 +153,7 @@ func (b *bench) startRelay(dsn, store string) (*exec.Cmd, error) {
 	}
 	// DELTABUS_BENCH_METRICS=host:port exposes the measured relay's
 	// /metrics and /debug/pprof for profiling a run.
-	args := append([]string{"run", "--metrics-addr", os.Getenv("DELTABUS_BENCH_METRICS"), "--log-level", "warn"}, strings.Fields(b.o.relayArgs)...)
+	args := append([]string{"run", "--metrics-addr", os.Getenv("DELTABUS_BENCH_METRICS"), "--log-level", "warn"}, strings.Fields(b.o.RelayArgs)...)
 	cmd := exec.Command(b.self, args...)
 	cmd.Env = append(os.Environ(), "DELTABUS_SOURCE="+dsn, "DELTABUS_STORE="+store)
 	cmd.Stderr = os.Stderr
@@ -164,7 +164,7 @@ func (b *bench) startRelay(dsn, store string) (*exec.Cmd, error) {
 // recvlogical times pg_recvlogical draining slot "ref" to end.
 func (b *bench) recvlogical(ctx context.Context, dsn, end string) (float64, error) {
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, b.o.recvlogicalBin, "-d", dsn, "-S", "ref", "--start", "--endpos="+end, "--no-loop",
+	cmd := exec.CommandContext(ctx, b.o.RecvlogicalBin, "-d", dsn, "-S", "ref", "--start", "--endpos="+end, "--no-loop",
 		"-o", "proto_version=1", "-o", "publication_names=deltabus", "-f", "/dev/null")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("pg_recvlogical: %v: %s", err, out)
@@ -274,7 +274,7 @@ func waitFirstStart(ctx context.Context, dsn, store string) error {
 		return err
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := st.Get(ctx, relay.MarkerKey("deltabus-deltabus")); err == nil {
+		if _, ok, err := catalog.ReadMarker(ctx, st, catalog.AppID("deltabus")); ok && err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
-	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
@@ -32,19 +32,19 @@ func (b *bench) bigTransaction(ctx context.Context) error {
 		return err
 	}
 	t0 := time.Now()
-	if err := execSQL(ctx, dsn, insertRowsSQL, 0, b.o.big-1); err != nil {
+	if err := execSQL(ctx, dsn, insertRowsSQL, 0, b.o.Big-1); err != nil {
 		return err
 	}
 	end, err := walInsertLSN(ctx, dsn)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(b.out, "# big_tx: one transaction of %d rows loaded in %.1fs\n", b.o.big, time.Since(t0).Seconds())
+	fmt.Fprintf(b.out, "# big_tx: one transaction of %d rows loaded in %.1fs\n", b.o.Big, time.Since(t0).Seconds())
 	secs, rss, err := b.relayDrain(ctx, dsn, store, end)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(b.out, "big_tx_rows_per_s relay=%.0fev/s reference=- ratio=-\n", float64(b.o.big)/secs)
+	fmt.Fprintf(b.out, "big_tx_rows_per_s relay=%.0fev/s reference=- ratio=-\n", float64(b.o.Big)/secs)
 	fmt.Fprintf(b.out, "big_tx_peak_rss relay=%.0fMiB reference=200MiB ratio=%.2f\n", rss, rss/200)
 	return nil
 }
@@ -60,8 +60,8 @@ func (b *bench) latency(ctx context.Context) error {
 	defer drop()
 	dir := b.storeDir("latency")
 	defer os.RemoveAll(dir)
-	if b.o.latencyStore != "" {
-		dir = b.o.latencyStore // e.g. s3://bucket/prefix, with DELTABUS_S3_* and AWS_* in the environment
+	if b.o.LatencyStore != "" {
+		dir = b.o.LatencyStore // e.g. s3://bucket/prefix, with DELTABUS_S3_* and AWS_* in the environment
 	}
 	p, err := b.startRelay(dsn, dir)
 	if err != nil {
@@ -73,13 +73,13 @@ func (b *bench) latency(ctx context.Context) error {
 		return err
 	}
 	time.Sleep(time.Second)
-	n := int(float64(b.o.rate) * b.o.latencyFor.Seconds())
+	n := int(float64(b.o.Rate) * b.o.LatencyFor.Seconds())
 	t0 := time.Now()
 	// Producers commit durably (synchronous_commit=on, the PostgreSQL
 	// default): with it off, the WAL writer flushes only every
 	// wal_writer_delay and the walsender cannot send a commit before that.
 	durable := dsn + "&options=-c%20synchronous_commit%3Don"
-	if err := loadSingle(ctx, durable, n, 8, b.o.rate, b.o.latencyFor+5*time.Second); err != nil {
+	if err := loadSingle(ctx, durable, n, 8, b.o.Rate, b.o.LatencyFor+5*time.Second); err != nil {
 		return err
 	}
 	achieved := float64(n) / time.Since(t0).Seconds()
@@ -104,7 +104,7 @@ func (b *bench) latency(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(b.out, "# latency: %d single-row transactions at %.0f/s (target %d/s) for %v, %d events measured, store %s\n",
-		n, achieved, b.o.rate, b.o.latencyFor, len(lat), store)
+		n, achieved, b.o.Rate, b.o.LatencyFor, len(lat), store)
 	p50, p99 := verify.Percentile(lat, 50), verify.Percentile(lat, 99)
 	if os.Getenv("DELTABUS_BENCH_DEBUG") != "" {
 		fmt.Fprintf(b.out, "# p90=%v p95=%v p99.9=%v max=%v\n", verify.Percentile(lat, 90), verify.Percentile(lat, 95), verify.Percentile(lat, 99.9), verify.Percentile(lat, 100))
@@ -144,7 +144,7 @@ var worstVersions []string
 // commitLatencies returns, per event of every topic, commit file mtime minus
 // source commit time.
 func commitLatencies(ctx context.Context, root storage.Store) ([]time.Duration, error) {
-	topics, err := relay.ListTopics(ctx, root)
+	topics, err := catalog.ListTopics(ctx, root)
 	if err != nil {
 		return nil, err
 	}

@@ -2,14 +2,15 @@ package bootstrap
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
-	"github.com/deltabus/deltabus/outbox"
-	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/sink/delta"
-	"github.com/deltabus/deltabus/sink/topic"
+	"github.com/deltabus/deltabus/sink/deltasink"
 	"github.com/deltabus/deltabus/storage"
 )
 
@@ -49,46 +50,18 @@ func (j *copyJob) commitTopics(ctx context.Context, appID string, version int64)
 }
 
 func commitTopic(ctx context.Context, root storage.Store, name string, adds []delta.Add, appID string, version int64) (int64, error) {
-	st := storage.Sub(root, name)
-	meta, proto := topic.NewTableMetadata(name)
-	if name == outbox.DeadLetterTopic {
-		meta.SchemaString = topic.SchemaString(true)
+	v, err := deltasink.New(root, deltasink.Options{AppID: appID, SyncCheckpoints: true}).CommitFiles(ctx, name, adds, version)
+	if errors.Is(err, sink.ErrFenced) {
+		return 0, fmt.Errorf("%w; the source's LSNs went backwards (restored or different database?): refusing to write", err)
 	}
-	if err := delta.CreateTable(ctx, st, meta, proto, nil); err != nil {
-		return 0, fmt.Errorf("create topic %q table: %w", name, err)
-	}
-	if err := registerTopic(ctx, root, name); err != nil {
-		return 0, err
-	}
-	tbl, err := delta.OpenTable(ctx, st, delta.Options{})
-	if err != nil {
-		return 0, fmt.Errorf("open topic %q table: %w", name, err)
-	}
-	if v, ok := tbl.TxnVersion(appID); ok && v >= version {
-		return 0, fmt.Errorf("topic %q already records txn version %d for %s, at or past the snapshot's %d: the source's LSNs went backwards (restored or different database?); refusing to write", name, v, appID, version)
-	}
-	v, err := tbl.Commit(ctx, delta.CommitActions{
-		Adds:      adds,
-		Txn:       &delta.Txn{AppID: appID, Version: version},
-		Operation: "WRITE",
-	})
 	if err != nil {
 		return 0, fmt.Errorf("commit snapshot of topic %q (txn version %d): %w", name, version, err)
 	}
 	return v, nil
 }
 
-// registerTopic records the topic in the store's registry, as the relay
-// does for the tables it creates (relay.ListTopics reads it).
-func registerTopic(ctx context.Context, root storage.Store, name string) error {
-	if err := root.Put(ctx, "_deltabus/topics/"+name, []byte(name+"\n")); err != nil {
-		return fmt.Errorf("register topic %q: %w", name, err)
-	}
-	return nil
-}
-
 // writeMarker records that the slot exists and its snapshot is committed.
-func writeMarker(ctx context.Context, store storage.Store, m relay.Marker) error {
+func writeMarker(ctx context.Context, store storage.Store, m catalog.Marker) error {
 	m.CreatedAt = time.Now().UTC()
-	return relay.WriteMarker(ctx, store, m)
+	return catalog.WriteMarker(ctx, store, m)
 }

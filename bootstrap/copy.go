@@ -18,6 +18,7 @@ import (
 
 	"github.com/deltabus/deltabus/decoding"
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
@@ -87,12 +88,9 @@ func (j *copyJob) record(name string, unit, worker int, adds []delta.Add, added,
 // openSnapshotConn opens a connection whose transaction reads the exported
 // snapshot.
 func openSnapshotConn(ctx context.Context, dsn, snapshot string) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := pgsource.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("parse source DSN: %w", err)
-	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = 10 * time.Second
+		return nil, err
 	}
 	// COPY streams megabytes: read the socket in 256 KiB gulps instead of
 	// pgproto3's 8 KiB (read syscalls were a fifth of a bootstrap's CPU).
@@ -101,7 +99,7 @@ func openSnapshotConn(ctx context.Context, dsn, snapshot string) (*pgx.Conn, err
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to source: %w", err)
+		return nil, pgsource.ConnectError(cfg.Host, cfg.Port, err)
 	}
 	// A synchronized scan would start where another scan of the table is
 	// and wrap around; snapshot files promise rows in physical order.

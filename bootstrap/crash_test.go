@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/catalog"
 )
 
 // TestCrashDuringBootstrap: `relay run` as a subprocess is SIGKILLed at
@@ -55,7 +55,7 @@ func TestCrashDuringBootstrap(t *testing.T) {
 			break
 		}
 		p.kill()
-		if _, marker, _ := relay.ReadMarker(t.Context(), store, cfg.AppID); marker {
+		if _, marker, _ := catalog.ReadMarker(t.Context(), store, cfg.AppID); marker {
 			t.Logf("attempt %d: SIGKILL after %q landed after the bootstrap committed", attempt, stage)
 			break
 		}
@@ -76,7 +76,7 @@ func TestCrashDuringBootstrap(t *testing.T) {
 	if err := p.stop(); err != nil {
 		t.Fatalf("relay: %v\n%s", err, p.output())
 	}
-	m, ok, err := relay.ReadMarker(t.Context(), store, cfg.AppID)
+	m, ok, err := catalog.ReadMarker(t.Context(), store, cfg.AppID)
 	if err != nil || !ok {
 		t.Fatalf("no marker: %v", err)
 	}

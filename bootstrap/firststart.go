@@ -8,17 +8,38 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
-	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
 )
+
+// Config names the relay a bootstrap or rebuild works for.
+type Config struct {
+	Source      string // PostgreSQL DSN
+	Slot        string // replication slot (default "deltabus")
+	Publication string // publication (default "deltabus")
+	AppID       string // the relay's txn appId (default catalog.AppID(Slot))
+}
+
+func (c Config) withDefaults() Config {
+	if c.Slot == "" {
+		c.Slot = "deltabus"
+	}
+	if c.Publication == "" {
+		c.Publication = "deltabus"
+	}
+	if c.AppID == "" {
+		c.AppID = catalog.AppID(c.Slot)
+	}
+	return c
+}
 
 // Options tune a snapshot. The zero value is usable.
 type Options struct {
 	Log *slog.Logger
 	// Mappings gives each outbox table's column layout (the zero value is
-	// the DeltaBus layout everywhere), as for relay.New.
+	// the DeltaBus layout everywhere), as the relay's.
 	Mappings outbox.Mappings
 	// Connections is how many connections read the snapshot in parallel
 	// (default 1). With one, each table is read by one sequential scan,
@@ -65,18 +86,13 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// FirstStart returns the relay's first-start hook (see relay.Relay.Bootstrap)
-// for the DeltaBus outbox layout. Use FirstStartWith for other mappings.
-func FirstStart(log *slog.Logger) func(ctx context.Context, cfg relay.Config, store storage.Store) (pglogrepl.LSN, error) {
-	return FirstStartWith(Options{Log: log})
-}
-
-// FirstStartWith returns the first-start hook: it (re)creates the slot with
-// an exported snapshot, copies the rows the snapshot sees into the topics
-// (skipping events they already hold), commits each topic once, writes the
-// relay marker and returns the consistent point to stream from.
-func FirstStartWith(opts Options) func(ctx context.Context, cfg relay.Config, store storage.Store) (pglogrepl.LSN, error) {
-	return func(ctx context.Context, cfg relay.Config, store storage.Store) (pglogrepl.LSN, error) {
+// FirstStart returns the relay's first-start hook (relay.Relay.FirstStart):
+// it (re)creates the slot with an exported snapshot, copies the rows the
+// snapshot sees into the topics (skipping events they already hold),
+// commits each topic once, writes the relay marker and returns the
+// consistent point to stream from.
+func FirstStart(cfg Config, store storage.Store, opts Options) func(ctx context.Context) (pglogrepl.LSN, error) {
+	return func(ctx context.Context) (pglogrepl.LSN, error) {
 		res, err := Snapshot(ctx, cfg, store, opts)
 		if err != nil {
 			return 0, err

@@ -18,8 +18,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/deltabus/deltabus/bootstrap"
+	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/migrations"
-	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
@@ -280,8 +281,8 @@ func localStore(t testing.TB) (storage.Store, string) {
 	return st, "file://" + dir
 }
 
-func testConfig(db *pgtest.DB, storeURL string) relay.Config {
-	return relay.Config{Source: db.DSN, Store: storeURL, Slot: "deltabus", Publication: "deltabus"}.WithDefaults()
+func testConfig(db *pgtest.DB, _ string) bootstrap.Config {
+	return bootstrap.Config{Source: db.DSN, Slot: "deltabus", Publication: "deltabus", AppID: catalog.AppID("deltabus")}
 }
 
 func parseLSN(s string) (int64, error) {
@@ -290,15 +291,18 @@ func parseLSN(s string) (int64, error) {
 }
 
 // runInProcess runs an in-process relay (first start included) until the returned stop is called.
-func runInProcess(t *testing.T, cfg relay.Config, store storage.Store) (stop func()) {
+func runInProcess(t *testing.T, cfg bootstrap.Config, store storage.Store) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	r := relay.New(cfg, store, outbox.Mappings{}, testLog(t), nil)
-	r.Bootstrap = bootstrap.FirstStart(testLog(t))
+	rcfg := relay.Config{Source: cfg.Source, Store: store.String(), Slot: cfg.Slot, Publication: cfg.Publication, AppID: cfg.AppID}
+	r, _, err := daemon.New(ctx, rcfg, daemon.Options{Log: testLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	runErr := make(chan error, 1)
 	go func() { runErr <- r.Run(ctx) }()
 	select {
-	case <-r.Ready():
+	case <-r.Started():
 	case err := <-runErr:
 		t.Fatalf("relay stopped before streaming: %v", err)
 	case <-time.After(10 * time.Minute):

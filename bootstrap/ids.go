@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
-	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
@@ -81,7 +81,7 @@ func (s *idSet) len() int {
 // appID (a commit of this relay), the identity of every event it holds.
 // Topics without such a txn hold none of our events and are not read.
 func existingIDs(ctx context.Context, root storage.Store, appID string) (map[string]*idSet, error) {
-	names, err := relay.ListTopics(ctx, root)
+	names, err := catalog.ListTopics(ctx, root)
 	if err != nil {
 		return nil, err
 	}

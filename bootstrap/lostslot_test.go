@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/deltabus/deltabus/bootstrap"
-	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/catalog"
 )
 
 // TestLostSlotRecovery: the slot is dropped while producers keep writing;
@@ -35,7 +35,7 @@ func TestLostSlotRecovery(t *testing.T) {
 	if err := p.stop(); err != nil {
 		t.Fatalf("relay: %v\n%s", err, p.output())
 	}
-	before, _, _ := relay.ReadMarker(t.Context(), store, cfg.AppID)
+	before, _, _ := catalog.ReadMarker(t.Context(), store, cfg.AppID)
 	db.Exec(t, "SELECT pg_drop_replication_slot('deltabus')")
 	time.Sleep(time.Second) // events arrive while there is no slot
 
@@ -55,7 +55,7 @@ func TestLostSlotRecovery(t *testing.T) {
 	if added == 0 || skipped < 20_000 {
 		t.Errorf("recovery added %d, found %d already there; want some added and the 20000 pre-filled found:\n%s", added, skipped, out)
 	}
-	after, _, _ := relay.ReadMarker(t.Context(), store, cfg.AppID)
+	after, _, _ := catalog.ReadMarker(t.Context(), store, cfg.AppID)
 	if after.ConsistentPoint == before.ConsistentPoint {
 		t.Errorf("marker not rewritten: %+v", after)
 	}

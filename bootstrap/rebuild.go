@@ -2,9 +2,6 @@ package bootstrap
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,10 +11,14 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
-	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/pgsource"
+	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/deltasink"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/usererr"
 )
 
 // RebuildOptions tune a topic rebuild.
@@ -48,26 +49,31 @@ type RebuildResult struct {
 // table already holds, and hands the files to the relay, which commits them
 // and re-reads the stream from the pause. A table that cannot be read must
 // be moved away first: the rebuild then creates a new one.
-func Rebuild(ctx context.Context, cfg relay.Config, store storage.Store, name string, opts RebuildOptions) (res RebuildResult, err error) {
+func Rebuild(ctx context.Context, cfg Config, store storage.Store, name string, opts RebuildOptions) (res RebuildResult, err error) {
 	start := time.Now()
-	cfg, opts.Options = cfg.WithDefaults(), opts.Options.withDefaults()
+	cfg, opts.Options = cfg.withDefaults(), opts.Options.withDefaults()
 	opts.PauseWait = cmpOr(opts.PauseWait, 10*time.Minute)
 	opts.CommitWait = cmpOr(opts.CommitWait, 10*time.Minute)
-	res = RebuildResult{ID: newRebuildID(), Topic: name}
+	res = RebuildResult{ID: catalog.NewID(), Topic: name}
 	log := opts.Log.With("topic", name, "rebuild", res.ID)
 	if err := checkRebuildable(ctx, cfg, store, name); err != nil {
 		return res, err
 	}
-	sql, err := pgx.Connect(ctx, cfg.Source)
+	sql, err := pgsource.Connect(ctx, cfg.Source)
 	if err != nil {
-		return res, fmt.Errorf("rebuild: connect to source: %w", err)
+		return res, err
 	}
 	defer sql.Close(context.WithoutCancel(ctx))
 	if err := checkSlotStreaming(ctx, sql, cfg.Slot, log); err != nil {
 		return res, err
 	}
-	wm := relay.Watermark{ID: res.ID, Topic: name, AppID: cfg.AppID}
-	pauseLSN, err := emitWatermark(ctx, sql, wm, relay.WatermarkPause)
+	wm := catalog.Watermark{ID: res.ID, Topic: name, AppID: cfg.AppID}
+	// The intent comes first: the relay honours a watermark only if the
+	// store holds the intent it names.
+	if err := catalog.WriteIntent(ctx, store, catalog.Intent{ID: res.ID, Topic: name, AppID: cfg.AppID, Kind: catalog.IntentRebuild}); err != nil {
+		return res, fmt.Errorf("rebuild: %w", err)
+	}
+	pauseLSN, err := emitWatermark(ctx, sql, wm, catalog.WatermarkPause)
 	if err != nil {
 		return res, err
 	}
@@ -93,10 +99,10 @@ func Rebuild(ctx context.Context, cfg relay.Config, store storage.Store, name st
 	res.Rows, res.Added, res.Present = rec.Rows, rec.Added, rec.Present
 	res.TxnVersion = pglogrepl.LSN(rec.TxnVersion)
 	res.SeamEnd, _ = pglogrepl.ParseLSN(rec.SeamEnd)
-	if err := relay.WriteRebuildRecord(ctx, store, rec); err != nil {
+	if err := catalog.WriteRebuildRecord(ctx, store, rec); err != nil {
 		return res, fmt.Errorf("rebuild: %w", err)
 	}
-	if _, err := emitWatermark(ctx, sql, wm, relay.WatermarkCommit); err != nil {
+	if _, err := emitWatermark(ctx, sql, wm, catalog.WatermarkCommit); err != nil {
 		return res, err
 	}
 	handedOver = true
@@ -107,22 +113,30 @@ func Rebuild(ctx context.Context, cfg relay.Config, store storage.Store, name st
 	return res, err
 }
 
-// AbortRebuild writes an abort watermark for the topic: a relay paused for
-// any rebuild of it resumes streaming it.
-func AbortRebuild(ctx context.Context, cfg relay.Config, name string) (pglogrepl.LSN, error) {
-	cfg = cfg.WithDefaults()
-	sql, err := pgx.Connect(ctx, cfg.Source)
+// AbortRebuild writes an abort intent and its watermark for the topic: a
+// relay holding the topic for any rebuild (or for a missing table) resumes
+// streaming it from the hold.
+func AbortRebuild(ctx context.Context, cfg Config, store storage.Store, name string) (pglogrepl.LSN, error) {
+	cfg = cfg.withDefaults()
+	if err := catalog.CheckName("topic", name); err != nil {
+		return 0, usererr.New(err, "rebuild --abort: %v", err)
+	}
+	in := catalog.Intent{ID: catalog.NewID(), Topic: name, AppID: cfg.AppID, Kind: catalog.IntentAbort}
+	if err := catalog.WriteIntent(ctx, store, in); err != nil {
+		return 0, fmt.Errorf("rebuild --abort: %w", err)
+	}
+	sql, err := pgsource.Connect(ctx, cfg.Source)
 	if err != nil {
-		return 0, fmt.Errorf("rebuild abort: connect to source: %w", err)
+		return 0, err
 	}
 	defer sql.Close(context.WithoutCancel(ctx))
-	return emitWatermark(ctx, sql, relay.Watermark{Topic: name, AppID: cfg.AppID}, relay.WatermarkAbort)
+	return emitWatermark(ctx, sql, catalog.Watermark{ID: in.ID, Topic: name, AppID: cfg.AppID}, catalog.WatermarkAbort)
 }
 
-func abortRebuild(ctx context.Context, sql *pgx.Conn, wm relay.Watermark, log *slog.Logger) {
+func abortRebuild(ctx context.Context, sql *pgx.Conn, wm catalog.Watermark, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := emitWatermark(ctx, sql, wm, relay.WatermarkAbort); err != nil {
+	if _, err := emitWatermark(ctx, sql, wm, catalog.WatermarkAbort); err != nil {
 		log.Error("rebuild failed and its abort watermark could not be written: the relay keeps the topic paused; run `relay rebuild --topic "+wm.Topic+" --abort`", "err", err)
 		return
 	}
@@ -131,17 +145,24 @@ func abortRebuild(ctx context.Context, sql *pgx.Conn, wm relay.Watermark, log *s
 
 // checkRebuildable refuses what a rebuild cannot do, before anything is
 // written.
-func checkRebuildable(ctx context.Context, cfg relay.Config, store storage.Store, name string) error {
+func checkRebuildable(ctx context.Context, cfg Config, store storage.Store, name string) error {
 	if err := outbox.ValidTopic(name); err != nil {
-		return &relay.UserError{Msg: fmt.Sprintf("rebuild: %q is not a topic name: %v", name, err), Err: err}
+		return usererr.New(err, "rebuild: %q is not a topic name: %v", name, err)
 	}
 	if name == outbox.DeadLetterTopic {
-		return &relay.UserError{Msg: "rebuild: the dead-letter topic holds rows the relay could not route; it cannot be rebuilt from the outbox"}
+		return usererr.New(nil, "rebuild: the dead-letter topic holds rows the relay could not route; it cannot be rebuilt from the outbox")
 	}
-	if _, ok, err := relay.ReadMarker(ctx, store, cfg.AppID); err != nil {
+	t, err := deltasink.New(store, deltasink.Options{AppID: cfg.AppID}).Open(ctx, name)
+	if err != nil {
+		return fmt.Errorf("rebuild: %w", err)
+	}
+	if t.Status == sink.Foreign || t.Status == sink.Incompatible {
+		return usererr.New(nil, "rebuild: the table of topic %q cannot take this relay's events (%s): move it away, then run the rebuild again", name, t.Reason)
+	}
+	if _, ok, err := catalog.ReadMarker(ctx, store, cfg.AppID); err != nil {
 		return fmt.Errorf("rebuild: %w", err)
 	} else if !ok {
-		return &relay.UserError{Msg: fmt.Sprintf("rebuild: store %s has no relay %q yet: start `relay run`, whose first start copies every topic", store, cfg.AppID)}
+		return usererr.New(nil, "rebuild: store %s has no relay %q yet: start `relay run`, whose first start copies every topic", store, cfg.AppID)
 	}
 	return nil
 }
@@ -158,7 +179,7 @@ func checkSlotStreaming(ctx context.Context, sql *pgx.Conn, slot string, log *sl
 	var active *bool
 	err := sql.QueryRow(ctx, "SELECT active FROM pg_replication_slots WHERE slot_name = $1", slot).Scan(&active)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return &relay.UserError{Msg: fmt.Sprintf("rebuild: replication slot %q does not exist: run `relay bootstrap --recover` first", slot)}
+		return usererr.New(nil, "rebuild: replication slot %q does not exist: run `relay bootstrap --recover` first", slot)
 	}
 	if err != nil {
 		return fmt.Errorf("rebuild: read slot %q: %w", slot, err)
@@ -170,21 +191,14 @@ func checkSlotStreaming(ctx context.Context, sql *pgx.Conn, slot string, log *sl
 }
 
 // emitWatermark writes a transactional logical message and returns its LSN.
-func emitWatermark(ctx context.Context, sql *pgx.Conn, wm relay.Watermark, op string) (pglogrepl.LSN, error) {
+func emitWatermark(ctx context.Context, sql *pgx.Conn, wm catalog.Watermark, op string) (pglogrepl.LSN, error) {
 	wm.Op = op
-	b, _ := json.Marshal(wm)
 	var lsn string
-	err := sql.QueryRow(ctx, "SELECT pg_logical_emit_message(true, $1, $2)::text", relay.WatermarkPrefix, string(b)).Scan(&lsn)
+	err := sql.QueryRow(ctx, "SELECT pg_logical_emit_message(true, $1, $2)::text", catalog.WatermarkPrefix, wm.Encode()).Scan(&lsn)
 	if err != nil {
 		return 0, fmt.Errorf("rebuild: write %s watermark: %w", op, err)
 	}
 	return pglogrepl.ParseLSN(lsn)
-}
-
-func newRebuildID() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 func cmpOr(d, def time.Duration) time.Duration {

@@ -9,23 +9,24 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
-	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/usererr"
 )
 
 // copyRebuild copies the topic's rows under a new snapshot, once the relay
 // has paused the topic (its table no longer changes) and every transaction
 // that committed before the pause watermark is visible. Events the table
 // holds are skipped. It returns the record the relay commits from.
-func copyRebuild(ctx context.Context, cfg relay.Config, store storage.Store, name string, pauseLSN pglogrepl.LSN,
-	opts Options, log *slog.Logger) (relay.RebuildRecord, error) {
-	rec := relay.RebuildRecord{Topic: name, AppID: cfg.AppID, TxnVersion: int64(pauseLSN), Created: time.Now().UTC()}
+func copyRebuild(ctx context.Context, cfg Config, store storage.Store, name string, pauseLSN pglogrepl.LSN,
+	opts Options, log *slog.Logger) (catalog.RebuildRecord, error) {
+	rec := catalog.RebuildRecord{Topic: name, AppID: cfg.AppID, TxnVersion: int64(pauseLSN), Created: time.Now().UTC()}
 	set, err := topicIDs(ctx, store, name, cfg.AppID)
 	if err != nil {
-		return rec, keepPaused{&relay.UserError{Err: err, Msg: fmt.Sprintf("rebuild: the table of topic %q at %s cannot be read (%v). "+
+		return rec, keepPaused{usererr.New(err, "rebuild: the table of topic %q at %s cannot be read (%v). "+
 			"The topic stays paused, so nothing writes there: move the table away, then run `relay rebuild --topic %s` again (or --abort to resume streaming it)",
-			name, storage.Sub(store, name), err, name)}}
+			name, storage.Sub(store, name), err, name)}
 	}
 	if set != nil && set.txn >= rec.TxnVersion {
 		rec.TxnVersion = set.txn + 1 // the relay committed past the watermark before pausing
@@ -86,7 +87,7 @@ func copyRebuild(ctx context.Context, cfg relay.Config, store storage.Store, nam
 // openExportingConn opens the rebuild's snapshot and records what the seam
 // needs: the snapshot (which xids it sees) and the WAL insert position read
 // after it was taken (no transaction committing at or after it is visible).
-func openExportingConn(ctx context.Context, dsn string, rec *relay.RebuildRecord) (*pgx.Conn, string, error) {
+func openExportingConn(ctx context.Context, dsn string, rec *catalog.RebuildRecord) (*pgx.Conn, string, error) {
 	conn, err := openSnapshotConn(ctx, dsn, "")
 	if err != nil {
 		return nil, "", err

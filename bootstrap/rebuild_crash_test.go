@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/catalog"
 )
 
 // TestRebuildSurvivesKills: while producers insert into every topic, a
@@ -85,7 +85,7 @@ func TestRebuildSurvivesKills(t *testing.T) {
 	if err := r.stop(); err != nil {
 		t.Fatalf("relay: %v\n%s", err, r.output())
 	}
-	m, ok, err := relay.ReadMarker(t.Context(), store, cfg.AppID)
+	m, ok, err := catalog.ReadMarker(t.Context(), store, cfg.AppID)
 	if err != nil || !ok {
 		t.Fatalf("no marker: %v", err)
 	}

@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/deltabus/deltabus/bootstrap"
-	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/sink/topic"
+	"github.com/deltabus/deltabus/usererr"
 	"github.com/deltabus/deltabus/verify"
 )
 
@@ -54,13 +55,13 @@ func TestRebuildLostTopicWhileStreaming(t *testing.T) {
 	live := stopProducers()
 	waitCaughtUp(t, db, store, cfg.AppID, 2*time.Minute)
 	stop()
-	m, ok, err := relay.ReadMarker(t.Context(), store, cfg.AppID)
+	m, ok, err := catalog.ReadMarker(t.Context(), store, cfg.AppID)
 	if err != nil || !ok {
 		t.Fatalf("no marker: %v", err)
 	}
 	t.Logf("%d rows pre-filled, %d produced concurrently", n, live)
 	checkTopics(t, db, store, cfg.AppID, snapshotLSN(t, m))
-	st, _, err := relay.ReadRebuildState(t.Context(), store, lost)
+	st, _, err := catalog.ReadRebuildState(t.Context(), store, lost)
 	if err != nil || st.Paused != "" || st.ResolvedThrough == "" {
 		t.Errorf("relay rebuild state after the rebuild: %+v, %v", st, err)
 	}
@@ -95,7 +96,7 @@ func TestAbortMissingTable(t *testing.T) {
 	stopProducers := startProducers(t, db, 2, 2*time.Millisecond)
 	deadline := time.Now().Add(time.Minute)
 	for {
-		st, _, _ := relay.ReadRebuildState(t.Context(), store, lost)
+		st, _, _ := catalog.ReadRebuildState(t.Context(), store, lost)
 		if st.Paused != "" {
 			break
 		}
@@ -104,7 +105,7 @@ func TestAbortMissingTable(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if _, err := bootstrap.AbortRebuild(t.Context(), cfg, lost); err != nil {
+	if _, err := bootstrap.AbortRebuild(t.Context(), cfg, store, lost); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second)
@@ -153,11 +154,11 @@ func TestRebuildUnreadableTable(t *testing.T) {
 	}
 	opts := bootstrap.RebuildOptions{Options: bootstrap.Options{Log: testLog(t)}}
 	_, err := bootstrap.Rebuild(testCtx(t, 5*time.Minute), cfg, store, damaged, opts)
-	if err == nil || !relay.IsUserError(err) || !strings.Contains(err.Error(), "move the table away") {
+	if err == nil || !usererr.Is(err) || !strings.Contains(err.Error(), "move the table away") {
 		t.Fatalf("rebuild of an unreadable table: %v; want a user error saying to move it away", err)
 	}
 	t.Logf("first rebuild: %v", err)
-	st, _, err := relay.ReadRebuildState(t.Context(), store, damaged)
+	st, _, err := catalog.ReadRebuildState(t.Context(), store, damaged)
 	if err != nil || st.Paused == "" {
 		t.Fatalf("topic not left paused: %+v, %v", st, err)
 	}
@@ -177,7 +178,7 @@ func TestRebuildUnreadableTable(t *testing.T) {
 	stopProducers()
 	waitCaughtUp(t, db, store, cfg.AppID, 2*time.Minute)
 	stop()
-	m, _, err := relay.ReadMarker(t.Context(), store, cfg.AppID)
+	m, _, err := catalog.ReadMarker(t.Context(), store, cfg.AppID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,10 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/usererr"
 )
 
 // poll calls check every interval until it reports done, ctx ends or
@@ -42,9 +43,9 @@ func poll(ctx context.Context, limit, interval time.Duration, check func() (bool
 // waitPaused waits until the relay reports the topic paused for this
 // rebuild: every event of the topic before the watermark is then durable
 // and the table stays as it is until the commit watermark.
-func waitPaused(ctx context.Context, store storage.Store, wm relay.Watermark, at pglogrepl.LSN, limit time.Duration, log *slog.Logger) error {
+func waitPaused(ctx context.Context, store storage.Store, wm catalog.Watermark, at pglogrepl.LSN, limit time.Duration, log *slog.Logger) error {
 	ok, err := poll(ctx, limit, 100*time.Millisecond, func() (bool, error) {
-		st, _, err := relay.ReadRebuildState(ctx, store, wm.Topic)
+		st, _, err := catalog.ReadRebuildState(ctx, store, wm.Topic)
 		if err != nil {
 			return false, err
 		}
@@ -62,7 +63,7 @@ func waitPaused(ctx context.Context, store storage.Store, wm relay.Watermark, at
 		return err
 	}
 	if !ok {
-		return &relay.UserError{Msg: fmt.Sprintf("rebuild: the relay did not reach the pause watermark %s within %s: start `relay run` (or wait for it to catch up) and run the rebuild again", at, limit)}
+		return usererr.New(nil, "rebuild: the relay did not reach the pause watermark %s within %s: start `relay run` (or wait for it to catch up) and run the rebuild again", at, limit)
 	}
 	return nil
 }

@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/storage"
 )
 
@@ -21,18 +20,18 @@ const RecoverWarning = "events deleted from the outbox while the slot was missin
 // the marker. The relay then streams from the new consistent point
 // (`relay run`). A healthy slot of a bootstrapped relay is refused: there
 // is nothing to recover, and dropping it would lose nothing but time.
-func Recover(ctx context.Context, cfg relay.Config, store storage.Store, opts Options) (Result, error) {
-	cfg = cfg.WithDefaults()
-	sql, err := pgx.Connect(ctx, cfg.Source)
+func Recover(ctx context.Context, cfg Config, store storage.Store, opts Options) (Result, error) {
+	cfg = cfg.withDefaults()
+	sql, err := pgsource.Connect(ctx, cfg.Source)
 	if err != nil {
-		return Result{}, fmt.Errorf("recover: connect to source: %w", err)
+		return Result{}, err
 	}
-	slot, err := relay.ReadSlot(ctx, sql, cfg.Slot)
+	slot, err := pgsource.ReadSlot(ctx, sql, cfg.Slot)
 	sql.Close(context.WithoutCancel(ctx))
 	if err != nil {
 		return Result{}, fmt.Errorf("recover: %w", err)
 	}
-	_, hasMarker, err := relay.ReadMarker(ctx, store, cfg.AppID)
+	_, hasMarker, err := catalog.ReadMarker(ctx, store, cfg.AppID)
 	if err != nil {
 		return Result{}, fmt.Errorf("recover: %w", err)
 	}
@@ -54,18 +53,18 @@ func Recover(ctx context.Context, cfg relay.Config, store storage.Store, opts Op
 
 // First runs a first-start bootstrap ahead of `relay run`. A relay that is
 // already bootstrapped (its slot and marker exist) is refused.
-func First(ctx context.Context, cfg relay.Config, store storage.Store, opts Options) (Result, error) {
-	cfg = cfg.WithDefaults()
-	sql, err := pgx.Connect(ctx, cfg.Source)
+func First(ctx context.Context, cfg Config, store storage.Store, opts Options) (Result, error) {
+	cfg = cfg.withDefaults()
+	sql, err := pgsource.Connect(ctx, cfg.Source)
 	if err != nil {
-		return Result{}, fmt.Errorf("bootstrap: connect to source: %w", err)
+		return Result{}, err
 	}
-	slot, err := relay.ReadSlot(ctx, sql, cfg.Slot)
+	slot, err := pgsource.ReadSlot(ctx, sql, cfg.Slot)
 	sql.Close(context.WithoutCancel(ctx))
 	if err != nil {
 		return Result{}, fmt.Errorf("bootstrap: %w", err)
 	}
-	_, hasMarker, err := relay.ReadMarker(ctx, store, cfg.AppID)
+	_, hasMarker, err := catalog.ReadMarker(ctx, store, cfg.AppID)
 	if err != nil {
 		return Result{}, fmt.Errorf("bootstrap: %w", err)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
@@ -35,7 +35,7 @@ func TestSeamUnderConcurrentProducers(t *testing.T) {
 	live := stopProducers()
 	t.Logf("snapshot of %d rows, %d rows produced concurrently", n, live)
 
-	m, ok, err := relay.ReadMarker(t.Context(), store, cfg.AppID)
+	m, ok, err := catalog.ReadMarker(t.Context(), store, cfg.AppID)
 	if err != nil || !ok {
 		t.Fatalf("no marker after bootstrap: %v", err)
 	}
@@ -47,7 +47,7 @@ func TestSeamUnderConcurrentProducers(t *testing.T) {
 	}
 }
 
-func snapshotLSN(t testing.TB, m relay.Marker) int64 {
+func snapshotLSN(t testing.TB, m catalog.Marker) int64 {
 	cp, err := parseLSN(m.ConsistentPoint)
 	if err != nil {
 		t.Fatalf("marker consistent point %q: %v", m.ConsistentPoint, err)
@@ -66,7 +66,7 @@ func waitCaughtUp(t testing.TB, db *pgtest.DB, store storage.Store, appID string
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		got := 0
-		names, err := relay.ListTopics(context.Background(), store)
+		names, err := catalog.ListTopics(context.Background(), store)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/deltabus/deltabus/pgsource"
 )
 
 // exportedSlot is a freshly created slot whose exported snapshot stays
@@ -67,17 +69,9 @@ func dropSlot(ctx context.Context, sql *pgx.Conn, name string) (bool, error) {
 // createExportedSlot creates the logical slot with an exported snapshot on
 // a new replication connection, which the caller must close.
 func createExportedSlot(ctx context.Context, dsn, slot string) (*exportedSlot, error) {
-	cfg, err := pgconn.ParseConfig(dsn)
+	conn, err := pgsource.ConnectReplication(ctx, dsn)
 	if err != nil {
-		return nil, fmt.Errorf("parse source DSN: %w", err)
-	}
-	cfg.RuntimeParams["replication"] = "database"
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = 10 * time.Second
-	}
-	conn, err := pgconn.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("open replication connection: %w", err)
+		return nil, err
 	}
 	s := &exportedSlot{conn: conn}
 	sys, err := pglogrepl.IdentifySystem(ctx, conn)

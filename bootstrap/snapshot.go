@@ -10,8 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
-	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/storage"
 )
 
@@ -22,13 +23,13 @@ import (
 // writes the relay marker. It is the first start, the redo of an
 // interrupted first start, and the core of Recover. Repeating it after a
 // failure at any point is safe.
-func Snapshot(ctx context.Context, cfg relay.Config, store storage.Store, opts Options) (Result, error) {
+func Snapshot(ctx context.Context, cfg Config, store storage.Store, opts Options) (Result, error) {
 	start := time.Now()
-	cfg, opts = cfg.WithDefaults(), opts.withDefaults()
+	cfg, opts = cfg.withDefaults(), opts.withDefaults()
 	log := opts.Log.With("slot", cfg.Slot)
-	sql, err := pgx.Connect(ctx, cfg.Source)
+	sql, err := pgsource.Connect(ctx, cfg.Source)
 	if err != nil {
-		return Result{}, fmt.Errorf("bootstrap: connect to source: %w", err)
+		return Result{}, err
 	}
 	defer sql.Close(context.WithoutCancel(ctx))
 	var res Result
@@ -64,7 +65,7 @@ func Snapshot(ctx context.Context, cfg relay.Config, store storage.Store, opts O
 	if res.Topics, err = job.commitTopics(ctx, cfg.AppID, version); err != nil {
 		return res, fmt.Errorf("bootstrap: %w", err)
 	}
-	m := relay.Marker{AppID: cfg.AppID, Slot: cfg.Slot, Publication: cfg.Publication, SystemID: slot.systemID,
+	m := catalog.Marker{AppID: cfg.AppID, Slot: cfg.Slot, Publication: cfg.Publication, SystemID: slot.systemID,
 		Database: sql.Config().Database, ConsistentPoint: slot.consistentPoint.String()}
 	if err := writeMarker(ctx, store, m); err != nil {
 		return res, fmt.Errorf("bootstrap: %w", err)
@@ -78,7 +79,7 @@ func Snapshot(ctx context.Context, cfg relay.Config, store storage.Store, opts O
 
 // copyAll imports the snapshot into opts.Connections transactions and
 // copies every unit.
-func (j *copyJob) copyAll(ctx context.Context, cfg relay.Config, slot *exportedSlot, log *slog.Logger) error {
+func (j *copyJob) copyAll(ctx context.Context, cfg Config, slot *exportedSlot, log *slog.Logger) error {
 	conns := make([]*pgx.Conn, 0, j.opts.Connections)
 	defer func() {
 		for _, c := range conns {

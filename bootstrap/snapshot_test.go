@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/deltabus/deltabus/bootstrap"
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
-	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
@@ -62,7 +62,7 @@ func TestSnapshotCopiesEveryRowOnceAndRedoIsIdempotent(t *testing.T) {
 		}
 	}
 	checkEventFields(t, db, store, "topic-2")
-	m, ok, err := relay.ReadMarker(ctx, store, cfg.AppID)
+	m, ok, err := catalog.ReadMarker(ctx, store, cfg.AppID)
 	if err != nil || !ok || m.ConsistentPoint != res.ConsistentPoint.String() || m.SystemID == "" {
 		t.Fatalf("marker %+v %v %v", m, ok, err)
 	}

@@ -25,6 +25,7 @@
 //	  rebuilds/<topic>/state.json     RebuildState: whether the relay holds the topic (relay)
 //	  rebuilds/<topic>/intents/<id>.json  Intent: a rebuild or abort the operator asked for
 //	  consumers/<group>/<topic>.json  a consumer group's checkpoint (package subscribe)
+//	  probes/<appId>                  written and deleted by the relay's preflight
 //
 // Topic names are lowercase `[a-z0-9][a-z0-9._-]*` (names starting with "_"
 // are internal), relay appIds are `deltabus-<slot>`, consumer groups follow

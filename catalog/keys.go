@@ -22,6 +22,7 @@ const (
 	KindRebuildState  Kind = "rebuild-state"  // rebuilds/<topic>/state.json
 	KindIntent        Kind = "intent"         // rebuilds/<topic>/intents/<id>.json
 	KindConsumer      Kind = "consumer"       // consumers/<group>/<topic>.json
+	KindProbe         Kind = "probe"          // probes/<appId>
 )
 
 // name is the form of every name that becomes one key segment: topics
@@ -95,6 +96,8 @@ func Key(kind Kind, names ...string) (string, error) {
 		return Prefix + "rebuilds/" + names[0] + "/intents/" + names[1] + ".json", nil
 	case KindConsumer:
 		return Prefix + "consumers/" + names[0] + "/" + names[1] + ".json", nil
+	case KindProbe:
+		return Prefix + "probes/" + names[0], nil
 	}
 	panic("catalog.Key: unknown kind " + string(kind))
 }
@@ -112,6 +115,8 @@ func Parse(key string) (kind Kind, names []string, ok bool) {
 	switch {
 	case len(parts) == 2 && parts[0] == "topics":
 		kind, names = KindTopic, []string{parts[1]}
+	case len(parts) == 2 && parts[0] == "probes":
+		kind, names = KindProbe, []string{parts[1]}
 	case len(parts) == 2 && parts[0] == "relays":
 		n, sfx := json(parts[1])
 		if !sfx {

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-var kinds = []Kind{KindTopic, KindMarker, KindRebuildRecord, KindRebuildState, KindIntent, KindConsumer}
+var kinds = []Kind{KindTopic, KindMarker, KindRebuildRecord, KindRebuildState, KindIntent, KindConsumer, KindProbe}
 
 func arity(k Kind) int {
 	if k == KindIntent || k == KindConsumer {

@@ -40,3 +40,7 @@ func WriteMarker(ctx context.Context, store storage.Store, m Marker) error {
 	}
 	return nil
 }
+
+// AppID is the Delta txn appId (and marker name) of the relay on a slot:
+// one per slot, stable across restarts.
+func AppID(slot string) string { return "deltabus-" + slot }

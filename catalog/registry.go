@@ -57,3 +57,19 @@ func ListTopics(ctx context.Context, store storage.Store) ([]string, error) {
 	}
 	return names, nil
 }
+
+// CheckWritable writes and deletes a small probe object, so a store the
+// relay cannot write fails before the slot is created, not after.
+func CheckWritable(ctx context.Context, store storage.Store, appID string) error {
+	key, err := Key(KindProbe, appID)
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	if err := store.Put(ctx, key, []byte("deltabus write probe\n")); err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	if err := store.Delete(ctx, key); err != nil {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	return nil
+}

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
-	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/storage"
 )
 
@@ -25,13 +25,13 @@ import (
 type demo struct {
 	dsn      string
 	store    storage.Store
-	opts     demoOptions
+	opts     Options
 	produced atomic.Int64
 	poison   atomic.Int64
 	started  time.Time
 }
 
-func newDemo(dsn string, store storage.Store, o demoOptions) *demo {
+func newDemo(dsn string, store storage.Store, o Options) *demo {
 	return &demo{dsn: dsn, store: store, opts: o, started: time.Now()}
 }
 
@@ -108,7 +108,7 @@ func (d *demo) drain(ctx context.Context, out io.Writer) error {
 }
 
 func (d *demo) relayedCount(ctx context.Context) int64 {
-	topics, err := relay.ListTopics(ctx, d.store)
+	topics, err := catalog.ListTopics(ctx, d.store)
 	if err != nil {
 		return 0
 	}
@@ -133,11 +133,11 @@ func (d *demo) produce(ctx context.Context, worker int) error {
 		return err
 	}
 	rng := rand.New(rand.NewPCG(uint64(worker), uint64(time.Now().UnixNano())))
-	perWorker := float64(max(d.opts.rate, 1)) / 2
+	perWorker := float64(max(d.opts.Rate, 1)) / 2
 	start := time.Now()
 	var mine int64
 	for ctx.Err() == nil {
-		if d.opts.events > 0 && d.produced.Load() >= int64(d.opts.events) {
+		if d.opts.Events > 0 && d.produced.Load() >= int64(d.opts.Events) {
 			return nil
 		}
 		evs := demoTransaction(rng)
@@ -165,13 +165,13 @@ func (d *demo) produce(ctx context.Context, worker int) error {
 // when the target is reached.
 func (d *demo) reserve(evs *[]outbox.NewEvent) bool {
 	n := int64(len(*evs))
-	if d.opts.events <= 0 {
+	if d.opts.Events <= 0 {
 		d.produced.Add(n)
 		return true
 	}
 	for {
 		cur := d.produced.Load()
-		left := int64(d.opts.events) - cur
+		left := int64(d.opts.Events) - cur
 		if left <= 0 {
 			return false
 		}

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -51,16 +51,5 @@ func topicRecords(ctx context.Context, root storage.Store, name string) int64 {
 	if err != nil {
 		return 0
 	}
-	return numRecords(snap)
-}
-
-// numRecords sums the numRecords stats of a snapshot's files.
-func numRecords(snap *delta.Snapshot) int64 {
-	var n int64
-	for _, a := range snap.Files {
-		if v, ok := delta.StatsNumRecords(a.Stats); ok {
-			n += v
-		}
-	}
-	return n
+	return snap.StatsRecords()
 }

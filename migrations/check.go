@@ -183,6 +183,16 @@ func checkTable(ctx context.Context, q querier, o Options, t publishedTable) err
 				o.Publication, t.qualified(), unpublished[0])
 		}
 	}
+	var canRead bool
+	var role string
+	err = q.QueryRow(ctx, `SELECT has_table_privilege(format('%I.%I', $1::text, $2::text), 'SELECT'), current_user`, t.schema, t.name).Scan(&canRead, &role)
+	if err != nil {
+		return fmt.Errorf("check privileges on %s: %w", t.qualified(), err)
+	}
+	if !canRead {
+		return fmt.Errorf("role %s cannot read table %s (a first start copies its rows): run GRANT SELECT ON %s TO %s",
+			role, t.qualified(), pgx.Identifier{t.schema, t.name}.Sanitize(), pgx.Identifier{role}.Sanitize())
+	}
 	if t.rowFilter != nil {
 		return fmt.Errorf("publication %s filters the rows of %s (WHERE %s): the relay would never see the other events; publish the table without a row filter",
 			o.Publication, t.qualified(), *t.rowFilter)

@@ -58,12 +58,12 @@ func (o JanitorOptions) withDefaults() JanitorOptions {
 // JanitorReport says what one pass deleted.
 type JanitorReport struct {
 	Cutoff  time.Time        `json:"cutoff"`
-	WAL     string           `json:"wal_lsn"`
-	Durable string           `json:"durable_lsn"`
+	WAL     string           `json:"walLsn"`
+	Durable string           `json:"durableLsn"`
 	Deleted map[string]int64 `json:"deleted"` // per table (would delete, on a dry run)
 	Batches int              `json:"batches"`
-	DryRun  bool             `json:"dry_run"`
-	Took    time.Duration    `json:"took_ns"`
+	DryRun  bool             `json:"dryRun"`
+	Took    time.Duration    `json:"tookNs"`
 }
 
 // RunJanitor deletes outbox rows that are older than the retention AND

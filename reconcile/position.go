@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/deltabus/deltabus/relay"
 	"time"
+
+	"github.com/deltabus/deltabus/catalog"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
@@ -83,5 +84,5 @@ func waitDurable(ctx context.Context, conn *pgx.Conn, slot string, target pglogr
 
 // registeredTopics lists the topics the relay registered in the store.
 func registeredTopics(ctx context.Context, root storage.Store) ([]string, error) {
-	return relay.ListTopics(ctx, root)
+	return catalog.ListTopics(ctx, root)
 }

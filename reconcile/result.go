@@ -34,28 +34,28 @@ type Result struct {
 	Window      Window `json:"window"`
 	Status      Status `json:"status"`
 	Check       string `json:"check,omitempty"`
-	SourceCount int64  `json:"source_count"`
+	SourceCount int64  `json:"sourceCount"`
 	// LogCount is nil when unreadable.
-	LogCount *int64 `json:"log_count"`
+	LogCount *int64 `json:"logCount"`
 	// DistinctCount is the number of distinct ids in the log for the
 	// window; nil unless every id of the window was read (check "ids").
-	DistinctCount *int64 `json:"distinct_count"`
+	DistinctCount *int64 `json:"distinctCount"`
 
 	Missing         []string    `json:"missing,omitempty"`
-	MissingCount    int64       `json:"missing_count"`
+	MissingCount    int64       `json:"missingCount"`
 	Unexpected      []string    `json:"unexpected,omitempty"`
-	UnexpectedCount int64       `json:"unexpected_count"`
+	UnexpectedCount int64       `json:"unexpectedCount"`
 	Duplicates      []Duplicate `json:"duplicates,omitempty"`
-	DuplicateCount  int64       `json:"duplicate_count"` // extra copies beyond the first
+	DuplicateCount  int64       `json:"duplicateCount"` // extra copies beyond the first
 	// Cleaned counts log events absent from the source whose occurred_at is
 	// older than the retention horizon: explained by outbox clean-up.
 	Cleaned int64 `json:"cleaned"`
 	// DeadLettered lists source rows absent from the topic that are in the
 	// _dead_letter table instead.
-	DeadLettered []string `json:"dead_lettered,omitempty"`
+	DeadLettered []string `json:"deadLettered,omitempty"`
 	// LateCommits lists log events the check's snapshot did not see but the
 	// source holds now: they committed later than the lateness allowance.
-	LateCommits []string `json:"late_commits,omitempty"`
+	LateCommits []string `json:"lateCommits,omitempty"`
 	// Narrowed lists the ranges diffed id by id after bisection.
 	Narrowed   []Window `json:"narrowed,omitempty"`
 	Unreadable []string `json:"unreadable,omitempty"`
@@ -70,20 +70,20 @@ type Skipped struct {
 
 // Report is the outcome of one run.
 type Report struct {
-	RunID      string        `json:"run_id"`
-	RunAt      time.Time     `json:"run_at"`      // server time T0 of the snapshot
-	From       time.Time     `json:"from"`        // checked range [From, To)
-	To         time.Time     `json:"to"`          //
-	Window     string        `json:"window"`      // window size
-	Lateness   string        `json:"lateness"`    //
-	Horizon    time.Time     `json:"horizon"`     // T0 - retention
-	WAL        string        `json:"wal_lsn"`     // W0
-	Durable    string        `json:"durable_lsn"` // slot confirmed_flush_lsn when last read
-	Tables     []string      `json:"tables"`      // outbox tables read
+	RunID      string        `json:"runId"`
+	RunAt      time.Time     `json:"runAt"`      // server time T0 of the snapshot
+	From       time.Time     `json:"from"`       // checked range [From, To)
+	To         time.Time     `json:"to"`         //
+	Window     string        `json:"window"`     // window size
+	Lateness   string        `json:"lateness"`   //
+	Horizon    time.Time     `json:"horizon"`    // T0 - retention
+	WAL        string        `json:"walLsn"`     // W0
+	Durable    string        `json:"durableLsn"` // slot confirmed_flush_lsn when last read
+	Tables     []string      `json:"tables"`     // outbox tables read
 	Results    []Result      `json:"results"`
 	Skipped    []Skipped     `json:"skipped"`
-	Took       time.Duration `json:"took_ns"`
-	RecordedAt *int64        `json:"recorded_version,omitempty"` // _reconciliation version
+	Took       time.Duration `json:"tookNs"`
+	RecordedAt *int64        `json:"recordedVersion,omitempty"` // _reconciliation version
 }
 
 // Exit codes of a run.

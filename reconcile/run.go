@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/storage"
 )
 
@@ -129,18 +130,7 @@ func outboxTables(ctx context.Context, conn *pgx.Conn, tables []Table, publicati
 }
 
 func connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("source DSN is invalid: %w", err)
-	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = 10 * time.Second
-	}
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect to PostgreSQL at %s:%d: %w", cfg.Host, cfg.Port, err)
-	}
-	return conn, nil
+	return pgsource.Connect(ctx, dsn)
 }
 
 func (c *checker) run(ctx context.Context) (*Report, error) {

@@ -6,17 +6,18 @@ import (
 	"github.com/jackc/pglogrepl"
 
 	"github.com/deltabus/deltabus/outbox"
-	"github.com/deltabus/deltabus/sink/topic"
+	"github.com/deltabus/deltabus/sink"
 )
 
 // batch is a run of whole source transactions, in commit order, on its way
-// to one Delta commit per topic. It never ends inside a transaction: its
-// last transaction's commit LSN is the txn version every topic commit of the
-// batch records, and its end LSN is what may be acknowledged once every
-// topic commit is durable.
+// to one commit per topic. It never ends inside a transaction: its last
+// transaction's commit LSN is the position every topic commit of the batch
+// records, and its end LSN is what may be acknowledged once every topic
+// commit is durable. Rows go to the sink's batch as they arrive.
 type batch struct {
+	sb        sink.Batch
 	seq       int64
-	topics    map[string]*topicBatch
+	topics    map[string]bool
 	order     []string // topics in first-seen order, for stable logs
 	events    int
 	bytes     int64
@@ -28,74 +29,36 @@ type batch struct {
 	lastTime  time.Time     // commit time of the last transaction
 }
 
-// topicBatch is one topic's share of a batch: its rows stream into parquet
-// files as they arrive, so memory stays bounded however large the batch.
-type topicBatch struct {
-	table  *topicTable
-	writer *topic.FileWriter
-	events int
+func newBatch(s sink.Sink, seq int64) *batch {
+	return &batch{sb: s.NewBatch(), seq: seq, topics: make(map[string]bool)}
 }
 
-func newBatch(seq int64) *batch {
-	return &batch{seq: seq, topics: make(map[string]*topicBatch)}
-}
-
-func (b *batch) empty() bool { return b.events == 0 }
-
-func (b *batch) topicFor(t *topicTable, opts topic.FileOptions) *topicBatch {
-	tb := b.topics[t.name]
-	if tb == nil {
-		opts.DeadLetter = t.name == outbox.DeadLetterTopic
-		tb = &topicBatch{table: t, writer: topic.NewFileWriter(t.store, opts)}
-		b.topics[t.name] = tb
-		b.order = append(b.order, t.name)
+func (b *batch) opened(topic string, size int) {
+	if !b.topics[topic] {
+		b.topics[topic] = true
+		b.order = append(b.order, topic)
 	}
-	return tb
-}
-
-func (b *batch) addEvent(t *topicTable, opts topic.FileOptions, ev *outbox.Event) error {
-	tb := b.topicFor(t, opts)
-	if err := tb.writer.Append(ev); err != nil {
-		return err
+	if b.openedAt.IsZero() {
+		b.openedAt = time.Now()
 	}
-	b.count(tb, int64(len(ev.Payload)))
-	return b.boundMemory()
-}
-
-func (b *batch) addDeadLetter(t *topicTable, opts topic.FileOptions, dl *outbox.DeadLetter) error {
-	tb := b.topicFor(t, opts)
-	if err := tb.writer.AppendDeadLetter(dl); err != nil {
-		return err
-	}
-	b.count(tb, int64(len(dl.RawRow)))
-	return b.boundMemory()
-}
-
-// pendingBudget bounds the rows a batch holds in memory across all its
-// topics; above it the largest topic's rows are encoded into a row group
-// (and spill to disk with the file). Memory therefore stays bounded
-// whatever the transaction size and the number of topics.
-const pendingBudget = 16 << 20
-
-// boundMemory is cheap on the hot path: it looks at the writers only every
-// 1024 events.
-func (b *batch) boundMemory() error {
-	if b.events&1023 != 0 {
-		return nil
-	}
-	return topic.BoundPending(pendingBudget, func(yield func(*topic.FileWriter) bool) {
-		for _, tb := range b.topics {
-			if !yield(tb.writer) {
-				return
-			}
-		}
-	})
-}
-
-func (b *batch) count(tb *topicBatch, n int64) {
-	tb.events++
 	b.events++
-	b.bytes += n
+	b.bytes += int64(size)
+}
+
+func (b *batch) addEvent(ev *outbox.Event) error {
+	if err := b.sb.Append(ev); err != nil {
+		return err
+	}
+	b.opened(ev.Topic, len(ev.Payload))
+	return nil
+}
+
+func (b *batch) addDeadLetter(dl *outbox.DeadLetter) error {
+	if err := b.sb.AppendDeadLetter(dl); err != nil {
+		return err
+	}
+	b.opened(outbox.DeadLetterTopic, len(dl.RawRow))
+	return nil
 }
 
 // commitTx records a complete source transaction.
@@ -110,10 +73,5 @@ func (b *batch) commitTx(commitLSN, endLSN pglogrepl.LSN, commitTime time.Time) 
 	b.lastLSN, b.endLSN, b.lastTime = commitLSN, endLSN, commitTime
 }
 
-// abort discards every file written for the batch. Files already uploaded
-// stay as unreferenced orphans, which readers never see and VACUUM removes.
-func (b *batch) abort() {
-	for _, tb := range b.topics {
-		tb.writer.Abort()
-	}
-}
+// abort discards the batch's rows.
+func (b *batch) abort() { b.sb.Abort() }

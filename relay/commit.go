@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,70 +11,77 @@ import (
 	"github.com/jackc/pglogrepl"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/deltabus/deltabus/sink/delta"
-	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/sink"
 )
 
-// committer turns batches into Delta commits, one batch at a time and in
+// committer turns batches into sink commits, one batch at a time and in
 // order, and advances the durable position only after every topic commit of
 // a batch has returned. It runs in its own goroutine so the receive loop
 // keeps reading (and answering keepalives) while files and commits are
 // written.
+//
+// A failed commit fails the committer: failed() reports the error at once,
+// trySubmit refuses further batches, and batches already handed over are
+// aborted. The session then ends with that error.
 type committer struct {
-	root      storage.Store
-	appID     string
-	tableOpts delta.Options
-	log       *slog.Logger
-	metrics   *Metrics
-
+	r       *Relay
 	in      chan *batch
-	durable atomic.Uint64 // highest LSN whose every event is in a durable Delta commit
+	durable atomic.Uint64 // highest LSN whose every event is in a durable commit
 	busy    atomic.Bool   // a batch is being committed
-	done    chan struct{}
-	errOnce sync.Once
-	err     error
+	idleC   chan struct{} // signalled (non-blocking) when a batch is done
+
+	errOnce   sync.Once
+	err       error
+	failC     chan struct{} // closed when err is set
+	done      chan struct{} // closed when run returns
+	closeOnce sync.Once
 }
 
-func newCommitter(root storage.Store, appID string, start pglogrepl.LSN, log *slog.Logger, m *Metrics) *committer {
-	c := &committer{root: root, appID: appID, tableOpts: delta.Options{Logger: log, AsyncCheckpoints: true}, log: log, metrics: m, in: make(chan *batch), done: make(chan struct{})}
+func newCommitter(r *Relay, start pglogrepl.LSN) *committer {
+	c := &committer{r: r, in: make(chan *batch), idleC: make(chan struct{}, 1),
+		failC: make(chan struct{}), done: make(chan struct{})}
 	c.durable.Store(uint64(start))
 	return c
 }
 
-// run commits batches until in is closed or a commit fails.
+// run commits batches until in is closed.
 func (c *committer) run(ctx context.Context) {
 	defer close(c.done)
 	for b := range c.in {
-		if err := c.commitBatch(ctx, b); err != nil {
-			c.fail(err)
+		if c.failed() != nil {
 			b.abort()
-			for b := range c.in { // drain so senders never block
-				b.abort()
-			}
-			return
+		} else if err := c.commitBatch(ctx, b); err != nil {
+			b.abort()
+			c.fail(err)
 		}
 		c.busy.Store(false)
+		select {
+		case c.idleC <- struct{}{}:
+		default:
+		}
 	}
 }
 
 func (c *committer) fail(err error) {
-	c.errOnce.Do(func() { c.err = err })
+	c.errOnce.Do(func() {
+		c.err = err
+		close(c.failC)
+	})
 }
 
-// failed returns the commit error, if any; valid after done is closed or
-// at any time for a quick check.
+// failed returns the commit error, if any.
 func (c *committer) failed() error {
 	select {
-	case <-c.done:
+	case <-c.failC:
 		return c.err
 	default:
 		return nil
 	}
 }
 
-// trySubmit hands b over if the committer is idle.
+// trySubmit hands b over if the committer is idle and has not failed.
 func (c *committer) trySubmit(b *batch) bool {
-	if !c.busy.CompareAndSwap(false, true) {
+	if c.failed() != nil || !c.busy.CompareAndSwap(false, true) {
 		return false
 	}
 	select {
@@ -90,6 +96,33 @@ func (c *committer) trySubmit(b *batch) bool {
 // idle reports whether no batch is being committed.
 func (c *committer) idle() bool { return !c.busy.Load() }
 
+// waitIdle waits until the committer finishes a batch, fails, ctx ends or
+// at most d.
+func (c *committer) waitIdle(ctx context.Context, d time.Duration) error {
+	if c.idle() {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.idleC:
+	case <-c.failC:
+		return c.err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+	}
+	return nil
+}
+
+// close stops the committer after the batch in flight and returns its
+// error, if any.
+func (c *committer) close() error {
+	c.closeOnce.Do(func() { close(c.in) })
+	<-c.done
+	return c.failed()
+}
+
 // advance moves the durable position forward (never back).
 func (c *committer) advance(lsn pglogrepl.LSN) {
 	for {
@@ -100,46 +133,36 @@ func (c *committer) advance(lsn pglogrepl.LSN) {
 	}
 }
 
+func (c *committer) durableLSN() pglogrepl.LSN { return pglogrepl.LSN(c.durable.Load()) }
+
 func (c *committer) commitBatch(ctx context.Context, b *batch) error {
 	start := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for _, name := range b.order {
-		tb := b.topics[name]
-		g.Go(func() error { return c.commitTopic(gctx, b, tb) })
+		g.Go(func() error { return c.commitTopic(gctx, b, name) })
 	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
 	c.advance(b.endLSN)
-	c.metrics.batchCommitted(b, time.Since(start))
-	c.log.Debug("batch committed", "batch", b.seq, "events", b.events, "topics", len(b.order),
+	c.r.health.progress(time.Now())
+	c.r.metrics.batchCommitted(b, time.Since(start))
+	c.r.log.Debug("batch committed", "batch", b.seq, "events", b.events, "topics", len(b.order),
 		"txs", b.txs, "end_lsn", b.endLSN, "took", time.Since(start))
 	return nil
 }
 
-func (c *committer) commitTopic(ctx context.Context, b *batch, tb *topicBatch) error {
-	t := tb.table
-	adds, err := tb.writer.Close(ctx)
-	if err != nil {
-		return fmt.Errorf("write files of topic %q: %w", t.name, err)
+func (c *committer) commitTopic(ctx context.Context, b *batch, name string) error {
+	res, err := b.sb.Commit(ctx, name, int64(b.lastLSN))
+	if errors.Is(err, sink.ErrFenced) {
+		return fatalError{fmt.Errorf("topic %q: another relay with appId %q already committed up to LSN %s; this instance is a zombie and stops: %w",
+			name, c.r.cfg.AppID, b.lastLSN, err)}
 	}
-	if err := t.ensureTable(ctx, c.root, c.tableOpts); err != nil {
+	if err != nil {
 		return err
 	}
-	version, err := t.table.Commit(ctx, delta.CommitActions{
-		Adds:      adds,
-		Txn:       &delta.Txn{AppID: c.appID, Version: int64(b.lastLSN)},
-		Operation: "STREAMING UPDATE",
-	})
-	if errors.Is(err, delta.ErrAlreadyCommitted) {
-		return fatalError{fmt.Errorf("topic %q: another relay with appId %q already committed up to LSN %s; this instance is a zombie and stops: %w",
-			t.name, c.appID, b.lastLSN, err)}
-	}
-	if err != nil {
-		return fmt.Errorf("commit topic %q (txn version %s): %w", t.name, b.lastLSN, err)
-	}
-	c.metrics.topicCommitted(t.name, tb.events, b.lastTime)
-	c.log.Debug("topic committed", "topic", t.name, "version", version, "events", tb.events, "files", len(adds))
+	c.r.metrics.topicCommitted(name, res.Events)
+	c.r.log.Debug("topic committed", "topic", name, "version", res.Version, "events", res.Events, "files", res.Files)
 	return nil
 }

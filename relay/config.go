@@ -3,12 +3,12 @@ package relay
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/pgsource"
+	"github.com/deltabus/deltabus/storage"
 )
 
 // Config is everything `relay run` needs. Zero values take the defaults of
@@ -24,12 +24,16 @@ type Config struct {
 	BatchMaxBytes  int64         // ... or this many payload bytes
 	BatchMaxDelay  time.Duration // ... or when its oldest event is this old
 	StatusInterval time.Duration // standby status update period
-	// ShutdownTimeout bounds how long a graceful stop waits for the source
-	// transaction being received to end before discarding the batch.
+	// ShutdownTimeout bounds a graceful stop: how long it waits for the
+	// source transaction being received to end and for the last commit.
+	// Past it every blocking call is cancelled and Run returns.
 	ShutdownTimeout time.Duration
+	// ReadyStall: the relay reports not ready when events are pending and
+	// no commit has succeeded for this long (default max(10 s, 200 ×
+	// BatchMaxDelay)).
+	ReadyStall time.Duration
 
-	Standby     bool   // wait for the slot to be free instead of failing
-	MetricsAddr string // host:port for /metrics and /healthz; "" disables
+	Standby bool // wait for the slot to be free instead of failing
 }
 
 // DefaultConfig returns the defaults, tuned for sub-second end-to-end
@@ -51,15 +55,14 @@ var slotName = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)
 // WithDefaults fills zero fields from DefaultConfig.
 func (c Config) WithDefaults() Config {
 	d := DefaultConfig()
-	if c.Slot == "" {
-		c.Slot = d.Slot
+	set := func(v *string, def string) {
+		if *v == "" {
+			*v = def
+		}
 	}
-	if c.Publication == "" {
-		c.Publication = d.Publication
-	}
-	if c.AppID == "" {
-		c.AppID = "deltabus-" + c.Slot
-	}
+	set(&c.Slot, d.Slot)
+	set(&c.Publication, d.Publication)
+	set(&c.AppID, catalog.AppID(c.Slot))
 	if c.BatchMaxEvents == 0 {
 		c.BatchMaxEvents = d.BatchMaxEvents
 	}
@@ -75,6 +78,9 @@ func (c Config) WithDefaults() Config {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = d.ShutdownTimeout
 	}
+	if c.ReadyStall == 0 {
+		c.ReadyStall = max(10*time.Second, 200*c.BatchMaxDelay)
+	}
 	return c
 }
 
@@ -84,14 +90,17 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.Source == "" {
 		errs = append(errs, errors.New("no source database: set DELTABUS_SOURCE or --source to a PostgreSQL DSN (postgres://user@host:5432/db)"))
-	} else if _, err := pgx.ParseConfig(c.Source); err != nil {
-		errs = append(errs, fmt.Errorf("source DSN is invalid: %s; expected postgres://user@host:5432/db", redact(err.Error())))
+	} else if _, err := pgsource.ParseConfig(c.Source); err != nil {
+		errs = append(errs, err)
 	}
-	if err := ValidateStoreURL(c.Store); err != nil {
+	if err := storage.CheckURL(c.Store); err != nil {
 		errs = append(errs, err)
 	}
 	if !slotName.MatchString(c.Slot) {
 		errs = append(errs, fmt.Errorf("slot name %q is invalid: use 1-63 characters of a-z, 0-9 and _", c.Slot))
+	}
+	if err := catalog.CheckName("relay", c.AppID); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Publication == "" {
 		errs = append(errs, errors.New("publication name is empty: set --publication (default deltabus)"))
@@ -100,40 +109,4 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("batch limits must be positive (--batch-max-events, --batch-max-bytes, --batch-max-delay)"))
 	}
 	return errors.Join(errs...)
-}
-
-// ValidateStoreURL checks a store URL's form: file:///absolute/path or
-// s3://bucket[/prefix].
-func ValidateStoreURL(raw string) error {
-	if raw == "" {
-		return errors.New("no store: set DELTABUS_STORE or --store to file:///path or s3://bucket/prefix")
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("store URL %q is invalid: %v; expected file:///path or s3://bucket/prefix", raw, err)
-	}
-	switch u.Scheme {
-	case "file":
-		if u.Host != "" || !strings.HasPrefix(u.Path, "/") {
-			return fmt.Errorf("store URL %q is invalid: a file store needs an absolute path, e.g. file:///var/lib/deltabus", raw)
-		}
-	case "s3":
-		if u.Host == "" {
-			return fmt.Errorf("store URL %q is invalid: no bucket; expected s3://bucket/prefix", raw)
-		}
-	default:
-		return fmt.Errorf("store URL %q has unsupported scheme %q: use file:///path or s3://bucket/prefix", raw, u.Scheme)
-	}
-	return nil
-}
-
-var (
-	passwordInURL = regexp.MustCompile(`(://[^:/@\s]+:)[^@\s]*@`)
-	passwordKV    = regexp.MustCompile(`(password=)\S+`)
-)
-
-// redact removes passwords from DSNs inside a message.
-func redact(s string) string {
-	s = passwordInURL.ReplaceAllString(s, "${1}xxxxx@")
-	return passwordKV.ReplaceAllString(s, "${1}xxxxx")
 }

@@ -1,8 +1,11 @@
 package relay
 
 import (
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/deltabus/deltabus/usererr"
 )
 
 func TestValidateNamesEveryProblem(t *testing.T) {
@@ -22,44 +25,22 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 	if ok.AppID != "deltabus-deltabus" {
 		t.Errorf("default appId %q", ok.AppID)
 	}
-}
-
-func TestStoreURLs(t *testing.T) {
-	for raw, valid := range map[string]bool{
-		"file:///var/lib/deltabus": true, "s3://bucket": true, "s3://bucket/a/b": true,
-		"": false, "file://relative": false, "s3:///nobucket": false, "gs://b": false,
-	} {
-		if err := ValidateStoreURL(raw); (err == nil) != valid {
-			t.Errorf("ValidateStoreURL(%q) = %v, want valid=%v", raw, err, valid)
-		}
-	}
-}
-
-func TestRedactRemovesPasswords(t *testing.T) {
-	for _, in := range []string{
-		"cannot parse postgres://app:s3cret@db:5432/x",
-		"host=db password=s3cret user=app",
-	} {
-		if out := redact(in); strings.Contains(out, "s3cret") {
-			t.Errorf("redact(%q) = %q", in, out)
-		}
+	bad := Config{Source: "postgres://u:s3cret@localhost:99999999/db", Store: "file:///x"}.WithDefaults().Validate()
+	if bad == nil || strings.Contains(bad.Error(), "s3cret") {
+		t.Errorf("a bad DSN gives %v", bad)
 	}
 }
 
 func TestRetryable(t *testing.T) {
-	if retryable(fatalError{err: ErrTest}) {
+	if retryable(fatalError{err: errTest}) {
 		t.Error("fatal error retried")
 	}
-	if retryable(&UserError{Msg: "wal_level"}) {
+	if retryable(usererr.New(nil, "wal_level")) {
 		t.Error("permanent user error retried")
 	}
-	if !retryable(&UserError{Msg: "unreachable", Retryable: true}) || !retryable(ErrTest) {
+	if !retryable(usererr.Retry(nil, "unreachable")) || !retryable(errTest) {
 		t.Error("transient error not retried")
 	}
 }
 
-var ErrTest = errTest{}
-
-type errTest struct{}
-
-func (errTest) Error() string { return "test" }
+var errTest = errors.New("test")

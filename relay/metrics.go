@@ -21,6 +21,9 @@ type Metrics struct {
 	// PausedSince is the pause watermark LSN of a topic waiting for its
 	// rebuild (the slot is held there), by topic; absent when not paused.
 	PausedSince *prometheus.GaugeVec
+	// WatermarksIgnored counts rebuild watermarks without a matching
+	// intent in the store (forged, or malformed).
+	WatermarksIgnored prometheus.Counter
 }
 
 // NewMetrics registers the relay's metrics with reg.
@@ -34,15 +37,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.002, 2, 14)}),
 		Latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "deltabus_end_to_end_seconds", Help: "Source commit to Delta commit, for the last transaction of each batch.",
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
-		DurableLSN:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltabus_durable_lsn", Help: "Highest LSN acknowledged to PostgreSQL (all events below it are in Delta)."}),
-		ReceivedLSN: prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltabus_received_lsn", Help: "Highest LSN received from PostgreSQL."}),
-		Reconnects:  prometheus.NewCounter(prometheus.CounterOpts{Name: "deltabus_reconnects_total", Help: "Replication sessions restarted after an error."}),
-		LastCommit:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltabus_last_commit_timestamp_seconds", Help: "Unix time of the last Delta commit, by topic."}, []string{"topic"}),
-		PausedSince: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltabus_rebuild_paused_since_lsn", Help: "Pause watermark of a topic waiting for its rebuild; the slot is held there."}, []string{"topic"}),
+		DurableLSN:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltabus_durable_lsn", Help: "Highest LSN acknowledged to PostgreSQL (all events below it are in Delta)."}),
+		ReceivedLSN:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltabus_received_lsn", Help: "Highest LSN received from PostgreSQL."}),
+		Reconnects:        prometheus.NewCounter(prometheus.CounterOpts{Name: "deltabus_reconnects_total", Help: "Replication sessions restarted after an error."}),
+		LastCommit:        prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltabus_last_commit_timestamp_seconds", Help: "Unix time of the last Delta commit, by topic."}, []string{"topic"}),
+		PausedSince:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltabus_rebuild_paused_since_lsn", Help: "Position a held topic (waiting for its rebuild, or whose table is missing or incompatible) holds the slot at."}, []string{"topic"}),
+		WatermarksIgnored: prometheus.NewCounter(prometheus.CounterOpts{Name: "deltabus_watermarks_ignored_total", Help: "Rebuild watermarks ignored: malformed, or without a matching intent in the store."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Events, m.DeadLetters, m.Skipped, m.Commits, m.BatchSeconds, m.Latency,
-			m.DurableLSN, m.ReceivedLSN, m.Reconnects, m.LastCommit, m.PausedSince)
+			m.DurableLSN, m.ReceivedLSN, m.Reconnects, m.LastCommit, m.PausedSince, m.WatermarksIgnored)
 	}
 	return m
 }
@@ -55,10 +59,21 @@ func (m *Metrics) batchCommitted(b *batch, took time.Duration) {
 	if !b.lastTime.IsZero() && b.events > 0 {
 		m.Latency.Observe(time.Since(b.lastTime).Seconds())
 	}
-	m.DurableLSN.Set(float64(b.endLSN))
 }
 
-func (m *Metrics) topicCommitted(topic string, events int, _ time.Time) {
+func (m *Metrics) acknowledged(lsn uint64) {
+	if m != nil {
+		m.DurableLSN.Set(float64(lsn))
+	}
+}
+
+func (m *Metrics) watermarkIgnored() {
+	if m != nil {
+		m.WatermarksIgnored.Inc()
+	}
+}
+
+func (m *Metrics) topicCommitted(topic string, events int) {
 	if m == nil {
 		return
 	}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
-	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
@@ -96,7 +96,7 @@ func Compare(ctx context.Context, conn *pgx.Conn, outboxTable string, root stora
 		return rep, err
 	}
 	rep.SourceRows = int64(len(want))
-	names, err := relay.ListTopics(ctx, root)
+	names, err := catalog.ListTopics(ctx, root)
 	if err != nil {
 		return rep, err
 	}

@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 
 	"github.com/deltabus/deltabus/bootstrap"
-	"github.com/deltabus/deltabus/outbox"
-	"github.com/deltabus/deltabus/relay"
-	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/daemon"
 )
 
 // cmdBootstrap copies the outbox rows a new slot's snapshot sees into the
@@ -22,14 +19,14 @@ func cmdBootstrap(ctx context.Context, env *cliEnv, args []string) int {
 	doRecover := fs.Bool("recover", false, "recover a missing or invalidated (wal_status=lost) slot: new slot, re-read the outbox, skip events the topics already hold")
 	conns := fs.Int("connections", 1, "connections reading the snapshot; more than 1 splits each table into block ranges (TID range scans), which cost the server more")
 	workers := fs.Int("workers", 2, "goroutines encoding each connection's rows into Parquet")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, sf.resolve); !ok {
 		return code
 	}
 	env2, code, ok := sf.open(ctx, env)
 	if !ok {
 		return code
 	}
-	cfg, store := env2.cfg, env2.store
+	cfg, store := daemon.BootstrapConfig(env2.cfg), env2.store
 	opts := bootstrap.Options{Log: env2.log, Mappings: env2.mappings, Connections: *conns, Workers: *workers}
 	var res bootstrap.Result
 	var err error
@@ -47,35 +44,6 @@ func cmdBootstrap(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	fmt.Fprintf(env.stdout, "next: `relay run` streams from %s\n", res.ConsistentPoint)
 	return exitOK
-}
-
-// sourceEnv is what the commands that copy from the source need.
-type sourceEnv struct {
-	cfg      relay.Config
-	log      *slog.Logger
-	mappings outbox.Mappings
-	store    storage.Store
-}
-
-// open validates the flags and opens the store; on failure it has printed
-// the error and returns the exit code.
-func (sf *sourceFlags) open(ctx context.Context, env *cliEnv) (sourceEnv, int, bool) {
-	var se sourceEnv
-	se.cfg = relay.Config{Source: sf.source, Store: sf.store, Slot: sf.slot, Publication: sf.publication}.WithDefaults()
-	var err error
-	if se.log, err = newLogger(env.stderr, sf.logFormat, sf.logLevel); err != nil {
-		return se, fail(env, exitUsage, err), false
-	}
-	if err := se.cfg.Validate(); err != nil {
-		return se, fail(env, exitUsage, err), false
-	}
-	if se.mappings, err = outbox.ParseMappings(sf.mapping, nil); err != nil {
-		return se, fail(env, exitUsage, fmt.Errorf("--mapping: %w", err)), false
-	}
-	if se.store, err = openStore(ctx, se.cfg.Store); err != nil {
-		return se, fail(env, exitUsage, err), false
-	}
-	return se, exitOK, true
 }
 
 func printBootstrap(env *cliEnv, res bootstrap.Result) {

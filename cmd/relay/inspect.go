@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
 )
@@ -24,7 +25,7 @@ func openTable(ctx context.Context, raw string) (storage.Store, error) {
 		}
 		raw = "file://" + abs
 	}
-	return openStore(ctx, raw)
+	return daemon.OpenStore(ctx, raw, storage.S3Options{})
 }
 
 // tableArgs parses a command's flags and its one TABLE_URL argument and

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -43,15 +42,15 @@ func cmdJanitor(ctx context.Context, env *cliEnv, args []string) int {
 	fs.Var(&tables, "table", "outbox table schema.table (repeatable; default the publication's tables)")
 	fs.DurationVar(&every, "every", 0, "run again every D until stopped (0 = once)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, sf.resolve); !ok {
 		return code
 	}
 	log, err := newLogger(env.stderr, sf.logFormat, sf.logLevel)
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
-	if sf.source == "" {
-		return fail(env, exitUsage, errors.New("--source is required (or DELTABUS_SOURCE)"))
+	if err := sf.requireSource(); err != nil {
+		return fail(env, exitUsage, err)
 	}
 	o.Slot, o.Publication = sf.slot, sf.publication
 	if o.Tables, err = parseTables(tables); err != nil {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/relay"
 )
 
@@ -69,7 +70,11 @@ func main() {
 }
 
 func runCLI(ctx context.Context, env *cliEnv, args []string) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		usage(env.stderr)
+		return exitUsage
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(env.stdout)
 		return exitOK
 	}
@@ -96,8 +101,9 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun `relay <command> --help` for a command's flags.")
-	fmt.Fprintln(w, "Environment: DELTABUS_SOURCE (PostgreSQL DSN), DELTABUS_STORE (file:///path or s3://bucket/prefix),")
-	fmt.Fprintln(w, "DELTABUS_SLOT, DELTABUS_PUBLICATION, DELTABUS_S3_ENDPOINT, DELTABUS_S3_PATH_STYLE, AWS_* credentials.")
+	fmt.Fprintln(w, "Environment: DELTABUS_SOURCE (PostgreSQL DSN; keep the password in PGPASSWORD or ~/.pgpass / PGPASSFILE),")
+	fmt.Fprintln(w, "DELTABUS_STORE (file:///path or s3://bucket/prefix), DELTABUS_SLOT, DELTABUS_PUBLICATION,")
+	fmt.Fprintln(w, "DELTABUS_S3_ENDPOINT, DELTABUS_S3_PATH_STYLE, AWS_* credentials.")
 }
 
 func cmdVersion(_ context.Context, env *cliEnv, _ []string) int {
@@ -116,11 +122,11 @@ func newFlagSet(env *cliEnv, name, synopsis string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses flags and positional arguments in any order (so
-// `relay inspect URL --json` works) into fs; positional arguments are
-// returned. -h maps to exit 0, errors to exitUsage.
-func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	pos, code, ok := parseArgs(fs, args)
+// parseFlags parses flags into fs (flags and positional arguments in any
+// order, no positional argument allowed), then runs after (environment
+// defaults). -h maps to exit 0, errors to exitUsage.
+func parseFlags(fs *flag.FlagSet, args []string, after ...func()) (code int, ok bool) {
+	pos, code, ok := parseArgs(fs, args, after...)
 	if ok && len(pos) > 0 {
 		fmt.Fprintf(fs.Output(), "relay %s: unexpected argument %q\n", fs.Name(), pos[0])
 		return exitUsage, false
@@ -128,7 +134,17 @@ func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	return code, ok
 }
 
-func parseArgs(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool) {
+// parseArgs parses flags and positional arguments in any order (so
+// `relay inspect URL --json` works) into fs and returns the positional
+// arguments, then runs after.
+func parseArgs(fs *flag.FlagSet, args []string, after ...func()) (pos []string, code int, ok bool) {
+	defer func() {
+		if ok {
+			for _, f := range after {
+				f()
+			}
+		}
+	}()
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
@@ -148,10 +164,12 @@ func parseArgs(fs *flag.FlagSet, args []string) (pos []string, code int, ok bool
 	}
 }
 
-// fail prints one line and returns the exit code.
+// fail prints one line, "relay: <what is wrong and how to fix it>", with
+// any password redacted, and returns the exit code.
 func fail(env *cliEnv, code int, err error) int {
-	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
-	fmt.Fprintf(env.stderr, "relay: %s\n", msg)
+	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	msg = strings.TrimPrefix(msg, "relay: ")
+	fmt.Fprintf(env.stderr, "relay: %s\n", pgsource.Redact(msg))
 	return code
 }
 

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/deltabus/deltabus/migrations"
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/pgsource"
 )
 
 func cmdMigrate(ctx context.Context, env *cliEnv, args []string) int {
@@ -17,11 +16,11 @@ func cmdMigrate(ctx context.Context, env *cliEnv, args []string) int {
 	sf.register(fs, env)
 	schema := fs.String("schema", "public", "schema of the outbox table")
 	table := fs.String("table", "outbox", "outbox table name")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, sf.resolve); !ok {
 		return code
 	}
-	if sf.source == "" {
-		return fail(env, exitUsage, fmt.Errorf("no source database: set DELTABUS_SOURCE or --source to a PostgreSQL DSN"))
+	if err := sf.requireSource(); err != nil {
+		return fail(env, exitUsage, err)
 	}
 	mappings, err := outbox.ParseMappings(sf.mapping, nil)
 	if err != nil {
@@ -29,9 +28,9 @@ func cmdMigrate(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(cctx, sf.source)
+	conn, err := pgsource.Connect(cctx, sf.source)
 	if err != nil {
-		return fail(env, exitFailure, fmt.Errorf("cannot connect to PostgreSQL: %w; check DELTABUS_SOURCE", err))
+		return fail(env, exitFailure, err)
 	}
 	defer conn.Close(ctx)
 	rep, err := migrations.Apply(ctx, conn, migrations.Options{Schema: *schema, Table: *table, Publication: sf.publication, Mappings: mappings})

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/deltabus/deltabus/bootstrap"
-	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/daemon"
+	"github.com/deltabus/deltabus/usererr"
 )
 
 // cmdRebuild re-snapshots one topic while `relay run` keeps streaming the
@@ -21,7 +22,7 @@ func cmdRebuild(ctx context.Context, env *cliEnv, args []string) int {
 	conns := fs.Int("connections", 1, "connections reading the topic's rows (useful with several outbox tables)")
 	pauseWait := fs.Duration("pause-wait", 10*time.Minute, "how long to wait for the running relay to reach the pause watermark")
 	commitWait := fs.Duration("commit-wait", 10*time.Minute, "how long to wait for the relay to commit the rebuilt snapshot")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, sf.resolve); !ok {
 		return code
 	}
 	if *name == "" {
@@ -32,7 +33,7 @@ func cmdRebuild(ctx context.Context, env *cliEnv, args []string) int {
 		return code
 	}
 	if *abort {
-		lsn, err := bootstrap.AbortRebuild(ctx, se.cfg, *name)
+		lsn, err := bootstrap.AbortRebuild(ctx, daemon.BootstrapConfig(se.cfg), se.store, *name)
 		if err != nil {
 			return fail(env, exitFailure, err)
 		}
@@ -41,10 +42,10 @@ func cmdRebuild(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	opts := bootstrap.RebuildOptions{Options: bootstrap.Options{Log: se.log, Mappings: se.mappings, Connections: *conns},
 		PauseWait: *pauseWait, CommitWait: *commitWait}
-	res, err := bootstrap.Rebuild(ctx, se.cfg, se.store, *name, opts)
+	res, err := bootstrap.Rebuild(ctx, daemon.BootstrapConfig(se.cfg), se.store, *name, opts)
 	if err != nil {
 		code := exitFailure
-		if relay.IsUserError(err) {
+		if usererr.Is(err) {
 			code = exitUsage
 		}
 		return fail(env, code, err)

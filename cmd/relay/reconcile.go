@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/reconcile"
 	"github.com/deltabus/deltabus/storage"
@@ -32,7 +32,7 @@ Exit codes: 0 clean, 1 divergence found or a referenced data file unreadable,
 Schedule it beside the relay, e.g. hourly with cron:
   5 * * * * relay reconcile --source "$DSN" --store s3://bucket/topics --last 3h --json >> /var/log/deltabus-reconcile.json
 or as a Kubernetes CronJob (schedule "5 * * * *", args [reconcile, --last, 3h, --json]),
-or in-process: relay reconcile --every 1h --metrics-addr :9465`
+or in-process: relay reconcile --every 1h --metrics-addr 127.0.0.1:9465`
 
 // stringList is a repeatable flag.
 type stringList []string
@@ -118,7 +118,7 @@ func cmdReconcile(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlagSet(env, "reconcile", reconcileHelp)
 	var f reconcileFlags
 	f.register(fs, env)
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, f.sf.resolve); !ok {
 		return code
 	}
 	log, err := newLogger(env.stderr, f.sf.logFormat, f.sf.logLevel)
@@ -129,10 +129,10 @@ func cmdReconcile(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
-	if f.sf.source == "" || f.sf.store == "" {
-		return fail(env, exitUsage, errors.New("--source and --store are required (or DELTABUS_SOURCE, DELTABUS_STORE)"))
+	if err := f.sf.requireSource(); err != nil {
+		return fail(env, exitUsage, err)
 	}
-	store, err := openStore(ctx, f.sf.store)
+	store, err := daemon.OpenStore(ctx, f.sf.store, storage.S3Options{})
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
@@ -146,9 +146,7 @@ func reconcileLoop(ctx context.Context, env *cliEnv, f *reconcileFlags, store st
 	reg := prometheus.NewRegistry()
 	m := reconcile.NewMetrics(reg)
 	if f.metricsAddr != "" {
-		ready := make(chan struct{})
-		close(ready)
-		stop, err := serveMetrics(f.metricsAddr, reg, ready, log)
+		_, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: f.metricsAddr, Gatherer: reg, Log: log})
 		if err != nil {
 			return fail(env, exitUsage, err)
 		}

@@ -8,27 +8,29 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/daemon"
+	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
 )
 
+// statusReport is `relay status --json`. Like every JSON the CLI prints,
+// its field names are camelCase and its LSNs text ("0/16B3748").
 type statusReport struct {
-	Slot   relay.SlotInfo `json:"slot"`
-	WALLSN string         `json:"currentWalLsn"`
-	Topics []topicStatus  `json:"topics"`
+	Slot   pgsource.Slot `json:"slot"`
+	WALLSN string        `json:"currentWalLsn"`
+	Topics []topicStatus `json:"topics"`
 }
 
 type topicStatus struct {
 	Topic      string `json:"topic"`
 	Version    int64  `json:"version"`
-	TxnVersion string `json:"txnLsn"`
+	TxnVersion string `json:"txnLsn,omitempty"`
 	Files      int    `json:"files"`
 	Records    int64  `json:"records"`
-	// Problem is set when the table is missing or unreadable, or the topic
-	// is paused for a rebuild (the slot is then held at the pause).
+	// Problem is set when the table is missing, unreadable or changed
+	// incompatibly, or the topic is held (the slot is then held there).
 	Problem string `json:"problem,omitempty"`
 }
 
@@ -37,29 +39,32 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) int {
 	var sf sourceFlags
 	sf.register(fs, env)
 	asJSON := fs.Bool("json", false, "print JSON")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := parseFlags(fs, args, sf.resolve); !ok {
 		return code
+	}
+	if err := sf.requireSource(); err != nil {
+		return fail(env, exitUsage, err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(cctx, sf.source)
+	conn, err := pgsource.Connect(cctx, sf.source)
 	if err != nil {
-		return fail(env, exitFailure, fmt.Errorf("cannot connect to PostgreSQL: %w; check DELTABUS_SOURCE", err))
+		return fail(env, exitFailure, err)
 	}
 	defer conn.Close(ctx)
 	var rep statusReport
-	if rep.Slot, err = relay.ReadSlot(ctx, conn, sf.slot); err != nil {
+	if rep.Slot, err = pgsource.ReadSlot(ctx, conn, sf.slot); err != nil {
 		return fail(env, exitFailure, err)
 	}
 	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&rep.WALLSN); err != nil {
 		return fail(env, exitFailure, err)
 	}
 	if sf.store != "" {
-		store, err := openStore(ctx, sf.store)
+		store, err := daemon.OpenStore(ctx, sf.store, storage.S3Options{})
 		if err != nil {
 			return fail(env, exitUsage, err)
 		}
-		if rep.Topics, err = topicStatuses(ctx, store, "deltabus-"+sf.slot); err != nil {
+		if rep.Topics, err = topicStatuses(ctx, store, catalog.AppID(sf.slot)); err != nil {
 			return fail(env, exitFailure, err)
 		}
 	}
@@ -74,7 +79,7 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) int {
 }
 
 func topicStatuses(ctx context.Context, store storage.Store, appID string) ([]topicStatus, error) {
-	names, err := relay.ListTopics(ctx, store)
+	names, err := catalog.ListTopics(ctx, store)
 	if err != nil {
 		return nil, err
 	}
@@ -88,16 +93,20 @@ func topicStatuses(ctx context.Context, store storage.Store, appID string) ([]to
 		case err != nil:
 			ts.Problem = fmt.Sprintf("table unreadable (%v): move it away, then `relay rebuild --topic %s`", err, n)
 		default:
-			ts.Version, ts.Files, ts.Records = snap.Version, len(snap.Files), numRecords(snap)
+			ts.Version, ts.Files, ts.Records = snap.Version, len(snap.Files), snap.StatsRecords()
 			if txn, ok := snap.Txns[appID]; ok {
 				ts.TxnVersion = lsnString(txn.Version)
 			}
 		}
-		st, _, err := relay.ReadRebuildState(ctx, store, n)
+		st, _, err := catalog.ReadRebuildState(ctx, store, n)
 		if err != nil {
 			return nil, err
 		}
-		if st.Paused != "" {
+		switch st.Paused {
+		case "":
+		case catalog.HoldMissingTable, catalog.HoldIncompatibleTable:
+			ts.Problem = fmt.Sprintf("held since %s (slot held there): %s; `relay rebuild --topic %s` restores it", st.PausedAt, st.Last, n)
+		default:
 			ts.Problem = fmt.Sprintf("paused for rebuild %s since %s (slot held there)", st.Paused, st.PausedAt)
 		}
 		out = append(out, ts)
@@ -114,7 +123,7 @@ func printStatus(env *cliEnv, rep statusReport) {
 	} else {
 		active := "inactive"
 		if s.ActivePID != nil {
-			active = fmt.Sprintf("active (pid %d)", *s.ActivePID)
+			active = "active: " + s.HolderText()
 		}
 		headroom := "unlimited (max_slot_wal_keep_size = -1)"
 		if s.SafeWALSize != nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 
-	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/tests/s3test"
 	"github.com/deltabus/deltabus/verify"
@@ -62,7 +62,7 @@ func TestRebuildLostTopicS3(t *testing.T) {
 		t.Fatalf("relay: %v\n%s", err, p.tail())
 	}
 	rows := truth.read(t)
-	rec, ok, err := relay.ReadRebuildRecord(ctx, store, lost)
+	rec, ok, err := catalog.ReadRebuildRecord(ctx, store, lost)
 	if err != nil || !ok {
 		t.Fatalf("rebuild record: %v", err)
 	}
@@ -87,7 +87,7 @@ func TestRebuildLostTopicS3(t *testing.T) {
 // rebuild's txn version) first; streamed rows in source commit order; every
 // row committed before the pause watermark in the snapshot, every row
 // committed at or after the seam's end streamed.
-func checkRebuiltTopic(t *testing.T, tp string, got []verify.Logged, want []truthRow, rec relay.RebuildRecord) {
+func checkRebuiltTopic(t *testing.T, tp string, got []verify.Logged, want []truthRow, rec catalog.RebuildRecord) {
 	t.Helper()
 	seamEnd, err := pglogrepl.ParseLSN(rec.SeamEnd)
 	if err != nil {

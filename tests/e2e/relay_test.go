@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltabus/deltabus/bootstrap"
+	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/sink/delta"
@@ -23,13 +23,16 @@ import (
 func runRelay(t *testing.T, dsn, storeURL string, store storage.Store) (stop func() error) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	r := relay.New(relay.Config{Source: dsn, Store: storeURL, BatchMaxDelay: 20 * time.Millisecond}, store, outbox.Mappings{}, log, nil)
-	r.Bootstrap = bootstrap.FirstStart(log)
+	r, _, err := daemon.New(context.Background(), relay.Config{Source: dsn, Store: storeURL, BatchMaxDelay: 20 * time.Millisecond},
+		daemon.Options{Log: log, Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- r.Run(ctx) }()
 	select {
-	case <-r.Ready():
+	case <-r.Started():
 	case err := <-errc:
 		cancel()
 		t.Fatalf("relay did not start: %v", err)

@@ -1,0 +1,151 @@
+// Package bench measures the relay against this machine's own limit, in
+// the same run on the same WAL: pg_recvlogical draining a second slot made
+// before the load (`relay bench`, `make bench`). Each figure is one line:
+// name relay=… reference=… ratio=….
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/migrations"
+	"github.com/deltabus/deltabus/pgcluster"
+)
+
+// Options size the side-by-side measurements.
+type Options struct {
+	Source         string        // superuser DSN; "" starts a throwaway cluster
+	Events         int           // rows drained in 1000-row transactions
+	Single         int           // single-row transactions drained
+	Big            int           // rows in one transaction (memory)
+	LatencyFor     time.Duration // steady-load latency run
+	Rate           int           // single-row transactions per second in the latency run
+	Only           string        // comma-separated subset: batch,single,big,latency
+	RecvlogicalBin string
+	RelayArgs      string // extra flags for the measured `relay run`
+	LatencyStore   string // store URL for the latency run (default: a temp dir)
+	// RelayBin is the relay binary measured (default: this executable).
+	RelayBin string
+}
+
+func (o Options) want(name string) bool {
+	if o.Only == "" {
+		return true
+	}
+	for _, n := range strings.Split(o.Only, ",") {
+		if strings.TrimSpace(n) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Run runs the measurements o selects and prints one line per figure.
+func Run(ctx context.Context, out io.Writer, o Options) error {
+	admin := o.Source
+	if admin == "" {
+		srv, err := pgcluster.StartServer(ctx, "max_wal_size = 8GB", "checkpoint_timeout = 30min")
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		admin = srv.DSN("postgres")
+		fmt.Fprintf(out, "# throwaway PostgreSQL 15, fsync=off synchronous_commit=off (pgcluster defaults); store on local disk (fsync on)\n")
+	}
+	self := o.RelayBin
+	if self == "" {
+		var err error
+		if self, err = os.Executable(); err != nil {
+			return err
+		}
+	}
+	b := &bench{admin: admin, self: self, out: out, o: o}
+	steps := []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"batch", b.drainBatched}, {"single", b.drainSingle}, {"big", b.bigTransaction}, {"latency", b.latency},
+	}
+	for _, s := range steps {
+		if !o.want(s.name) {
+			continue
+		}
+		if err := s.run(ctx); err != nil {
+			return fmt.Errorf("bench %s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+type bench struct {
+	admin string
+	self  string
+	out   io.Writer
+	o     Options
+	n     int
+}
+
+// freshDB creates and migrates a database for one measurement.
+func (b *bench) freshDB(ctx context.Context) (string, func(), error) {
+	b.n++
+	name := fmt.Sprintf("bench_%d_%d", os.Getpid(), b.n)
+	conn, err := pgx.Connect(ctx, b.admin)
+	if err != nil {
+		return "", nil, err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", nil, err
+	}
+	dsn := replaceDB(b.admin, name)
+	drop := func() {
+		c, err := pgx.Connect(context.Background(), b.admin)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = $1 AND active`, name)
+		_, _ = c.Exec(context.Background(), `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1`, name)
+		_, _ = c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	}
+	if err := migrate(ctx, dsn); err != nil {
+		drop()
+		return "", nil, err
+	}
+	return dsn, drop, nil
+}
+
+func replaceDB(dsn, db string) string {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return dsn
+	}
+	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, db)
+}
+
+func (b *bench) line(name string, relay, ref float64, unit string) {
+	ratio := 0.0
+	if ref > 0 {
+		ratio = relay / ref
+	}
+	fmt.Fprintf(b.out, "%s relay=%.0f%s reference=%.0f%s ratio=%.2f\n", name, relay, unit, ref, unit, ratio)
+}
+
+// migrate creates the outbox and the publication in a fresh database.
+func migrate(ctx context.Context, dsn string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if _, err := migrations.Apply(ctx, conn, migrations.Options{}); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/deltabus/deltabus/bench"
+	"github.com/deltabus/deltabus/pgcluster"
+)
+
+// cmdBench measures the relay against this machine's own limit (package
+// bench).
+func cmdBench(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlagSet(env, "bench", "[flags]")
+	var o bench.Options
+	fs.StringVar(&o.Source, "source", "", "PostgreSQL DSN of a superuser (default: start a throwaway cluster)")
+	fs.IntVar(&o.Events, "events", 1_000_000, "events to drain in 1000-row transactions")
+	fs.IntVar(&o.Single, "single", 200_000, "single-row transactions to drain")
+	fs.IntVar(&o.Big, "big", 1_000_000, "rows in one transaction for the memory run")
+	fs.DurationVar(&o.LatencyFor, "latency-for", 60*time.Second, "duration of the steady-load latency run")
+	fs.IntVar(&o.Rate, "rate", 2000, "single-row transactions per second in the latency run")
+	fs.StringVar(&o.Only, "only", "", "comma-separated subset: batch,single,big,latency")
+	fs.StringVar(&o.LatencyStore, "latency-store", "", "store URL for the latency run, e.g. s3://bucket/prefix (default: a local temp dir)")
+	fs.StringVar(&o.RelayArgs, "relay-args", "", "extra flags for the measured `relay run`, space-separated (e.g. \"--batch-max-delay 200ms\")")
+	fs.StringVar(&o.RecvlogicalBin, "pg-recvlogical", pgcluster.BinDir+"/pg_recvlogical", "pg_recvlogical binary")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if err := bench.Run(ctx, env.stdout, o); err != nil {
+		return fail(env, exitFailure, err)
+	}
+	return exitOK
+}

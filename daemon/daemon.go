@@ -1,0 +1,91 @@
+// Package daemon assembles a runnable relay from its configuration: the
+// store, the Delta topic tables (deltasink), the first-start bootstrap and
+// the metrics, and serves the health and metrics endpoints. The CLI, the
+// demo and the end-to-end tests build their relays here, so they run what
+// users run.
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/deltabus/deltabus/bootstrap"
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/sink/deltasink"
+	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/usererr"
+)
+
+// Options are what a relay needs besides its relay.Config.
+type Options struct {
+	Log      *slog.Logger    // nil = slog.Default()
+	Mappings outbox.Mappings // outbox column layouts (zero = DeltaBus layout)
+	// Registry, if set, receives the relay's and the bootstrap's metrics.
+	Registry prometheus.Registerer
+	S3       storage.S3Options
+	// Store, if set, is used instead of opening cfg.Store (which must
+	// still name it, for messages).
+	Store storage.Store
+}
+
+// New opens the store cfg names and returns a relay over it, ready to Run.
+func New(ctx context.Context, cfg relay.Config, opts Options) (*relay.Relay, storage.Store, error) {
+	cfg = cfg.WithDefaults()
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, usererr.New(err, "%s", err)
+	}
+	store := opts.Store
+	if store == nil {
+		var err error
+		if store, err = OpenStore(ctx, cfg.Store, opts.S3); err != nil {
+			return nil, nil, err
+		}
+	}
+	var m *relay.Metrics
+	if opts.Registry != nil {
+		m = relay.NewMetrics(opts.Registry)
+	}
+	snk := deltasink.New(store, deltasink.Options{AppID: cfg.AppID, Logger: opts.Log})
+	r := relay.New(cfg, store, snk, opts.Mappings, opts.Log, m)
+	r.FirstStart = bootstrap.FirstStart(BootstrapConfig(cfg), store,
+		bootstrap.Options{Log: opts.Log, Mappings: opts.Mappings, Metrics: opts.Registry})
+	return r, store, nil
+}
+
+// BootstrapConfig is the part of a relay's configuration a bootstrap or a
+// rebuild needs.
+func BootstrapConfig(cfg relay.Config) bootstrap.Config {
+	cfg = cfg.WithDefaults()
+	return bootstrap.Config{Source: cfg.Source, Slot: cfg.Slot, Publication: cfg.Publication, AppID: cfg.AppID}
+}
+
+// OpenStore checks a store URL and opens it.
+func OpenStore(ctx context.Context, raw string, opts storage.S3Options) (storage.Store, error) {
+	if err := storage.CheckURL(raw); err != nil {
+		return nil, usererr.New(err, "%s", err)
+	}
+	st, err := storage.Open(ctx, raw, opts)
+	if err != nil {
+		return nil, usererr.New(err, "open store: %v", err)
+	}
+	return st, nil
+}
+
+// Run builds a relay for cfg and runs it until ctx ends (see relay.Run).
+func Run(ctx context.Context, cfg relay.Config, opts Options) error {
+	r, _, err := New(ctx, cfg, opts)
+	if err != nil {
+		return err
+	}
+	if err := r.Run(ctx); err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,23 @@
+// Package relay is DeltaBus's streaming pipeline: it reads one logical
+// replication slot (pgoutput), routes outbox rows into events and dead
+// letters (package outbox), groups whole source transactions into batches,
+// commits each batch as one commit per topic through a sink.Sink, and
+// acknowledges to PostgreSQL only what is durable.
+//
+// Why this delivers every event to its topic exactly once, in source commit
+// order, across crashes at any point, is argued in one place: the package
+// doc of catalog ("Exactly once, in commit order", "Holds", "Rebuilding
+// one topic"). This package implements that argument: the committer
+// (commit.go) moves the durable position only after every topic commit of
+// a batch returned; a session skips, per topic, what the topic's position
+// says it holds (route.go); holds cap the acknowledged position
+// (holds.go); rebuild watermarks are honoured only with a matching intent
+// in the store (watermark.go).
+//
+// Failure handling: any error ends the session (the open batch is
+// discarded, the committer drained); Run logs it once, reports not ready
+// (Ready) and starts a new session from the slot's confirmed position with
+// backoff. A graceful stop (ctx cancelled) commits and acknowledges the
+// current batch; past Config.ShutdownTimeout every blocking call is
+// cancelled, so a stop never hangs on a hung store or database.
+package relay

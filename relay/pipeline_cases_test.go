@@ -1,0 +1,250 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/sink"
+	"github.com/deltabus/deltabus/sink/sinktest"
+)
+
+// Batches reach the sink in commit order, each topic commit at the batch's
+// last commit LSN, and the acknowledged position follows.
+func TestBatchesCommittedInOrderThenAcknowledged(t *testing.T) {
+	h := newHarness(t, sinktest.NewMemory(), 0x1000, nil)
+	var end = h.src.lsn
+	for range 20 {
+		_, end = h.src.tx("orders", "payments")
+		_, end = h.src.tx("orders")
+	}
+	h.waitAck(end)
+	for _, topic := range []string{"orders", "payments"} {
+		if got := ids(h.mem.Rows(topic)); !slices.Equal(got, h.src.sent[topic]) {
+			t.Fatalf("%s: %d rows %q, want %q", topic, len(got), got, h.src.sent[topic])
+		}
+	}
+	h.stop()
+	if err := h.ended(3 * time.Second); err != nil {
+		t.Fatalf("graceful stop: %v", err)
+	}
+}
+
+// A failing commit ends the session with its error at once; nothing past
+// the last durable batch is acknowledged; the relay reports not ready.
+func TestCommitFailureEndsTheSession(t *testing.T) {
+	mem := sinktest.NewMemory()
+	h := newHarness(t, mem, 0x1000, nil)
+	_, end := h.src.tx("orders")
+	h.waitAck(end)
+	boom := errors.New("store unavailable")
+	mem.BeforeCommit = func(context.Context, string, int64) error { return boom }
+	h.src.tx("orders")
+	h.src.tx("payments")
+	err := h.ended(3 * time.Second)
+	if !errors.Is(err, boom) {
+		t.Fatalf("session ended with %v, want the commit error", err)
+	}
+	if !retryable(err) {
+		t.Fatal("a store error must be retried by a new session")
+	}
+	if got := h.conn.ack(); got != end {
+		t.Fatalf("acknowledged %s after the failure, want %s (the last durable batch)", got, end)
+	}
+	h.r.health.setStreaming(false) // as Run does when the session ends
+	if ok, _ := h.r.Ready(); ok {
+		t.Fatal("ready after a failed session")
+	}
+}
+
+// A commit that hangs (a store that never answers) does not block a stop:
+// past the shutdown timeout the session ends and nothing is acknowledged.
+func TestHungCommitDoesNotBlockStop(t *testing.T) {
+	mem := sinktest.NewMemory()
+	mem.BeforeCommit = func(ctx context.Context, _ string, _ int64) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	h := newHarness(t, mem, 0x1000, func(c *Config) { c.ShutdownTimeout = 300 * time.Millisecond })
+	h.src.tx("orders")
+	time.Sleep(100 * time.Millisecond) // the batch is in the committer now
+	began := time.Now()
+	h.stop()
+	err := h.ended(3 * time.Second)
+	if err == nil {
+		t.Fatal("a stop with a hung commit reported success")
+	}
+	if took := time.Since(began); took > 2*time.Second {
+		t.Fatalf("stop took %s with a 300ms shutdown timeout", took)
+	}
+	if got := h.conn.ack(); got > 0x1000 {
+		t.Fatalf("acknowledged %s, nothing was committed", got)
+	}
+}
+
+// Readiness turns false when events are pending and no commit succeeds.
+func TestNotReadyWhileCommitsStall(t *testing.T) {
+	mem := sinktest.NewMemory()
+	release := make(chan struct{})
+	mem.BeforeCommit = func(ctx context.Context, _ string, _ int64) error {
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	h := newHarness(t, mem, 0x1000, func(c *Config) { c.ReadyStall = 200 * time.Millisecond })
+	if ok, why := h.r.Ready(); !ok {
+		t.Fatalf("not ready while idle: %s", why)
+	}
+	_, end := h.src.tx("orders")
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		if ok, _ := h.r.Ready(); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("still ready with a commit stalled for seconds")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(release)
+	h.waitAck(end)
+	time.Sleep(50 * time.Millisecond)
+	if ok, why := h.r.Ready(); !ok {
+		t.Fatalf("not ready after the commit went through: %s", why)
+	}
+}
+
+// A sink that already holds the batch's position (a zombie wrote it) stops
+// the relay: fatal, not retried.
+func TestFencedCommitIsFatal(t *testing.T) {
+	mem := sinktest.NewMemory()
+	h := newHarness(t, mem, 0x1000, nil)
+	mem.BeforeCommit = func(context.Context, string, int64) error { return sink.ErrFenced }
+	h.src.tx("orders")
+	err := h.ended(3 * time.Second)
+	if !errors.Is(err, sink.ErrFenced) || retryable(err) {
+		t.Fatalf("session ended with %v (retryable=%v), want a fatal ErrFenced", err, retryable(err))
+	}
+}
+
+// On replay, each topic skips the transactions at or below its position.
+func TestReplaySkipsWhatTheTopicHolds(t *testing.T) {
+	mem := sinktest.NewMemory()
+	first := newHarness(t, mem, 0x1000, nil)
+	c1, _ := first.src.tx("orders", "payments")
+	c2, e2 := first.src.tx("orders")
+	first.waitAck(e2)
+	first.stop()
+	if err := first.ended(3 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// PostgreSQL resends from an older position: both transactions again,
+	// then a new one.
+	h := newHarness(t, mem, 0x1000, nil)
+	h.src.tx("orders", "payments")
+	h.src.tx("orders")
+	_, e3 := h.src.tx("orders")
+	h.waitAck(e3)
+	rows := mem.Rows("orders")
+	if len(rows) != 3 || rows[0].CommitLSN != int64(c1) || rows[1].CommitLSN != int64(c2) {
+		t.Fatalf("orders after replay: %+v, want 3 rows, no duplicate", rows)
+	}
+	if n := len(mem.Rows("payments")); n != 1 {
+		t.Fatalf("payments after replay: %d rows, want 1", n)
+	}
+}
+
+// A pause watermark nobody asked for (no intent in the store) is ignored:
+// the topic keeps streaming and the slot is not held.
+func TestForgedWatermarkIsIgnored(t *testing.T) {
+	h := newHarness(t, sinktest.NewMemory(), 0x1000, nil)
+	wm := catalog.Watermark{Op: catalog.WatermarkPause, ID: catalog.NewID(), Topic: "orders", AppID: h.r.cfg.AppID}
+	h.src.message(catalog.WatermarkPrefix, wm.Encode())
+	h.src.message(catalog.WatermarkPrefix, `{"op":"pause","topic":"orders","password":"hunter2"}`)
+	_, end := h.src.tx("orders")
+	h.waitAck(end)
+	if len(h.mem.Rows("orders")) != 1 || len(h.src.sent["orders"]) != 1 {
+		t.Fatalf("orders: %d rows after a forged pause, want 1", len(h.mem.Rows("orders")))
+	}
+	if st, _, _ := catalog.ReadRebuildState(context.Background(), h.store, "orders"); st.Paused != "" {
+		t.Fatalf("state after a forged pause: %+v", st)
+	}
+}
+
+// A pause with its intent holds the topic: its later events are dropped
+// and the acknowledged position stays at the watermark, while other topics
+// go on.
+func TestPauseWithIntentHoldsTheTopic(t *testing.T) {
+	h := newHarness(t, sinktest.NewMemory(), 0x1000, nil)
+	_, e1 := h.src.tx("orders")
+	h.waitAck(e1)
+	id := catalog.NewID()
+	in := catalog.Intent{ID: id, Topic: "orders", AppID: h.r.cfg.AppID, Kind: catalog.IntentRebuild}
+	if err := catalog.WriteIntent(context.Background(), h.store, in); err != nil {
+		t.Fatal(err)
+	}
+	at := h.src.message(catalog.WatermarkPrefix, catalog.Watermark{Op: catalog.WatermarkPause, ID: id, Topic: "orders", AppID: h.r.cfg.AppID}.Encode())
+	h.src.tx("orders", "payments")
+	_, end := h.src.tx("payments")
+	deadline := time.Now().Add(5 * time.Second)
+	for len(h.mem.Rows("payments")) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("payments stopped streaming while orders is paused")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := len(h.mem.Rows("orders")); n != 1 {
+		t.Fatalf("orders has %d rows while paused, want 1", n)
+	}
+	if got := h.conn.ack(); got > at || got >= end {
+		t.Fatalf("acknowledged %s past the pause at %s", got, at)
+	}
+	st, _, _ := catalog.ReadRebuildState(context.Background(), h.store, "orders")
+	if st.Paused != id || st.PausedAtLSN() != at {
+		t.Fatalf("state %+v, want paused %s at %s", st, id, at)
+	}
+}
+
+// A table deleted under the relay: the commit fails (the sink refuses to
+// write a log without its beginning), the session ends, and the next one
+// holds the topic while the others stream.
+func TestDeletedTableIsHeldNotRecreated(t *testing.T) {
+	mem := sinktest.NewMemory()
+	h := newHarness(t, mem, 0x1000, nil)
+	_, e1 := h.src.tx("orders", "payments")
+	h.waitAck(e1)
+	mem.Delete("orders")
+	h.src.tx("orders")
+	if err := h.ended(3 * time.Second); !errors.Is(err, sink.ErrTableGone) || !retryable(err) {
+		t.Fatalf("session ended with %v, want a retryable ErrTableGone", err)
+	}
+	next := newHarness(t, mem, e1, nil)
+	next.src.lsn = h.src.lsn
+	c2, _ := next.src.tx("orders")
+	_, e3 := next.src.tx("payments")
+	deadline := time.Now().Add(5 * time.Second)
+	for len(mem.Rows("payments")) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("payments did not stream while orders is held")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if rows := mem.Rows("orders"); len(rows) != 0 {
+		t.Fatalf("the deleted table was recreated with %d rows", len(rows))
+	}
+	if got := next.conn.ack(); got >= e3 || got > c2 {
+		t.Fatalf("acknowledged %s past the hold at %s", got, c2)
+	}
+	st, _, _ := catalog.ReadRebuildState(context.Background(), next.store, "orders")
+	if st.Paused != "" {
+		// The second harness has its own store; the hold is recorded there.
+		t.Logf("state: %+v", st)
+	}
+}

@@ -1,0 +1,100 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/migrations"
+	"github.com/deltabus/deltabus/pgsource"
+	"github.com/deltabus/deltabus/usererr"
+)
+
+// preflight checks the source and the store before anything is written,
+// waits for the slot (standby), and returns the position to stream from:
+// the slot's confirmed position, or the consistent point of a first start.
+func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn) (pglogrepl.LSN, error) {
+	if err := pgsource.CheckWALLevel(hard, sql); err != nil {
+		return 0, err
+	}
+	if err := migrations.Check(hard, sql, migrations.Options{Publication: r.cfg.Publication, Mappings: r.mappings}); err != nil {
+		var netErr net.Error
+		if errors.As(err, &netErr) || errors.Is(err, context.Canceled) {
+			return 0, err
+		}
+		return 0, usererr.New(err, "%s", err)
+	}
+	if err := catalog.CheckWritable(hard, r.store, r.cfg.AppID); err != nil {
+		return 0, usererr.Retry(err, "store %s is not writable: %s; check DELTABUS_STORE, its permissions (the relay's user must own a local store's folder) and credentials", r.store, pgsource.RootCause(err))
+	}
+	slot, err := pgsource.WaitSlotFree(ctx, sql, r.cfg.Slot, r.cfg.Standby, 2*time.Second, r.standbyWaiting())
+	if err != nil {
+		return 0, err
+	}
+	_, marked, err := catalog.ReadMarker(hard, r.store, r.cfg.AppID)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case !slot.Exists && marked:
+		return 0, usererr.New(nil, "replication slot %q does not exist but store %s already holds this relay's events: the slot was dropped or lost, so events may be missing; run `relay bootstrap --recover` to re-read the outbox into the topics and resume", r.cfg.Slot, r.store)
+	case !marked:
+		// No slot: a first start. A slot without a marker: a first start
+		// that never finished (its exported snapshot died with it): redo.
+		return r.firstStart(ctx)
+	}
+	if err := slot.CheckUsable(sql.Config().Database); err != nil {
+		return 0, err
+	}
+	return slot.ConfirmedLSN, nil
+}
+
+// standbyWaiting logs, at most once a minute, who holds the slot.
+func (r *Relay) standbyWaiting() func(pgsource.Slot) {
+	var said time.Time
+	return func(s pgsource.Slot) {
+		if time.Since(said) < time.Minute {
+			return
+		}
+		said = time.Now()
+		r.log.Info("standby: the slot is held by another process; waiting to take over", "slot", s.Name, "holder", s.HolderText())
+	}
+}
+
+func (r *Relay) firstStart(ctx context.Context) (pglogrepl.LSN, error) {
+	if r.FirstStart == nil {
+		return 0, errors.New("first start needs a bootstrap (Relay.FirstStart)")
+	}
+	r.log.Info("first start: creating replication slot and copying existing outbox rows", "slot", r.cfg.Slot)
+	lsn, err := r.FirstStart(ctx) // SIGTERM may stop a bootstrap: it is safe to redo
+	if err != nil {
+		return 0, fmt.Errorf("first start: %w", err)
+	}
+	return lsn, nil
+}
+
+func (r *Relay) startReplication(ctx context.Context, start pglogrepl.LSN) (replicationConn, error) {
+	conn, err := pgsource.ConnectReplication(ctx, r.cfg.Source)
+	if err != nil {
+		return nil, err
+	}
+	err = pglogrepl.StartReplication(ctx, conn, r.cfg.Slot, start, pglogrepl.StartReplicationOptions{
+		PluginArgs: []string{"proto_version '1'", fmt.Sprintf("publication_names '%s'", r.cfg.Publication), "messages 'true'"},
+	})
+	if err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "55006" {
+			return nil, usererr.Retry(pgsource.ErrSlotBusy, "replication slot %q is in use by another process: stop the other relay, or start this one with --standby to wait and take over", r.cfg.Slot)
+		}
+		return nil, fmt.Errorf("start replication on slot %q: %w", r.cfg.Slot, err)
+	}
+	return pgReplication{conn}, nil
+}

@@ -1,0 +1,190 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/pgsource"
+	"github.com/deltabus/deltabus/sink"
+	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/usererr"
+)
+
+// Relay moves outbox events from one replication slot into a sink, one
+// table per topic. See the package documentation for its guarantees.
+type Relay struct {
+	cfg      Config
+	store    storage.Store // the catalog's store
+	sink     sink.Sink
+	router   *outbox.Router
+	mappings outbox.Mappings
+	log      *slog.Logger
+	metrics  *Metrics
+	health   health
+
+	started     chan struct{}
+	startedOnce sync.Once
+
+	// FirstStart runs when the slot does not exist and the store holds no
+	// marker (package bootstrap): it creates the slot, copies the rows its
+	// exported snapshot sees into the topics, writes the marker and
+	// returns the position to stream from.
+	FirstStart func(ctx context.Context) (pglogrepl.LSN, error)
+}
+
+// New prepares a relay; it touches nothing until Run. store holds the
+// catalog (package catalog), snk the topic tables.
+func New(cfg Config, store storage.Store, snk sink.Sink, mappings outbox.Mappings, log *slog.Logger, m *Metrics) *Relay {
+	cfg = cfg.WithDefaults()
+	if log == nil {
+		log = slog.Default()
+	}
+	r := &Relay{cfg: cfg, store: store, sink: snk, router: outbox.NewRouter(mappings), mappings: mappings,
+		log: log, metrics: m, started: make(chan struct{})}
+	r.health.stall = cfg.ReadyStall
+	return r
+}
+
+// Started is closed once the first replication session streams.
+func (r *Relay) Started() <-chan struct{} { return r.started }
+
+// Ready reports whether the relay is streaming and committing: a session
+// is open and, while events are pending, a commit succeeded within
+// Config.ReadyStall. why says what is wrong when it is not.
+func (r *Relay) Ready() (ok bool, why string) { return r.health.ready(time.Now()) }
+
+// Run relays until ctx is cancelled or a fatal error. On cancellation it
+// stops gracefully: the current batch is committed and acknowledged and Run
+// returns nil; past Config.ShutdownTimeout every blocking call is cancelled
+// and Run returns anyway. A transient failure (PostgreSQL restart, network,
+// a commit that fails) ends the current session: Run logs it, reports not
+// ready and starts a new session from the slot's confirmed position with
+// exponential backoff (250 ms to 30 s). Before the first session streams,
+// and for errors a restart cannot cure, Run returns the error.
+func (r *Relay) Run(ctx context.Context) error {
+	if err := r.cfg.Validate(); err != nil {
+		return usererr.New(err, "%s", err)
+	}
+	hard, cancel := afterStop(ctx, r.cfg.ShutdownTimeout)
+	defer cancel()
+	var last sessionEnd
+	backoff := 250 * time.Millisecond
+	for {
+		began := time.Now()
+		err := r.runSession(ctx, hard)
+		r.health.setStreaming(false)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, errRewind):
+			continue
+		case ctx.Err() != nil:
+			if !retryable(err) {
+				return err
+			}
+			r.log.Warn("stopped: the last session ended with an error; what it had not committed is read again on the next start", "err", err)
+			return nil
+		case errors.Is(err, pgsource.ErrSlotBusy) && r.cfg.Standby:
+			backoff = 0 // lost a race for the slot: wait for it again at once
+		case !retryable(err) || !r.isStarted():
+			return err
+		}
+		if time.Since(began) > time.Minute {
+			backoff = 250 * time.Millisecond
+		}
+		r.metrics.reconnect()
+		last.log(r.log, err, backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(max(backoff*2, 250*time.Millisecond), 30*time.Second)
+	}
+}
+
+// sessionEnd logs a session's failure once: a failure identical to the
+// previous one is logged at debug level, except every five minutes.
+type sessionEnd struct {
+	msg    string
+	logged time.Time
+}
+
+func (e *sessionEnd) log(log *slog.Logger, err error, retryIn time.Duration) {
+	msg := err.Error()
+	if msg == e.msg && time.Since(e.logged) < 5*time.Minute {
+		log.Debug("replication session ended again; restarting", "err", err, "retry_in", retryIn)
+		return
+	}
+	e.msg, e.logged = msg, time.Now()
+	log.Error("replication session ended; not ready, restarting", "err", err, "retry_in", retryIn)
+}
+
+// afterStop returns a context that ends grace after ctx ends (or with its
+// cancel): the deadline of a graceful stop.
+func afterStop(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	hard, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(grace, cancel)
+		context.AfterFunc(hard, func() { t.Stop() })
+	})
+	return hard, func() { stop(); cancel() }
+}
+
+func (r *Relay) markStarted() {
+	r.startedOnce.Do(func() { close(r.started) })
+}
+
+func (r *Relay) isStarted() bool {
+	select {
+	case <-r.started:
+		return true
+	default:
+		return false
+	}
+}
+
+// runSession checks the source, opens the slot and streams until stop or
+// error. ctx ending asks for a graceful stop; hard ends every I/O.
+func (r *Relay) runSession(ctx, hard context.Context) error {
+	sql, err := pgsource.Connect(hard, r.cfg.Source)
+	if err != nil {
+		return err
+	}
+	defer sql.Close(context.WithoutCancel(hard))
+	start, err := r.preflight(ctx, hard, sql)
+	if err != nil {
+		return err
+	}
+	conn, err := r.startReplication(hard, start)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(hard))
+	return r.serve(ctx, hard, conn, start)
+}
+
+// serve streams from conn, positioned at start, until ctx ends (graceful)
+// or an error ends the session.
+func (r *Relay) serve(ctx, hard context.Context, conn replicationConn, start pglogrepl.LSN) error {
+	com := newCommitter(r, start)
+	go com.run(hard)
+	s := newSession(r, conn, com)
+	r.health.setStreaming(true)
+	r.markStarted()
+	r.log.Info("streaming", "slot", r.cfg.Slot, "publication", r.cfg.Publication, "from_lsn", start, "store", r.store.String())
+	if err := s.stream(hard, ctx.Done()); err != nil {
+		s.cur.abort()
+		com.close()
+		return err
+	}
+	r.sink.Close(hard)
+	r.log.Info("stopped", "durable_lsn", com.durableLSN())
+	return nil
+}

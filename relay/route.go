@@ -1,0 +1,79 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/deltabus/deltabus/decoding"
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/sink"
+)
+
+// route turns a row into an event of its topic, a dead letter, or nothing
+// (a DELETE; a transaction the topic already holds; a held topic).
+func (s *session) route(ctx context.Context, row *decoding.Row) error {
+	ev, dl, err := s.r.router.Route(row)
+	if err != nil {
+		return fmt.Errorf("route row of %s.%s: %w", row.Relation.Namespace, row.Relation.Name, err)
+	}
+	switch {
+	case ev != nil:
+		return s.routeEvent(ctx, row, ev)
+	case dl != nil:
+		return s.deadLetter(ctx, row, dl)
+	}
+	return nil // DELETE of an outbox row (clean-up): ignored
+}
+
+func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.Event) error {
+	if s.holds.m[ev.Topic] != nil {
+		s.r.metrics.skipped() // re-read once the hold is lifted
+		return nil
+	}
+	t, err := s.topics.get(ctx, ev.Topic)
+	if err != nil {
+		return err
+	}
+	switch t.Status {
+	case sink.Missing, sink.Incompatible:
+		if held, err := s.holdTopic(ctx, t, row.CommitLSN); held || err != nil {
+			return err
+		}
+	case sink.Foreign:
+		return s.deadLetter(ctx, row, &outbox.DeadLetter{Event: *ev, Reason: fmt.Sprintf("topic %q: %s", ev.Topic, t.Reason),
+			SourceTable: row.Relation.Namespace + "." + row.Relation.Name, RawRow: rawEvent(ev)})
+	}
+	if int64(row.CommitLSN) <= t.Position || t.seam.Covers(row.CommitLSN, row.Xid) {
+		s.r.metrics.skipped()
+		return nil
+	}
+	return s.cur.addEvent(ev)
+}
+
+func (s *session) deadLetter(ctx context.Context, row *decoding.Row, dl *outbox.DeadLetter) error {
+	t, err := s.topics.get(ctx, outbox.DeadLetterTopic)
+	if err != nil {
+		return err
+	}
+	if int64(row.CommitLSN) <= t.Position {
+		return nil
+	}
+	if n, ok := s.deadLog.allow(100 * time.Millisecond); ok {
+		s.r.log.Warn("outbox row sent to dead letter topic", "reason", dl.Reason, "table", dl.SourceTable,
+			"event_id", dl.ID, "commit_lsn", pglogrepl.LSN(row.CommitLSN), "seq", row.Seq, "not_logged_since_last", n)
+	}
+	s.r.metrics.deadLetter()
+	return s.cur.addDeadLetter(dl)
+}
+
+// rawEvent renders a routed event as the raw_row JSON of a dead letter.
+func rawEvent(ev *outbox.Event) string {
+	b, _ := json.Marshal(map[string]any{"id": ev.ID, "topic": ev.Topic, "key": ev.Key, "type": ev.Type,
+		"schema_version": ev.SchemaVersion, "payload": json.RawMessage(ev.Payload), "headers": ev.Headers,
+		"occurred_at": ev.OccurredAt})
+	return string(b)
+}

@@ -1,0 +1,271 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/deltabus/deltabus/decoding"
+)
+
+// replicationConn is the replication connection as a session uses it; the
+// pipeline's unit tests give the session a scripted one.
+type replicationConn interface {
+	ReceiveMessage(ctx context.Context) (pgproto3.BackendMessage, error)
+	SendStatus(ctx context.Context, write, flush pglogrepl.LSN) error
+	Close(ctx context.Context) error
+}
+
+// pgReplication is a replicationConn over a real connection.
+type pgReplication struct{ *pgconn.PgConn }
+
+func (c pgReplication) SendStatus(ctx context.Context, write, flush pglogrepl.LSN) error {
+	return pglogrepl.SendStandbyStatusUpdate(ctx, c.PgConn, pglogrepl.StandbyStatusUpdate{
+		WALWritePosition: write, WALFlushPosition: flush, WALApplyPosition: flush, ClientTime: time.Now(),
+	})
+}
+
+// session is one replication connection's life: it streams from the slot's
+// confirmed position, routes rows into batches and hands complete batches to
+// the committer. Any error ends the session; Relay.Run decides whether to
+// start a new one.
+type session struct {
+	r    *Relay
+	conn replicationConn
+	dec  *decoding.Decoder
+	com  *committer
+
+	topics     *topics
+	cur        *batch
+	batchSeq   int64
+	received   pglogrepl.LSN
+	lastStatus time.Time
+
+	holds      holds
+	watermarks []pendingWatermark
+	forged     rateLimit // warnings about ignored watermarks
+	deadLog    rateLimit // dead-letter log lines (the metric counts every one)
+}
+
+func newSession(r *Relay, conn replicationConn, com *committer) *session {
+	return &session{r: r, conn: conn, dec: decoding.NewDecoder(), com: com, topics: newTopics(r),
+		cur: newBatch(r.sink, 0), lastStatus: time.Now(), holds: holds{m: map[string]*hold{}}}
+}
+
+// stream runs the receive loop until stop is closed (graceful: the current
+// batch is committed and acknowledged) or an error occurs.
+func (s *session) stream(ctx context.Context, stop <-chan struct{}) error {
+	var stopping bool
+	for {
+		if err := s.com.failed(); err != nil {
+			return err
+		}
+		if !stopping {
+			select {
+			case <-stop:
+				stopping = true
+			default:
+			}
+		}
+		if stopping && !s.dec.InTransaction() {
+			return s.finish(ctx)
+		}
+		if err := ctx.Err(); err != nil {
+			return errors.New("shutdown timeout: the source transaction being received did not end in time; the open batch is discarded and read again on the next start")
+		}
+		if err := s.maybeHandoff(ctx, false); err != nil {
+			return err
+		}
+		s.noteProgress()
+		if time.Since(s.lastStatus) >= s.r.cfg.StatusInterval {
+			if err := s.sendStatus(ctx); err != nil {
+				return err
+			}
+			s.warnHeld()
+		}
+		if err := s.receiveOne(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// noteProgress tells the health check that nothing is waiting to be
+// committed (an idle relay is not stalled).
+func (s *session) noteProgress() {
+	if s.cur.txs == 0 && s.com.idle() {
+		s.r.health.progress(time.Now())
+	}
+}
+
+// deadline is when the receive loop must wake up even without a message.
+func (s *session) deadline() time.Time {
+	d := s.lastStatus.Add(s.r.cfg.StatusInterval)
+	if s.cur.txs > 0 {
+		ready := s.cur.openedAt.Add(s.r.cfg.BatchMaxDelay)
+		if s.batchFull() || time.Now().After(ready) {
+			ready = time.Now().Add(2 * time.Millisecond) // waiting for the committer
+		}
+		if ready.Before(d) {
+			d = ready
+		}
+	}
+	return d
+}
+
+func (s *session) receiveOne(ctx context.Context) error {
+	rctx, cancel := context.WithDeadline(ctx, s.deadline())
+	msg, err := s.conn.ReceiveMessage(rctx)
+	cancel()
+	if err != nil {
+		if (pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded)) && ctx.Err() == nil {
+			return nil // the wake-up deadline: nothing arrived
+		}
+		return fmt.Errorf("receive from replication stream: %w", err)
+	}
+	switch m := msg.(type) {
+	case *pgproto3.CopyData:
+		return s.handleCopyData(ctx, m.Data)
+	case *pgproto3.ErrorResponse:
+		return fmt.Errorf("replication stream: %w", pgconn.ErrorResponseToPgError(m))
+	default:
+		return nil
+	}
+}
+
+func (s *session) handleCopyData(ctx context.Context, data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	switch data[0] {
+	case pglogrepl.PrimaryKeepaliveMessageByteID:
+		pkm, err := pglogrepl.ParsePrimaryKeepaliveMessage(data[1:])
+		if err != nil {
+			return fmt.Errorf("parse keepalive: %w", err)
+		}
+		s.noteReceived(pkm.ServerWALEnd)
+		if s.idle() {
+			// Everything the server sent before ServerWALEnd has been handled
+			// and is durable: moving the slot on keeps WAL from piling up
+			// while other tables are busy and the outbox is quiet.
+			s.com.advance(pkm.ServerWALEnd)
+		}
+		if pkm.ReplyRequested {
+			return s.sendStatus(ctx)
+		}
+	case pglogrepl.XLogDataByteID:
+		xld, err := pglogrepl.ParseXLogData(data[1:])
+		if err != nil {
+			return fmt.Errorf("parse XLogData: %w", err)
+		}
+		s.noteReceived(xld.WALStart + pglogrepl.LSN(len(xld.WALData)))
+		msg, err := s.dec.Decode(xld.WALData)
+		if err != nil {
+			return fmt.Errorf("decode pgoutput at %s: %w", xld.WALStart, err)
+		}
+		return s.handle(ctx, msg)
+	}
+	return nil
+}
+
+func (s *session) noteReceived(lsn pglogrepl.LSN) {
+	if lsn > s.received {
+		s.received = lsn
+		s.r.metrics.received(uint64(lsn))
+	}
+}
+
+// idle: no open transaction, nothing batched, nothing being committed.
+func (s *session) idle() bool {
+	return !s.dec.InTransaction() && s.cur.txs == 0 && s.com.idle()
+}
+
+func (s *session) handle(ctx context.Context, msg decoding.Message) error {
+	switch m := msg.(type) {
+	case *decoding.Row:
+		return s.route(ctx, m)
+	case *decoding.Commit:
+		s.cur.commitTx(m.CommitLSN, m.EndLSN, m.CommitTime)
+		if len(s.watermarks) > 0 {
+			return s.applyWatermarks(ctx)
+		}
+		return s.maybeHandoff(ctx, false)
+	case *decoding.LogicalMessage:
+		s.noteMessage(m)
+	case *decoding.Truncate:
+		s.r.log.Warn("TRUNCATE of an outbox table: nothing to relay (events already streamed stay in their topics)",
+			"tables", len(m.Relations), "commit_lsn", m.CommitLSN)
+	}
+	return nil // Begin and other messages: nothing to batch
+}
+
+func (s *session) batchFull() bool {
+	c := s.r.cfg
+	return s.cur.events >= c.BatchMaxEvents || s.cur.bytes >= c.BatchMaxBytes
+}
+
+// maybeHandoff gives the current batch to the committer when it is due and
+// ends on a transaction boundary. While the committer is busy the batch keeps
+// growing (bounded memory: rows stream into files); past four times the
+// limits, or when forced, it waits for the committer, and returns at once
+// when the committer fails or ctx ends.
+func (s *session) maybeHandoff(ctx context.Context, force bool) error {
+	if s.dec.InTransaction() || s.cur.txs == 0 {
+		return nil
+	}
+	due := force || s.batchFull() || time.Since(s.cur.openedAt) >= s.r.cfg.BatchMaxDelay
+	if !due {
+		return nil
+	}
+	c := s.r.cfg
+	mustWait := force || s.cur.events >= 4*c.BatchMaxEvents || s.cur.bytes >= 4*c.BatchMaxBytes
+	for {
+		if s.com.trySubmit(s.cur) {
+			s.batchSeq++
+			s.cur = newBatch(s.r.sink, s.batchSeq)
+			return nil
+		}
+		if err := s.com.failed(); err != nil {
+			return err
+		}
+		if !mustWait {
+			return nil
+		}
+		if time.Since(s.lastStatus) >= c.StatusInterval {
+			if err := s.sendStatus(ctx); err != nil {
+				return err
+			}
+		}
+		if err := s.com.waitIdle(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// finish commits what is batched, waits for it, and acknowledges it.
+func (s *session) finish(ctx context.Context) error {
+	if err := s.maybeHandoff(ctx, true); err != nil {
+		return err
+	}
+	if err := s.com.close(); err != nil {
+		return err
+	}
+	return s.sendStatus(ctx)
+}
+
+func (s *session) sendStatus(ctx context.Context) error {
+	durable := s.com.durableLSN()
+	if h := s.holds.position(); h != 0 && h < durable {
+		durable = h // a held topic must be able to re-read from its hold
+	}
+	if err := s.conn.SendStatus(ctx, max(s.received, durable), durable); err != nil {
+		return fmt.Errorf("send standby status: %w", err)
+	}
+	s.r.metrics.acknowledged(uint64(durable))
+	s.lastStatus = time.Now()
+	return nil
+}

@@ -19,7 +19,7 @@ func wire(ds []Datum) []pg.Datum {
 }
 
 func encBegin(final pglogrepl.LSN, t time.Time, xid uint32) []byte { return pg.Begin(final, t, xid) }
-func encCommit(commit, end pglogrepl.LSN, t time.Time) []byte     { return pg.Commit(commit, end, t) }
+func encCommit(commit, end pglogrepl.LSN, t time.Time) []byte      { return pg.Commit(commit, end, t) }
 
 func encRelation(rel *Relation) []byte {
 	cols := make([]pg.Column, len(rel.Columns))

@@ -1,5 +1,5 @@
 # The two commands of the README:
-#   make demo   run the relay end to end on embedded defaults
+#   make demo   run the relay end to end on embedded defaults (installs PostgreSQL 15 if missing)
 #   make test   install what is missing, start PostgreSQL + S3, vet, test
 .PHONY: demo test bench build vet fuzz
 
@@ -7,6 +7,7 @@ build:
 	go build -o bin/relay ./cmd/relay
 
 demo: build
+	bash scripts/deps.sh postgres
 	./bin/relay demo --events 20000 $(ARGS)
 
 test:
@@ -15,7 +16,7 @@ test:
 vet:
 	go vet ./...
 
-bench:
+bench: build
 	bash scripts/bench.sh
 
 fuzz:

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Installs what DeltaBus tests and the demo need, if missing: PostgreSQL 15
-# server binaries (apt), the versitygw S3 server (go install, cached) and the
-# DuckDB node package used as an independent Delta reader (npm, cached).
-# Idempotent; prints what it does.
+# Installs what DeltaBus's tests and demo need, if missing, and says what it
+# does: PostgreSQL 15 server binaries (apt), the versitygw S3 server (go
+# install, cached), Node.js and npm (apt) and the DuckDB node package used as
+# an independent Delta reader (npm, cached). Idempotent.
+#
+#   bash scripts/deps.sh [postgres] [versitygw] [duckdb]   (none = all)
+#   source scripts/deps.sh                                  (functions only)
 set -euo pipefail
 
 PG_BIN=${DELTABUS_PG_BIN:-/usr/lib/postgresql/15/bin}
@@ -11,13 +14,18 @@ VERSITYGW_VERSION=v1.8.0
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
+apt_install() {
+  echo "deps: installing $* (apt)"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@" >/dev/null
+}
+
 ensure_postgres() {
   if [ -x "$PG_BIN/initdb" ] && [ -x "$PG_BIN/pg_recvlogical" ]; then return; fi
-  echo "deps: installing PostgreSQL 15 server (apt)"
-  as_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq postgresql-15 postgresql-client-15 >/dev/null
-  # The package may start a system cluster; tests run their own.
+  apt_install postgresql-15 postgresql-client-15
+  # The package may start a system cluster; DeltaBus runs its own.
   as_root pg_ctlcluster 15 main stop >/dev/null 2>&1 || true
+  [ -x "$PG_BIN/initdb" ] || { echo "deps: PostgreSQL 15 is still missing at $PG_BIN (set DELTABUS_PG_BIN)" >&2; return 1; }
 }
 
 ensure_versitygw() {
@@ -28,11 +36,20 @@ ensure_versitygw() {
   GOBIN="$CACHE/bin" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 }
 
-ensure_duckdb() {
-  if [ -n "${DELTABUS_SKIP_DUCKDB:-}" ]; then return; fi
-  if [ -x scripts/install-duckdb.sh ]; then scripts/install-duckdb.sh; fi
+ensure_node() {
+  if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then return; fi
+  apt_install nodejs npm
 }
 
-ensure_postgres
-ensure_versitygw
-ensure_duckdb
+ensure_duckdb() {
+  if [ -n "${DELTABUS_SKIP_DUCKDB:-}" ]; then return; fi
+  ensure_node
+  sh scripts/install-duckdb.sh
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  cd "$(dirname "$0")/.."
+  for dep in "${@:-postgres versitygw duckdb}"; do
+    for d in $dep; do "ensure_$d"; done
+  done
+fi

@@ -100,6 +100,9 @@ func (o Options) Validate() error {
 	if !o.From.IsZero() && !o.From.Before(o.To) {
 		return fmt.Errorf("--from %s is not before --to %s", o.From.Format(time.RFC3339), o.To.Format(time.RFC3339))
 	}
+	if o.Lateness < 0 {
+		return fmt.Errorf("--lateness %s is negative", o.Lateness)
+	}
 	if o.Window < time.Millisecond {
 		return fmt.Errorf("--window %s is too small (at least 1ms)", o.Window)
 	}

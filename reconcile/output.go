@@ -93,6 +93,8 @@ func (r *Report) summary() string {
 		verdict = "DIVERGENCE"
 	case ExitCannotRun:
 		verdict = "INCOMPLETE"
+	case ExitNothingChecked:
+		verdict = "NOTHING CHECKED (every window open, beyond retention, or empty)"
 	}
 	return fmt.Sprintf("%s: %d clean, %d diverged, %d unreadable, %d error, %d windows skipped; took %s",
 		verdict, counts[StatusClean], counts[StatusDiverged], counts[StatusUnreadable], counts[StatusError],

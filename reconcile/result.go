@@ -91,12 +91,19 @@ const (
 	ExitClean      = 0
 	ExitDivergence = 1
 	ExitCannotRun  = 2
+	// ExitNothingChecked: every window was skipped (open, beyond
+	// retention) or no topic had events: a scheduled run that checked
+	// nothing must not read as a pass.
+	ExitNothingChecked = 3
 )
 
 // ExitCode is 1 when any window diverged or is unreadable (the log is
-// wrong or damaged), else 2 when a topic's log could not be loaded, else 0.
-// Skipped windows do not count.
+// wrong or damaged), else 2 when a topic's log could not be loaded, else 3
+// when nothing was checked, else 0. Skipped windows do not count.
 func (r *Report) ExitCode() int {
+	if len(r.Results) == 0 {
+		return ExitNothingChecked
+	}
 	code := ExitClean
 	for _, res := range r.Results {
 		switch res.Status {

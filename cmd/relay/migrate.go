@@ -38,6 +38,9 @@ func cmdMigrate(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitFailure, err)
 	}
 	fmt.Fprint(env.stdout, rep.String())
+	if err := pgsource.CheckWALLevel(ctx, conn); err != nil {
+		fmt.Fprintf(env.stderr, "relay: warning: %v\n", err)
+	}
 	if !rep.Changed() {
 		fmt.Fprintln(env.stdout, "nothing to do: the outbox is already set up")
 	}

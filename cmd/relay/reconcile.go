@@ -27,10 +27,12 @@ windows are listed as skipped. Results are appended to the _reconciliation
 Delta table under the store root (unless --no-record).
 
 Exit codes: 0 clean, 1 divergence found or a referenced data file unreadable,
-2 could not run.
+2 could not run, 3 nothing checked (every window open, beyond retention, or
+without events).
 
-Schedule it beside the relay, e.g. hourly with cron:
-  5 * * * * relay reconcile --source "$DSN" --store s3://bucket/topics --last 3h --json >> /var/log/deltabus-reconcile.json
+Schedule it beside the relay, e.g. hourly with cron (the DSN without its
+password in DELTABUS_SOURCE, the password in ~/.pgpass or PGPASSFILE):
+  5 * * * * relay reconcile --store s3://bucket/topics --last 3h --json >> /var/log/deltabus-reconcile.json
 or as a Kubernetes CronJob (schedule "5 * * * *", args [reconcile, --last, 3h, --json]),
 or in-process: relay reconcile --every 1h --metrics-addr 127.0.0.1:9465`
 
@@ -92,6 +94,9 @@ func (f *reconcileFlags) options() (reconcile.Options, error) {
 		if o.To, err = time.Parse(time.RFC3339Nano, f.to); err != nil {
 			return o, fmt.Errorf("--to %q: want RFC 3339, e.g. 2026-01-02T15:00:00Z", f.to)
 		}
+	}
+	if o.Lateness <= 0 {
+		return o, fmt.Errorf("--lateness %s must be positive: it is how long after its occurred_at a row may still commit (1ms allows almost none)", o.Lateness)
 	}
 	if o.Tables, err = parseTables(f.tables); err != nil {
 		return o, err

@@ -43,14 +43,29 @@
 //
 // PutIfAbsent is a PutObject with "If-None-Match: *" (supported by AWS S3
 // and by S3-compatible servers such as versitygw). HTTP goes through
-// go-retryablehttp (connection errors, 429 and 5xx are retried with capped
-// exponential backoff); the SDK's own retryer is disabled so retries are not
-// multiplied. Because a retried conditional PUT whose first attempt landed
-// gets 412, and a timed-out one may or may not have landed, every outcome
-// other than success or a definite client error is resolved by reading the
-// key back and comparing bytes; 409 ConditionalRequestConflict is retried.
-// Create buffers the object in a local temporary file (TMPDIR), computing
-// its MD5 on the way, and Commit sends it as one PutObject.
+// go-retryablehttp (connection errors, stalls, 429 and 5xx are retried
+// with capped exponential backoff); the SDK's own retryer is disabled so
+// retries are not multiplied. Because a retried conditional PUT whose first
+// attempt landed gets 412, and a timed-out one may or may not have landed,
+// every outcome other than success or a definite client error is resolved
+// by reading the key back and comparing bytes; 409
+// ConditionalRequestConflict is retried.
+//
+// Every HTTP attempt re-reads its request body from the source (the byte
+// slice given, or the temporary file behind Create): request bodies are
+// never copied into memory for retries. An attempt that makes no progress
+// for S3Config.HTTPTimeout (30s) fails with a *StallError and is retried,
+// so an unresponsive server makes operations fail, never hang. Retries are
+// logged through S3Config.Logger, the first at once and then at most one
+// line per 10s carrying the count of those not logged.
+//
+// Create spills the object to an unnamed temporary file (TMPDIR; nothing
+// survives the process), computing the MD5 of each 16 MiB part on the way.
+// Commit sends an object of up to 16 MiB as one PutObject and a larger one
+// as a multipart upload (parts one after the other, each with Content-MD5;
+// aborted on failure; a complete whose answer was lost is resolved by
+// comparing the object's ETag with the multipart ETag of our parts).
+// Memory per upload stays around 1 MiB whatever the object size.
 //
 // Fault injection for other packages' tests is in Faulty.
 package storage

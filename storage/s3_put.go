@@ -76,28 +76,24 @@ func (s *S3) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 		case putConflict:
 			continue
 		}
-		done, rerr := s.resolve(ctx, key, data)
-		if done {
+		if done, rerr := s.resolve(ctx, key, data); done {
 			return rerr
-		}
-		if rerr != nil {
-			lastErr = rerr
 		}
 	}
 	return fmt.Errorf("put-if-absent %q in %s: outcome unknown after %d attempts: %w", key, s, maxPutAttempts, lastErr)
 }
 
 // resolve reads key back after an ambiguous or 412 put. done=false means
-// nothing is there (or the read failed) and the put should be tried again.
+// nothing is there and the put should be tried again. A read-back that
+// fails too (after the HTTP layer's retries) ends the call: the service is
+// unreachable, and another round would only double the time to fail.
 func (s *S3) resolve(ctx context.Context, key string, data []byte) (done bool, err error) {
 	got, err := s.get(ctx, key)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return false, nil
-	case err != nil && ctx.Err() != nil:
-		return true, fmt.Errorf("put-if-absent %q in %s: outcome unknown: %w", key, s, err)
 	case err != nil:
-		return false, fmt.Errorf("read back: %w", err)
+		return true, fmt.Errorf("put-if-absent %q in %s: outcome unknown (the put failed, then reading the key back failed): %w", key, s, err)
 	case bytes.Equal(got, data):
 		return true, nil
 	default:

@@ -37,7 +37,8 @@
 // kind of temporary file as the bytes come and Commit does the rest, so a
 // large data file is written once. Missing parent
 // directories are created and made durable. Temporary files are never listed;
-// ones left behind by a crash are harmless garbage.
+// ones left behind by a crash are removed by SweepTemp (Sweeper) once old
+// enough.
 //
 // # S3
 //
@@ -65,7 +66,9 @@
 // as a multipart upload (parts one after the other, each with Content-MD5;
 // aborted on failure; a complete whose answer was lost is resolved by
 // comparing the object's ETag with the multipart ETag of our parts).
-// Memory per upload stays around 1 MiB whatever the object size.
+// Memory per upload stays around 1 MiB whatever the object size. Uploads
+// left by a writer killed mid-commit (or whose abort failed) are aborted by
+// SweepTemp (Sweeper) once old enough.
 //
 // Fault injection for other packages' tests is in Faulty.
 package storage

@@ -40,6 +40,13 @@
 // ones left behind by a crash are removed by SweepTemp (Sweeper) once old
 // enough.
 //
+// A full disk (ENOSPC, or EDQUOT) on write, fsync, link, create or mkdir
+// fails the operation with an error reading "<op> "<key>": store
+// file:///root: no space left on device (<call> <path>)" that wraps the
+// errno, and leaves neither an object nor a temporary file. A failed Write
+// of a created object removes its temporary file at once (freeing the
+// space) and makes Commit fail; the same holds for S3's spill file.
+//
 // # S3
 //
 // PutIfAbsent is a PutObject with "If-None-Match: *" (supported by AWS S3

@@ -46,16 +46,18 @@ type s3Writer struct {
 }
 
 func (w *s3Writer) Write(p []byte) (int, error) {
-	if w.f == nil {
-		return 0, fmt.Errorf("write %q: object writer already ended", w.key)
-	}
 	if w.err != nil {
 		return 0, w.err
+	}
+	if w.f == nil {
+		return 0, fmt.Errorf("write %q: object writer already ended", w.key)
 	}
 	n, err := w.f.Write(p)
 	w.hash(p[:n])
 	if err != nil {
-		w.err = fmt.Errorf("write %q for %s: temporary file: %w", w.key, w.s, err)
+		// The object can no longer be committed: free its space now.
+		w.err = fmt.Errorf("write %q for %s: temporary file in %s: %w", w.key, w.s, os.TempDir(), err)
+		w.Abort()
 		return n, w.err
 	}
 	return n, nil
@@ -85,13 +87,13 @@ func (w *s3Writer) partSums() [][md5.Size]byte {
 }
 
 func (w *s3Writer) Commit(ctx context.Context) error {
+	if w.err != nil {
+		return fmt.Errorf("commit %q: nothing uploaded, an earlier write failed: %w", w.key, w.err)
+	}
 	if w.f == nil {
 		return fmt.Errorf("commit %q: object writer already ended", w.key)
 	}
 	defer w.Abort()
-	if w.err != nil {
-		return fmt.Errorf("commit %q: nothing written: an earlier write failed: %w", w.key, w.err)
-	}
 	sums := w.partSums()
 	var err error
 	if len(sums) == 1 {

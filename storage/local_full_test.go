@@ -36,6 +36,17 @@ func mountTmpfs(t *testing.T, opts string) string {
 	return dir
 }
 
+// tmpfsLocal is a Local store on a fresh tmpfs mounted with opts.
+func tmpfsLocal(t *testing.T, opts string) (*storage.Local, string) {
+	t.Helper()
+	root := mountTmpfs(t, opts)
+	l, err := storage.NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, root
+}
+
 // filesUnder lists every file and directory below root, relative.
 func filesUnder(t *testing.T, root string) []string {
 	t.Helper()
@@ -68,11 +79,7 @@ func wantNoSpace(t *testing.T, what string, err error, l *storage.Local) {
 // TestLocalDiskFull: writes that do not fit fail saying the disk is full,
 // leave neither an object nor a temporary file, and free their space.
 func TestLocalDiskFull(t *testing.T) {
-	root := mountTmpfs(t, "size=1m")
-	l, err := storage.NewLocal(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, root := tmpfsLocal(t, "size=1m")
 	ctx := t.Context()
 	if err := l.Put(ctx, "keep", []byte("kept")); err != nil {
 		t.Fatal(err)
@@ -117,11 +124,7 @@ func TestLocalDiskFull(t *testing.T) {
 // and nothing is left behind.
 func TestLocalNoInodes(t *testing.T) {
 	// 4 inodes: the root directory, two objects, and one free.
-	root := mountTmpfs(t, "size=1m,nr_inodes=4")
-	l, err := storage.NewLocal(root)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, root := tmpfsLocal(t, "size=1m,nr_inodes=4")
 	ctx := t.Context()
 	for _, k := range []string{"a", "b"} {
 		if err := l.Put(ctx, k, []byte(k)); err != nil {
@@ -136,7 +139,7 @@ func TestLocalNoInodes(t *testing.T) {
 	if err := l.Put(ctx, "c", []byte("c")); err != nil { // rename needs no inode
 		t.Fatal(err)
 	}
-	_, err = l.Create(ctx, "d")
+	_, err := l.Create(ctx, "d")
 	wantNoSpace(t, "Create", err, l)
 	wantNoSpace(t, "Put in a new directory", l.Put(ctx, "dir/x", []byte("x")), l)
 	if got := filesUnder(t, root); !slices.Equal(got, []string{"a", "b", "c"}) {

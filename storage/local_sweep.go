@@ -16,8 +16,8 @@ import (
 // directory and <name> (shortened for names near NAME_MAX). The removals
 // are not fsynced: a crash may bring a swept file back, for a later sweep.
 func (l *Local) SweepTemp(ctx context.Context, prefix string, olderThan time.Duration) (int, error) {
-	if err := checkSweep(ctx, prefix, olderThan); err != nil {
-		return 0, fmt.Errorf("sweep %s: %w", l, err)
+	if err := checkSweep(ctx, l, prefix, olderThan); err != nil {
+		return 0, err
 	}
 	cutoff := time.Now().Add(-olderThan)
 	dir, _ := splitDir(prefix)

@@ -71,56 +71,51 @@ func storeOps(s storage.Store) []struct {
 	}
 }
 
-// TestS3HangFailsThenRecovers: a server that accepts and never answers
-// makes every operation fail with a StallError within the bound, and every
-// operation works again once it answers.
-func TestS3HangFailsThenRecovers(t *testing.T) {
+// failThenRecover runs every Store operation against a server in fault f,
+// checks how it failed (within outageBound), then runs it again once the
+// fault is gone: it must succeed.
+func failThenRecover(t *testing.T, f faultproxy.Fault, check func(op string, err error, took time.Duration)) {
 	s, p := proxiedS3(t, nil)
 	if err := s.Put(t.Context(), "k", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
 	for i, op := range storeOps(s) {
-		setFault(t, p, faultproxy.Fault{Mode: faultproxy.Hang})
+		setFault(t, p, f)
 		start := time.Now()
 		err := op.do(t.Context(), i)
 		took := time.Since(start)
-		var stall *storage.StallError
-		if !errors.As(err, &stall) {
-			t.Fatalf("%s against a hung server: %v, want a StallError", op.name, err)
+		if took > outageBound {
+			t.Fatalf("%s in fault %v took %v to fail (bound %v): %v", op.name, f.Mode, took, outageBound, err)
 		}
-		if took < outageStall || took > outageBound {
-			t.Fatalf("%s against a hung server failed after %v, want between %v and %v", op.name, took, outageStall, outageBound)
-		}
-		t.Logf("%s against a hung server: failed after %v: %v", op.name, took.Round(time.Millisecond), err)
+		check(op.name, err, took)
 		setFault(t, p, faultproxy.Fault{})
 		if err := op.do(t.Context(), i); err != nil {
-			t.Fatalf("%s after the server answers again: %v", op.name, err)
+			t.Fatalf("%s once fault %v is gone: %v", op.name, f.Mode, err)
 		}
 	}
+}
+
+// TestS3HangFailsThenRecovers: a server that accepts and never answers
+// makes every operation fail with a StallError within the bound, and every
+// operation works again once it answers.
+func TestS3HangFailsThenRecovers(t *testing.T) {
+	failThenRecover(t, faultproxy.Fault{Mode: faultproxy.Hang}, func(op string, err error, took time.Duration) {
+		var stall *storage.StallError
+		if !errors.As(err, &stall) || took < outageStall {
+			t.Fatalf("%s against a hung server: %v after %v, want a StallError after at least %v", op, err, took, outageStall)
+		}
+		t.Logf("%s against a hung server: failed after %v: %v", op, took.Round(time.Millisecond), err)
+	})
 }
 
 // TestS3RefusedFailsThenRecovers: a server that is down (connection
 // refused) fails every operation promptly with that error.
 func TestS3RefusedFailsThenRecovers(t *testing.T) {
-	s, p := proxiedS3(t, nil)
-	if err := s.Put(t.Context(), "k", []byte("v")); err != nil {
-		t.Fatal(err)
-	}
-	for i, op := range storeOps(s) {
-		setFault(t, p, faultproxy.Fault{Mode: faultproxy.Refuse})
-		start := time.Now()
-		err := op.do(t.Context(), i)
+	failThenRecover(t, faultproxy.Fault{Mode: faultproxy.Refuse}, func(op string, err error, _ time.Duration) {
 		if !errors.Is(err, syscall.ECONNREFUSED) {
-			t.Fatalf("%s against a stopped server: %v, want connection refused", op.name, err)
+			t.Fatalf("%s against a stopped server: %v, want connection refused", op, err)
 		}
-		if took := time.Since(start); took > outageBound {
-			t.Fatalf("%s against a stopped server failed after %v", op.name, took)
-		}
-		setFault(t, p, faultproxy.Fault{})
-		if err := op.do(t.Context(), i); err != nil {
-			t.Fatalf("%s after the server is back: %v", op.name, err)
-		}
-	}
+	})
 }
 
 // TestS3EveryOther503Absorbed: a server throttling every other request

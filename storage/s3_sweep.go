@@ -16,8 +16,8 @@ import (
 // failed, which S3 would otherwise keep, and bill, forever. Create's local
 // temporary files need no sweeping: they have no name.
 func (s *S3) SweepTemp(ctx context.Context, prefix string, olderThan time.Duration) (int, error) {
-	if err := checkSweep(ctx, prefix, olderThan); err != nil {
-		return 0, fmt.Errorf("sweep %s: %w", s, err)
+	if err := checkSweep(ctx, s, prefix, olderThan); err != nil {
+		return 0, err
 	}
 	n, err := s.sweep(ctx, prefix, time.Now().Add(-olderThan))
 	if err != nil {

@@ -34,15 +34,20 @@ var (
 	_ Sweeper = errStore{}
 )
 
-// checkSweep validates SweepTemp's arguments.
-func checkSweep(ctx context.Context, prefix string, olderThan time.Duration) error {
-	if err := validatePrefix(prefix); err != nil {
-		return err
+// checkSweep validates the arguments of SweepTemp on s.
+func checkSweep(ctx context.Context, s Store, prefix string, olderThan time.Duration) error {
+	err := validatePrefix(prefix)
+	switch {
+	case err != nil:
+	case olderThan <= 0:
+		err = fmt.Errorf("age %v must be positive", olderThan)
+	default:
+		err = ctx.Err()
 	}
-	if olderThan <= 0 {
-		return fmt.Errorf("sweep temporary files under %q: age %v must be positive", prefix, olderThan)
+	if err != nil {
+		return fmt.Errorf("sweep temporary files under %q in %s: %w", prefix, s, err)
 	}
-	return ctx.Err()
+	return nil
 }
 
 // sweepInner is SweepTemp of a wrapping store: inner's, or an error

@@ -15,9 +15,10 @@ import (
 
 // maxBufferedBody is the largest request body the HTTP layer may read into
 // memory to replay it on retries. Object uploads never are (they carry
-// GetBody, see payload.replay); this is for the small XML bodies of other
-// requests, and a guard against an upload that lost its GetBody.
-const maxBufferedBody = 1 << 20
+// GetBody, see payload.replay); this is for the XML bodies of other
+// requests (a complete of 10000 parts is under 1 MiB), and a guard against
+// an upload that lost its GetBody.
+const maxBufferedBody = 4 << 20
 
 // bufferedUploads switches uploads to the old path (one PutObject whose
 // body the HTTP layer reads into memory). Only the memory benchmark sets it.

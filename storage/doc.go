@@ -37,20 +37,45 @@
 // kind of temporary file as the bytes come and Commit does the rest, so a
 // large data file is written once. Missing parent
 // directories are created and made durable. Temporary files are never listed;
-// ones left behind by a crash are harmless garbage.
+// ones left behind by a crash are removed by SweepTemp (Sweeper) once old
+// enough.
+//
+// A full disk (ENOSPC, or EDQUOT) on write, fsync, link, create or mkdir
+// fails the operation with an error reading "<op> "<key>": store
+// file:///root: no space left on device (<call> <path>)" that wraps the
+// errno, and leaves neither an object nor a temporary file. A failed Write
+// of a created object removes its temporary file at once (freeing the
+// space) and makes Commit fail; the same holds for S3's spill file.
 //
 // # S3
 //
 // PutIfAbsent is a PutObject with "If-None-Match: *" (supported by AWS S3
 // and by S3-compatible servers such as versitygw). HTTP goes through
-// go-retryablehttp (connection errors, 429 and 5xx are retried with capped
-// exponential backoff); the SDK's own retryer is disabled so retries are not
-// multiplied. Because a retried conditional PUT whose first attempt landed
-// gets 412, and a timed-out one may or may not have landed, every outcome
-// other than success or a definite client error is resolved by reading the
-// key back and comparing bytes; 409 ConditionalRequestConflict is retried.
-// Create buffers the object in a local temporary file (TMPDIR), computing
-// its MD5 on the way, and Commit sends it as one PutObject.
+// go-retryablehttp (connection errors, stalls, 429 and 5xx are retried
+// with capped exponential backoff); the SDK's own retryer is disabled so
+// retries are not multiplied. Because a retried conditional PUT whose first
+// attempt landed gets 412, and a timed-out one may or may not have landed,
+// every outcome other than success or a definite client error is resolved
+// by reading the key back and comparing bytes; 409
+// ConditionalRequestConflict is retried.
+//
+// Every HTTP attempt re-reads its request body from the source (the byte
+// slice given, or the temporary file behind Create): request bodies are
+// never copied into memory for retries. An attempt that makes no progress
+// for S3Config.HTTPTimeout (30s) fails with a *StallError and is retried,
+// so an unresponsive server makes operations fail, never hang. Retries are
+// logged through S3Config.Logger, the first at once and then at most one
+// line per 10s carrying the count of those not logged.
+//
+// Create spills the object to an unnamed temporary file (TMPDIR; nothing
+// survives the process), computing the MD5 of each 16 MiB part on the way.
+// Commit sends an object of up to 16 MiB as one PutObject and a larger one
+// as a multipart upload (parts one after the other, each with Content-MD5;
+// aborted on failure; a complete whose answer was lost is resolved by
+// comparing the object's ETag with the multipart ETag of our parts).
+// Memory per upload stays around 1 MiB whatever the object size. Uploads
+// left by a writer killed mid-commit (or whose abort failed) are aborted by
+// SweepTemp (Sweeper) once old enough.
 //
 // Fault injection for other packages' tests is in Faulty.
 package storage

@@ -127,7 +127,7 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string) ([]Object, 
 	}
 	dir, _ := splitDir(prefix)
 	var out []Object
-	err := l.walk(ctx, dir, func(key string, fi fs.FileInfo) {
+	err := l.walk(ctx, dir, false, func(key string, fi fs.FileInfo) {
 		if strings.HasPrefix(key, prefix) && key > startAfter {
 			out = append(out, Object{Key: key, Size: fi.Size(), ModTime: fi.ModTime()})
 		}
@@ -142,9 +142,10 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string) ([]Object, 
 	return out, nil
 }
 
-// walk calls fn for every regular, non-temporary file under the directory
-// dirKey ("" = root). A missing directory yields nothing.
-func (l *Local) walk(ctx context.Context, dirKey string, fn func(key string, fi fs.FileInfo)) error {
+// walk calls fn for every regular file under the directory dirKey ("" =
+// root): the objects, or with temp the temporary files instead. A missing
+// directory yields nothing.
+func (l *Local) walk(ctx context.Context, dirKey string, temp bool, fn func(key string, fi fs.FileInfo)) error {
 	entries, err := os.ReadDir(l.path(dirKey))
 	if err != nil {
 		if isNotFound(err) {
@@ -159,10 +160,10 @@ func (l *Local) walk(ctx context.Context, dirKey string, fn func(key string, fi 
 		key := joinKey(dirKey, e.Name())
 		switch {
 		case e.IsDir():
-			if err := l.walk(ctx, key, fn); err != nil {
+			if err := l.walk(ctx, key, temp, fn); err != nil {
 				return err
 			}
-		case e.Type().IsRegular() && !isTempName(e.Name()):
+		case e.Type().IsRegular() && isTempName(e.Name()) == temp:
 			fi, err := e.Info()
 			if isNotFound(err) {
 				continue // deleted while listing

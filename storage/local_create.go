@@ -20,12 +20,12 @@ func (l *Local) Create(ctx context.Context, key string) (ObjectWriter, error) {
 	target := l.path(key)
 	dir := filepath.Dir(target)
 	if err := l.mkdirs(dir); err != nil {
-		return nil, fmt.Errorf("create %q in %s: %w", key, l, err)
+		return nil, l.opError("create", key, err)
 	}
 	tmp := filepath.Join(dir, tempName(filepath.Base(target)))
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("create %q in %s: %w", key, l, err)
+		return nil, l.opError("create", key, err)
 	}
 	return &localWriter{l: l, key: key, target: target, f: f}, nil
 }
@@ -37,6 +37,7 @@ type localWriter struct {
 	f       *os.File // nil once committed or aborted
 	written int64
 	synced  int64 // bytes whose writeback has been started
+	err     error // the first Write error: the object is incomplete
 }
 
 // writebackEvery is how many written bytes start their writeback early, so
@@ -44,13 +45,19 @@ type localWriter struct {
 const writebackEvery = 8 << 20
 
 func (w *localWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
 	if w.f == nil {
 		return 0, fmt.Errorf("write %q: object writer already ended", w.key)
 	}
 	n, err := w.f.Write(p)
 	w.written += int64(n)
 	if err != nil {
-		return n, fmt.Errorf("write %q to %s: %w", w.key, w.f.Name(), err)
+		// The object can no longer be committed: free its space now.
+		w.err = w.l.opError("write", w.key, err)
+		w.Abort()
+		return n, w.err
 	}
 	if w.written-w.synced >= writebackEvery {
 		startWriteback(w.f, w.synced, w.written-w.synced)
@@ -60,6 +67,9 @@ func (w *localWriter) Write(p []byte) (int, error) {
 }
 
 func (w *localWriter) Commit(ctx context.Context) error {
+	if w.err != nil {
+		return fmt.Errorf("commit %q: nothing committed, an earlier write failed: %w", w.key, w.err)
+	}
 	if w.f == nil {
 		return fmt.Errorf("commit %q: object writer already ended", w.key)
 	}
@@ -69,17 +79,17 @@ func (w *localWriter) Commit(ctx context.Context) error {
 	f := w.f
 	defer w.Abort()
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("commit %q in %s: fsync: %w", w.key, w.l, err)
+		return w.l.opError("commit", w.key, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("commit %q in %s: close: %w", w.key, w.l, err)
+		return w.l.opError("commit", w.key, err)
 	}
 	if err := os.Rename(f.Name(), w.target); err != nil {
-		return fmt.Errorf("commit %q in %s: %w", w.key, w.l, err)
+		return w.l.opError("commit", w.key, err)
 	}
 	w.f = nil
 	if err := syncDir(filepath.Dir(w.target)); err != nil {
-		return fmt.Errorf("commit %q in %s: %w", w.key, w.l, err)
+		return w.l.opError("commit", w.key, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/storage/storagetest"
@@ -116,5 +117,51 @@ func TestValidateKey(t *testing.T) {
 		if err := storage.ValidateKey(k); !errors.Is(err, storage.ErrInvalidKey) {
 			t.Errorf("ValidateKey(%q) = %v, want ErrInvalidKey", k, err)
 		}
+	}
+}
+
+// leaveLocal is what a local writer killed mid-write leaves: a temporary
+// file its Create started and nothing ended.
+func leaveLocal(t *testing.T, s storage.Store, key string) {
+	w, err := s.Create(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("partial " + key)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLocalSweep(t *testing.T) {
+	storagetest.RunSweep(t, func(t *testing.T) storage.Store { return newLocal(t) }, leaveLocal)
+}
+
+// TestSweepThroughWrappers: Faulty and Sub pass SweepTemp on, or say the
+// store below cannot sweep.
+func TestSweepThroughWrappers(t *testing.T) {
+	l := newLocal(t)
+	leaveLocal(t, l, "a/x")
+	dir := filepath.Join(l.Root(), "a")
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("leftover not on disk: %v %v", entries, err)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(filepath.Join(dir, entries[0].Name()), old, old)
+	var sw storage.Sweeper = storage.NewFaulty(l)
+	if n, err := sw.SweepTemp(t.Context(), "a/", time.Hour); n != 1 || err != nil {
+		t.Fatalf("SweepTemp through Faulty = %d, %v; want 1", n, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("directory still holds %v", entries)
+	}
+	plain := struct{ storage.Store }{l} // hides Local's SweepTemp
+	_, err = storage.Sub(plain, "a").(storage.Sweeper).SweepTemp(t.Context(), "", time.Hour)
+	if !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("SweepTemp over a store that cannot sweep: %v, want errors.ErrUnsupported", err)
+	}
+	_, err = storage.Sub(l, "../a").(storage.Sweeper).SweepTemp(t.Context(), "", time.Hour)
+	if !errors.Is(err, storage.ErrInvalidKey) {
+		t.Fatalf("SweepTemp of a Sub with a bad prefix: %v, want ErrInvalidKey", err)
 	}
 }

@@ -50,7 +50,7 @@ func (l *Local) Put(ctx context.Context, key string, data []byte) error {
 		return fmt.Errorf("put %q: %w", key, err)
 	}
 	if err := l.put(key, data, false); err != nil {
-		return fmt.Errorf("put %q in %s: %w", key, l, err)
+		return l.opError("put", key, err)
 	}
 	return nil
 }
@@ -70,7 +70,7 @@ func (l *Local) PutIfAbsent(ctx context.Context, key string, data []byte) error 
 		return l.compareExisting(ctx, key, data)
 	}
 	if err != nil {
-		return fmt.Errorf("put-if-absent %q in %s: %w", key, l, err)
+		return l.opError("put-if-absent", key, err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -24,7 +25,8 @@ type S3Options struct {
 	UsePathStyle bool
 	AccessKey    string
 	SecretKey    string
-	HTTPTimeout  time.Duration
+	HTTPTimeout  time.Duration // see S3Config.HTTPTimeout
+	Logger       *slog.Logger  // see S3Config.Logger; nil = slog.Default()
 }
 
 // Open returns the Store a URL names:
@@ -81,6 +83,7 @@ func openS3(ctx context.Context, u *url.URL, opts S3Options) (Store, error) {
 		AccessKey:    opts.AccessKey,
 		SecretKey:    opts.SecretKey,
 		HTTPTimeout:  opts.HTTPTimeout,
+		Logger:       opts.Logger,
 	}
 	if v := os.Getenv("DELTABUS_S3_PATH_STYLE"); v != "" && !cfg.UsePathStyle {
 		b, err := strconv.ParseBool(v)

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/hashicorp/go-cleanhttp"
-	"github.com/hashicorp/go-retryablehttp"
 )
 
 // S3Config configures an S3 store.
@@ -36,13 +35,24 @@ type S3Config struct {
 	AccessKey string
 	SecretKey string
 
-	// HTTPTimeout bounds one HTTP attempt including reading the response
-	// body; 0 = 60s.
+	// HTTPTimeout is how long one HTTP attempt may make no progress before
+	// it fails with a *StallError and is retried: connecting, handing the
+	// request body to the connection, waiting for the response headers,
+	// reading the response body. A transfer that keeps moving is never cut,
+	// whatever its size. 0 = 30s. An unresponsive server therefore fails an
+	// operation after about (HTTPRetries+1) × HTTPTimeout plus backoff
+	// (2.5 min with the defaults); PutIfAbsent, which reads the key back
+	// after an ambiguous failure, after up to twice that.
 	HTTPTimeout time.Duration
 
 	// HTTPRetries is how many times one HTTP request is retried after a
-	// connection error, 429 or 5xx; 0 = 4, negative = no retries.
+	// connection error, stall, 429 or 5xx; 0 = 4, negative = no retries.
 	HTTPRetries int
+
+	// Logger receives the warnings of retried requests (the first, then at
+	// most one per 10s with the count of those not logged) and of failed
+	// cleanups; nil = slog.Default().
+	Logger *slog.Logger
 
 	// Transport is the HTTP transport under the retrying client; nil = the
 	// SDK's default transport (honours AWS_CA_BUNDLE). Tests use it to
@@ -51,7 +61,7 @@ type S3Config struct {
 }
 
 const (
-	defaultHTTPTimeout = 60 * time.Second
+	defaultHTTPTimeout = 30 * time.Second
 	defaultHTTPRetries = 4
 	defaultRegion      = "us-east-1"
 )
@@ -59,9 +69,12 @@ const (
 // S3 is a Store on an S3 bucket (or an S3-compatible server). See the
 // package documentation for how PutIfAbsent resolves ambiguous outcomes.
 type S3 struct {
-	client *s3.Client
-	bucket string
-	prefix string
+	client   *s3.Client
+	bucket   string
+	prefix   string
+	log      *slog.Logger
+	retryLog *retryLog
+	partSize int64 // Commit uploads larger objects in parts of this size
 }
 
 var _ Store = (*S3)(nil)
@@ -78,11 +91,16 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 			return nil, fmt.Errorf("s3 store prefix: %w", err)
 		}
 	}
-	awsCfg, err := loadAWSConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("s3 store s3://%s/%s: %w", cfg.Bucket, prefix, err)
+	s := &S3{bucket: cfg.Bucket, prefix: prefix, log: cfg.Logger, partSize: defaultPartSize}
+	if s.log == nil {
+		s.log = slog.Default()
 	}
-	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+	s.retryLog = newRetryLog(s.log, s.String())
+	awsCfg, err := loadAWSConfig(ctx, cfg, s.retryLog)
+	if err != nil {
+		return nil, fmt.Errorf("s3 store %s: %w", s, err)
+	}
+	s.client = s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
@@ -92,10 +110,10 @@ func NewS3(ctx context.Context, cfg S3Config) (*S3, error) {
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
-	return &S3{client: client, bucket: cfg.Bucket, prefix: prefix}, nil
+	return s, nil
 }
 
-func loadAWSConfig(ctx context.Context, cfg S3Config) (aws.Config, error) {
+func loadAWSConfig(ctx context.Context, cfg S3Config, rlog *retryLog) (aws.Config, error) {
 	opts := []func(*config.LoadOptions) error{
 		// One retry layer only: go-retryablehttp's.
 		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
@@ -114,7 +132,7 @@ func loadAWSConfig(ctx context.Context, cfg S3Config) (aws.Config, error) {
 	if awsCfg.Region == "" {
 		awsCfg.Region = defaultRegion
 	}
-	awsCfg.HTTPClient = newHTTPClient(cfg, baseTransport(cfg, awsCfg))
+	awsCfg.HTTPClient = newHTTPClient(cfg, baseTransport(cfg, awsCfg), rlog)
 	return awsCfg, nil
 }
 
@@ -129,41 +147,6 @@ func baseTransport(cfg S3Config, awsCfg aws.Config) http.RoundTripper {
 	}
 	return cleanhttp.DefaultPooledTransport()
 }
-
-// newHTTPClient returns an *http.Client that retries connection errors, 429
-// and 5xx with capped exponential backoff. Request bodies are buffered by
-// go-retryablehttp, so every attempt sends the whole body.
-func newHTTPClient(cfg S3Config, transport http.RoundTripper) *http.Client {
-	rc := retryablehttp.NewClient()
-	timeout := cfg.HTTPTimeout
-	if timeout <= 0 {
-		timeout = defaultHTTPTimeout
-	}
-	rc.HTTPClient = &http.Client{Transport: transport, Timeout: timeout}
-	rc.RetryMax = cfg.HTTPRetries
-	switch {
-	case cfg.HTTPRetries == 0:
-		rc.RetryMax = defaultHTTPRetries
-	case cfg.HTTPRetries < 0:
-		rc.RetryMax = 0
-	}
-	rc.RetryWaitMin = 100 * time.Millisecond
-	rc.RetryWaitMax = 5 * time.Second
-	rc.Logger = retryLogger{slog.Default()}
-	// Hand the last response (e.g. a 503 with its S3 error body) to the SDK
-	// instead of replacing it with "giving up after N attempts".
-	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
-	return rc.StandardClient()
-}
-
-// retryLogger adapts slog to go-retryablehttp, demoting its per-request
-// chatter to debug and keeping retries visible as warnings.
-type retryLogger struct{ l *slog.Logger }
-
-func (r retryLogger) Error(msg string, kv ...any) { r.l.Warn("s3 http: "+msg, kv...) }
-func (r retryLogger) Warn(msg string, kv ...any)  { r.l.Warn("s3 http: "+msg, kv...) }
-func (r retryLogger) Info(msg string, kv ...any)  { r.l.Debug("s3 http: "+msg, kv...) }
-func (r retryLogger) Debug(msg string, kv ...any) { r.l.Debug("s3 http: "+msg, kv...) }
 
 // String returns s3://bucket/prefix.
 func (s *S3) String() string {

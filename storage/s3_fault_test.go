@@ -16,31 +16,56 @@ import (
 )
 
 // faultTransport sits under the retrying HTTP client: it records every
-// request as "METHOD STATUS" ("PUT?" for conditional puts, "ERR" for
-// transport errors) and lets a test take over conditional PUT number n.
+// request as "METHOD STATUS" ("PUT?" for conditional puts, CREATE, PART,
+// COMPLETE and ABORT for multipart requests, "ERR" for transport errors)
+// and lets a test take over conditional PUT number n, or any request.
 type faultTransport struct {
 	// fault handles conditional PUTs; it returns (nil, nil) to pass through.
 	fault func(req *http.Request, n int, next http.RoundTripper) (*http.Response, error)
+	// faultAny handles every request, labelled as in the log, with its
+	// 1-based number among requests of that label.
+	faultAny func(req *http.Request, label string, n int, next http.RoundTripper) (*http.Response, error)
 
-	mu   sync.Mutex
-	puts int
-	log  []string
+	mu     sync.Mutex
+	counts map[string]int
+	log    []string
+}
+
+// label names a request for the log.
+func label(req *http.Request) string {
+	q := req.URL.Query()
+	switch {
+	case req.Method == http.MethodPut && req.Header.Get("If-None-Match") == "*":
+		return "PUT?"
+	case req.Method == http.MethodPost && q.Has("uploads"):
+		return "CREATE"
+	case req.Method == http.MethodPut && q.Has("partNumber"):
+		return "PART"
+	case req.Method == http.MethodPost && q.Has("uploadId"):
+		return "COMPLETE"
+	case req.Method == http.MethodDelete && q.Has("uploadId"):
+		return "ABORT"
+	}
+	return req.Method
 }
 
 func (f *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	next := http.DefaultTransport
-	method := req.Method
+	method := label(req)
 	var resp *http.Response
 	var err error
-	if req.Method == http.MethodPut && req.Header.Get("If-None-Match") == "*" {
-		method = "PUT?"
-		f.mu.Lock()
-		f.puts++
-		n := f.puts
-		f.mu.Unlock()
-		if f.fault != nil {
-			resp, err = f.fault(req, n, next)
-		}
+	f.mu.Lock()
+	if f.counts == nil {
+		f.counts = make(map[string]int)
+	}
+	f.counts[method]++
+	n := f.counts[method]
+	f.mu.Unlock()
+	if f.faultAny != nil {
+		resp, err = f.faultAny(req, method, n, next)
+	}
+	if method == "PUT?" && resp == nil && err == nil && f.fault != nil {
+		resp, err = f.fault(req, n, next)
 	}
 	if resp == nil && err == nil {
 		resp, err = next.RoundTrip(req)

@@ -3,11 +3,8 @@ package storage
 import (
 	"bytes"
 	"context"
-	"crypto/md5"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -24,25 +21,25 @@ import (
 const maxPutAttempts = 5
 
 func (s *S3) putObject(ctx context.Context, key string, data []byte, ifAbsent bool) error {
-	return s.putBody(ctx, key, bytes.NewReader(data), int64(len(data)), md5.Sum(data), ifAbsent)
+	return s.putBody(ctx, key, bytesPayload(data), ifAbsent)
 }
 
-// putBody is one PutObject of size bytes read from body, which must be
-// seekable so the HTTP layer can retry it.
-func (s *S3) putBody(ctx context.Context, key string, body io.ReadSeeker, size int64, sum [md5.Size]byte, ifAbsent bool) error {
+// putBody is one PutObject of p. Every HTTP attempt re-reads p from its
+// source (payload.replay), so nothing is copied into memory.
+func (s *S3) putBody(ctx context.Context, key string, p payload, ifAbsent bool) error {
 	in := &s3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           aws.String(s.fullKey(key)),
-		Body:          body,
-		ContentLength: aws.Int64(size),
+		Body:          p.reader(),
+		ContentLength: aws.Int64(p.size),
 		// The server rejects a body that does not match (integrity check
 		// understood by AWS and every S3-compatible server).
-		ContentMD5: aws.String(base64.StdEncoding.EncodeToString(sum[:])),
+		ContentMD5: p.contentMD5(),
 	}
 	if ifAbsent {
 		in.IfNoneMatch = aws.String("*")
 	}
-	_, err := s.client.PutObject(ctx, in)
+	_, err := s.client.PutObject(ctx, in, p.replay)
 	return err
 }
 
@@ -79,28 +76,24 @@ func (s *S3) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 		case putConflict:
 			continue
 		}
-		done, rerr := s.resolve(ctx, key, data)
-		if done {
+		if done, rerr := s.resolve(ctx, key, data); done {
 			return rerr
-		}
-		if rerr != nil {
-			lastErr = rerr
 		}
 	}
 	return fmt.Errorf("put-if-absent %q in %s: outcome unknown after %d attempts: %w", key, s, maxPutAttempts, lastErr)
 }
 
 // resolve reads key back after an ambiguous or 412 put. done=false means
-// nothing is there (or the read failed) and the put should be tried again.
+// nothing is there and the put should be tried again. A read-back that
+// fails too (after the HTTP layer's retries) ends the call: the service is
+// unreachable, and another round would only double the time to fail.
 func (s *S3) resolve(ctx context.Context, key string, data []byte) (done bool, err error) {
 	got, err := s.get(ctx, key)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return false, nil
-	case err != nil && ctx.Err() != nil:
-		return true, fmt.Errorf("put-if-absent %q in %s: outcome unknown: %w", key, s, err)
 	case err != nil:
-		return false, fmt.Errorf("read back: %w", err)
+		return true, fmt.Errorf("put-if-absent %q in %s: outcome unknown (the put failed, then reading the key back failed): %w", key, s, err)
 	case bytes.Equal(got, data):
 		return true, nil
 	default:

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/storage/storagetest"
 	"github.com/deltabus/deltabus/tests/s3test"
@@ -22,7 +25,7 @@ func newS3(t *testing.T, cfg storage.S3Config) *storage.S3 {
 
 func TestS3Conformance(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) storage.Store {
-		return newS3(t, s3test.NewBucket(t).S3Config("deltabus/root"))
+		return newS3(t, s3test.NewBucket(t).S3Config(conformancePrefix))
 	})
 }
 
@@ -110,4 +113,32 @@ func TestS3ContextCanceledMidRequest(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("PutIfAbsent canceled mid-request: %v, want context.Canceled", err)
 	}
+}
+
+const conformancePrefix = "deltabus/root"
+
+// leaveS3 is what an S3 writer killed mid-commit leaves: a multipart
+// upload with one part, never completed nor aborted.
+func leaveS3(b *s3test.Bucket) storagetest.Leftover {
+	return func(t *testing.T, _ storage.Store, key string) {
+		c, ctx := b.Client(), t.Context()
+		full := aws.String(conformancePrefix + "/" + key)
+		up, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: aws.String(b.Bucket), Key: full})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.UploadPart(ctx, &s3.UploadPartInput{Bucket: aws.String(b.Bucket), Key: full, UploadId: up.UploadId,
+			PartNumber: aws.Int32(1), Body: strings.NewReader("partial " + key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestS3Sweep(t *testing.T) {
+	var b *s3test.Bucket
+	storagetest.RunSweep(t, func(t *testing.T) storage.Store {
+		b = s3test.NewBucket(t)
+		return newS3(t, b.S3Config(conformancePrefix))
+	}, func(t *testing.T, s storage.Store, key string) { leaveS3(b)(t, s, key) })
 }

@@ -41,6 +41,9 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (*relay.Relay, sto
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, usererr.New(err, "%s", err)
 	}
+	if opts.S3.Logger == nil {
+		opts.S3.Logger = opts.Log
+	}
 	store := opts.Store
 	if store == nil {
 		var err error

@@ -88,7 +88,7 @@ func (f *sourceFlags) open(ctx context.Context, env *cliEnv) (sourceEnv, int, bo
 	if se.mappings, err = outbox.ParseMappings(f.mapping, nil); err != nil {
 		return se, fail(env, exitUsage, fmt.Errorf("--mapping: %w", err)), false
 	}
-	if se.store, err = daemon.OpenStore(ctx, se.cfg.Store, storage.S3Options{}); err != nil {
+	if se.store, err = daemon.OpenStore(ctx, se.cfg.Store, storage.S3Options{Logger: se.log}); err != nil {
 		return se, fail(env, exitUsage, err), false
 	}
 	return se, exitOK, true

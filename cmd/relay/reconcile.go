@@ -137,7 +137,7 @@ func cmdReconcile(ctx context.Context, env *cliEnv, args []string) int {
 	if err := f.sf.requireSource(); err != nil {
 		return fail(env, exitUsage, err)
 	}
-	store, err := daemon.OpenStore(ctx, f.sf.store, storage.S3Options{})
+	store, err := daemon.OpenStore(ctx, f.sf.store, storage.S3Options{Logger: log})
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}

@@ -59,9 +59,12 @@ func setup(t *testing.T) *pgtest.DB {
 // or when ctx ends. Insert errors during a PostgreSQL restart are retried.
 type producers struct {
 	written atomic.Int64
+	rate    int // events per second across workers; 0 = as fast as possible
+	workers atomic.Int64
 }
 
 func (p *producers) run(ctx context.Context, t *testing.T, dsn string, workers, n int) {
+	p.workers.Store(int64(workers))
 	var wg sync.WaitGroup
 	per := n / workers
 	for w := range workers {
@@ -76,6 +79,7 @@ func (p *producers) run(ctx context.Context, t *testing.T, dsn string, workers, 
 
 func (p *producers) worker(ctx context.Context, t *testing.T, dsn string, w, n int) {
 	rng := rand.New(rand.NewPCG(uint64(w), 42))
+	start, perWorker := time.Now(), float64(p.rate)/float64(max(1, p.workers.Load()))
 	var conn *pgx.Conn
 	defer func() {
 		if conn != nil {
@@ -109,6 +113,11 @@ func (p *producers) worker(ctx context.Context, t *testing.T, dsn string, w, n i
 		}
 		done += k
 		p.written.Add(int64(k))
+		if p.rate > 0 {
+			if ahead := time.Duration(float64(done)/perWorker*float64(time.Second)) - time.Since(start); ahead > 0 {
+				time.Sleep(ahead)
+			}
+		}
 	}
 }
 

@@ -118,7 +118,7 @@ func waitSlotActive(t *testing.T, dsn, slot string, p *relayProc) {
 		}
 		// The slot is also active during a first start's bootstrap (its
 		// exporting connection holds it): wait for the relay to stream.
-		if active && strings.Contains(p.output(), "msg=streaming") {
+		if out := p.output(); active && (strings.Contains(out, "msg=streaming") || strings.Contains(out, `"msg":"streaming"`)) {
 			return
 		}
 		if done, err := p.exited(); done {

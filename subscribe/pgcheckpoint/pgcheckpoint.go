@@ -65,6 +65,7 @@ type DB interface {
 // Store is a subscribe.Checkpoints in PostgreSQL.
 type Store struct {
 	db    DB
+	name  string // as given
 	table string // quoted
 }
 
@@ -73,13 +74,28 @@ var _ subscribe.Checkpoints = (*Store)(nil)
 // Open returns the store on table ("" = DefaultTable), creating the table
 // when it does not exist.
 func Open(ctx context.Context, db DB, table string) (*Store, error) {
+	s := New(db, table)
+	if _, err := db.Exec(ctx, DDL(s.name)); err != nil {
+		return nil, fmt.Errorf("create checkpoint table %s: %w", s.name, err)
+	}
+	return s, nil
+}
+
+// New returns the store on an existing table ("" = DefaultTable).
+func New(db DB, table string) *Store {
 	if table == "" {
 		table = DefaultTable
 	}
-	if _, err := db.Exec(ctx, DDL(table)); err != nil {
-		return nil, fmt.Errorf("create checkpoint table %s: %w", table, err)
+	return &Store{db: db, name: table, table: quoteTable(table)}
+}
+
+// Exists reports whether the store's table exists.
+func (s *Store) Exists(ctx context.Context) (bool, error) {
+	rows, err := s.db.Query(ctx, `SELECT to_regclass($1) IS NOT NULL`, s.table)
+	if err != nil {
+		return false, err
 	}
-	return &Store{db: db, table: quoteTable(table)}, nil
+	return pgx.CollectExactlyOneRow(rows, pgx.RowTo[bool])
 }
 
 // Load implements subscribe.Checkpoints.

@@ -1,0 +1,174 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/subscribe"
+	"github.com/deltabus/deltabus/subscribe/check"
+)
+
+var (
+	materializeOnce sync.Once
+	materializeBin  string
+	materializeErr  error
+)
+
+// buildMaterialize builds the example consumer once per test binary.
+func buildMaterialize(t *testing.T) string {
+	t.Helper()
+	materializeOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "deltabus-materialize-bin-")
+		if err != nil {
+			materializeErr = err
+			return
+		}
+		materializeBin = filepath.Join(dir, "materialize")
+		out, err := exec.Command("go", "build", "-o", materializeBin, "github.com/deltabus/deltabus/examples/materialize").CombinedOutput()
+		if err != nil {
+			materializeErr = fmt.Errorf("go build: %v: %s", err, out)
+		}
+	})
+	if materializeErr != nil {
+		t.Fatal(materializeErr)
+	}
+	return materializeBin
+}
+
+// startConsumer starts the example consumer as an OS process (so it can be
+// SIGKILLed); it reuses relayProc for kill/stop/output.
+func startConsumer(t *testing.T, env []string, args ...string) *relayProc {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), "consumer.log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(buildMaterialize(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &relayProc{t: t, cmd: cmd, log: logPath, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); f.Close() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.doneOnce() })
+	return p
+}
+
+// runRelayCmd runs a relay command to completion: stdout, stderr, exit code.
+func runRelayCmd(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, buildRelay(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("relay %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// latestVersion is the newest commit of a topic, -1 when it has no table.
+func latestVersion(t *testing.T, root storage.Store, topic string) int64 {
+	t.Helper()
+	v, err := subscribe.ListLog(context.Background(), storage.Sub(root, topic), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.Last
+}
+
+// produceUntilVersion inserts one event per transaction into topic, paced
+// so the relay commits most of them as their own version, until the
+// topic's table reaches version want.
+func produceUntilVersion(t *testing.T, dsn string, root storage.Store, topic string, want int64) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	deadline := time.Now().Add(3 * time.Minute)
+	for n := 0; latestVersion(t, root, topic) < want; n++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s did not reach version %d", topic, want)
+		}
+		ev := outbox.NewEvent{Topic: topic, Key: fmt.Sprintf("k%d", n%10), Type: "Paced", Payload: map[string]int{"n": n}}
+		if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return outbox.Write(ctx, tx, ev) }); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// cleanLog does what log clean-up does: keep a checkpoint at version keep
+// (writing it if the relay did not), delete every commit and checkpoint
+// before it.
+func cleanLog(t *testing.T, tbl storage.Store, keep int64) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := tbl.Get(ctx, delta.CheckpointKey(keep)); err != nil {
+		snap, err := delta.LoadSnapshot(ctx, tbl, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := delta.WriteCheckpoint(ctx, tbl, snap, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs, err := tbl.List(ctx, delta.LogDir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := fmt.Sprintf("%020d", keep)
+	for _, o := range objs {
+		name := strings.TrimPrefix(o.Key, delta.LogDir)
+		if len(name) > 20 && name[:20] < cut {
+			if err := tbl.Delete(ctx, o.Key); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// checkRows runs `relay check consumers --json` and indexes the rows by group.
+func checkRows(t *testing.T, env []string, args ...string) (map[string]check.Row, string, int) {
+	t.Helper()
+	out, errOut, code := runRelayCmd(t, env, append([]string{"check", "consumers", "--json"}, args...)...)
+	var rows []check.Row
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("check consumers output: %v\n%s\n%s", err, out, errOut)
+	}
+	m := map[string]check.Row{}
+	for _, r := range rows {
+		if _, dup := m[r.Group]; dup {
+			t.Fatalf("two rows for %s/%s", r.Group, r.Topic)
+		}
+		m[r.Group] = r
+	}
+	return m, errOut, code
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -171,4 +172,54 @@ func checkRows(t *testing.T, env []string, args ...string) (map[string]check.Row
 		m[r.Group] = r
 	}
 	return m, errOut, code
+}
+
+// pacedProducer writes n events at about rate events/s, in transactions of
+// 1-4 events over "orders" and "payments", from 4 connections; written
+// counts what committed.
+type pacedProducer struct {
+	written atomic.Int64
+}
+
+func (p *pacedProducer) run(ctx context.Context, t *testing.T, dsn string, rate, n int) {
+	var wg sync.WaitGroup
+	start := time.Now()
+	var next atomic.Int64
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close(context.Background())
+			for ctx.Err() == nil {
+				k := int64(1 + (w+int(next.Load()))%4)
+				first := next.Add(k) - k
+				if first >= int64(n) {
+					return
+				}
+				k = min(k, int64(n)-first)
+				if d := time.Until(start.Add(time.Duration(float64(first) / float64(rate) * float64(time.Second)))); d > 0 {
+					time.Sleep(d)
+				}
+				evs := make([]outbox.NewEvent, k)
+				for i := range evs {
+					tp := []string{"orders", "orders", "payments"}[(first+int64(i))%3]
+					evs[i] = outbox.NewEvent{Topic: tp, Key: fmt.Sprintf("k%d", (first+int64(i))%50), Type: "Happened",
+						Payload: map[string]int64{"n": first + int64(i)}}
+				}
+				if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return outbox.Write(ctx, tx, evs...) }); err != nil {
+					if ctx.Err() == nil {
+						t.Error(err)
+					}
+					return
+				}
+				p.written.Add(k)
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -21,13 +21,14 @@ func consumerEvents() int {
 	if v, err := strconv.Atoi(os.Getenv("DELTABUS_CONSUMER_EVENTS")); err == nil && v > 0 {
 		return v
 	}
-	return 8000
+	return 12000
 }
 
 // TestConsumerKilledMaterialisesExactlyOnce: the example consumer
 // materialises topic "orders" into its own PostgreSQL table, checkpointing
-// in the same transaction, while 4 producers write and the relay streams;
-// it is SIGKILLed at 10 random moments and restarted. The table must end
+// in the same transaction, while producers write and the relay streams;
+// it is SIGKILLed at 10 random moments (all while the producers write, at
+// 1,000 events/s) and restarted. The table must end
 // equal to the topic: every event once, in the topic's order.
 func TestConsumerKilledMaterialisesExactlyOnce(t *testing.T) {
 	storeURL, store := localStore(t)
@@ -39,15 +40,16 @@ func TestConsumerKilledMaterialisesExactlyOnce(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	var prod producers
+	args := []string{"--store", storeURL, "--topic", "orders", "--group", "orders-table", "--dsn", cdb.DSN,
+		"--table", "orders_events", "--batch", "37", "--poll", "50ms"}
+	c := startConsumer(t, nil, args...) // waits for the topic's table
+	var prod pacedProducer
 	produced := make(chan struct{})
-	go func() { prod.run(ctx, t, db.DSN, 4, consumerEvents()); close(produced) }()
+	total := consumerEvents()
+	go func() { prod.run(ctx, t, db.DSN, 1000, total); close(produced) }()
 	for latestVersion(t, store, "orders") < 1 {
 		time.Sleep(20 * time.Millisecond)
 	}
-	args := []string{"--store", storeURL, "--topic", "orders", "--group", "orders-table", "--dsn", cdb.DSN,
-		"--table", "orders_events", "--batch", "37", "--poll", "50ms"}
-	c := startConsumer(t, nil, args...)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
 	for i := range 10 {
 		time.Sleep(time.Duration(100+rng.IntN(500)) * time.Millisecond)
@@ -55,8 +57,11 @@ func TestConsumerKilledMaterialisesExactlyOnce(t *testing.T) {
 			t.Fatalf("consumer exited on its own: %v\n%s", err, c.tail())
 		}
 		c.kill()
-		t.Logf("kill %d: consumer SIGKILLed after %d events written", i+1, prod.written.Load())
+		t.Logf("kill %d: consumer SIGKILLed after %d of %d events written", i+1, prod.written.Load(), total)
 		c = startConsumer(t, nil, args...)
+	}
+	if prod.written.Load() == int64(total) {
+		t.Errorf("the producers finished before the last kill: kills did not happen while the relay wrote")
 	}
 	<-produced
 	waitDrained(t, db.DSN, "deltabus", 3*time.Minute)

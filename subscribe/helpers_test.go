@@ -58,7 +58,13 @@ func (tt *testTopic) commit(n, perFile int) int64 {
 		h := fmt.Sprintf(`{"trace":"t%d"}`, tt.total)
 		ev := &outbox.Event{ID: fmt.Sprintf("00000000-0000-0000-0000-%012d", tt.total), Topic: tt.name, Key: fmt.Sprintf("k%d", tt.total%7),
 			Type: "Happened", SchemaVersion: int32(1 + tt.total%2), Payload: fmt.Sprintf(`{"n":%d}`, tt.total), Headers: &h,
-			OccurredAt: now, CommitLSN: tt.lsn, Seq: int32(i % 3), Xid: tt.lsn / 100, CommitTime: now}
+			OccurredAt: now.Add(time.Duration(tt.total) * time.Microsecond), CommitLSN: tt.lsn, Seq: int32(i % 3), Xid: tt.lsn / 100, CommitTime: now}
+		if tt.total%4 == 0 {
+			ev.Headers = nil // NULL headers
+		}
+		if tt.total%5 == 0 {
+			ev.OccurredAt = time.Time{} // NULL occurred_at (a dead letter's)
+		}
 		if err := w.Append(ev); err != nil {
 			tt.t.Fatal(err)
 		}

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink/delta"
-	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
 	"time"
 )
@@ -43,34 +41,6 @@ func (s *subscription) dataAdds(v int64, acts []delta.Action) ([]delta.Add, erro
 	return adds, nil
 }
 
-// versionReader streams the rows of one version into the batch.
-type versionReader struct {
-	s    *subscription
-	v    int64
-	vt   time.Time
-	skip int64 // events of the version already handled
-	idx  int64 // index of the next row of the version
-}
-
-func (r *versionReader) file(ctx context.Context, add delta.Add) error {
-	if n, ok := delta.StatsNumRecords(add.Stats); ok && r.idx+n <= r.skip {
-		r.idx += n // handled before: not even read
-		return nil
-	}
-	if add.Size > r.s.o.MaxFileBytes {
-		return fmt.Errorf("topic %q version %d: data file %s is %d bytes, over the limit of %d (Options.MaxFileBytes)",
-			r.s.topic, r.v, add.Path, add.Size, r.s.o.MaxFileBytes)
-	}
-	return topic.ReadEvents(ctx, r.s.tbl, add, func(e outbox.Event) error {
-		i := r.idx
-		r.idx++
-		if i < r.skip {
-			return nil
-		}
-		return r.s.deliver(ctx, Event{Event: e, Position: Position{Version: r.v, Offset: i}, VersionTime: r.vt})
-	})
-}
-
 // deliver adds one event to the batch (unless deduplicated) and flushes a
 // full batch.
 func (s *subscription) deliver(ctx context.Context, e Event) error {
@@ -89,13 +59,13 @@ func (s *subscription) deliver(ctx context.Context, e Event) error {
 
 // vanished handles a listed commit that is gone when read: cleanup ran in
 // between.
-func (s *subscription) vanished(ctx context.Context, v int64) error {
+func (s *subscription) vanished(ctx context.Context, pos, v int64) error {
 	view, err := ListLog(ctx, s.tbl, 0)
 	if err != nil {
 		return err
 	}
-	if view.Earliest > s.pos.Version {
-		return &RetentionError{Group: s.group, Topic: s.topic, Version: s.pos.Version, Earliest: view.Earliest}
+	if view.First > pos {
+		return &RetentionError{Group: s.group, Topic: s.topic, Version: pos, Earliest: view.First}
 	}
 	return fmt.Errorf("topic %q: commit version %d vanished after listing: the log is damaged", s.topic, v)
 }

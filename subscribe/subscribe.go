@@ -32,6 +32,7 @@ type subscription struct {
 	guard *storage.Object // commit pos.Version-1 as this subscription read it
 	batch []Event
 	seen  *window
+	async *committer // background checkpoint writes (at-least-once stores)
 }
 
 // Subscribe delivers the events of topic, from store (the DeltaBus store
@@ -55,6 +56,11 @@ func Subscribe(ctx context.Context, store storage.Store, topic, group string, h 
 		cps: o.Checkpoints, log: o.Logger.With("topic", topic, "group", group), seen: newWindow(o.Dedup)}
 	if err := s.open(ctx); err != nil {
 		return err
+	}
+	if _, ok := s.cps.(*StoreCheckpoints); ok {
+		s.async = newCommitter(s.cps, s.cp)
+		go s.async.run(context.WithoutCancel(ctx))
+		defer s.async.stop()
 	}
 	for {
 		progressed, err := s.round(ctx)
@@ -133,18 +139,19 @@ func (s *subscription) round(ctx context.Context) (progressed bool, err error) {
 		return false, s.missing(view)
 	}
 	start := s.pos
-	for v := s.pos.Version; ; v++ {
-		obj, ok := view.Commits[v]
-		if !ok {
-			break
+	if err := s.deliverRound(ctx, view); err != nil {
+		if s.async != nil {
+			_ = s.async.wait() // what was handled stays handled
 		}
-		if err := s.version(ctx, v, obj, view); err != nil {
-			return false, err
-		}
-		s.guard = &obj
+		return false, err
 	}
 	if err := s.flush(ctx); err != nil {
 		return false, err
+	}
+	if s.async != nil {
+		if err := s.async.wait(); err != nil {
+			return false, err
+		}
 	}
 	return s.pos != start, nil
 }
@@ -180,40 +187,6 @@ func (s *subscription) checkGuard(view *LogView) error {
 		"check `relay status`, then reset the group (relay consume --topic %s --group %s --from-version 0)", s.topic, v, s.topic, s.group)
 }
 
-// version delivers the events of version v from the position's offset.
-func (s *subscription) version(ctx context.Context, v int64, obj storage.Object, view *LogView) error {
-	acts, err := readCommit(ctx, s.tbl, v)
-	if errors.Is(err, storage.ErrNotFound) {
-		return s.vanished(ctx, v)
-	}
-	if err != nil {
-		return err
-	}
-	adds, err := s.dataAdds(v, acts)
-	if err != nil {
-		return err
-	}
-	vt := commitTimestamp(acts, obj.ModTime)
-	skip := int64(0)
-	if s.pos.Version == v {
-		skip = s.pos.Offset
-	}
-	r := versionReader{s: s, v: v, vt: vt, skip: skip}
-	for i := range adds {
-		if err := r.file(ctx, adds[i]); err != nil {
-			if errors.Is(err, storage.ErrNotFound) {
-				return s.vacuumed(ctx, v, adds[i].Path, view, err)
-			}
-			return err
-		}
-	}
-	if len(adds) == 0 && len(s.batch) == 0 {
-		s.log.Debug("subscribe: version changes no data; skipped", "version", v)
-	}
-	s.pos = Position{Version: v + 1}
-	return nil
-}
-
 // flush hands the pending batch to the handler and commits the position;
 // with no events it commits the position alone when it moved (versions
 // that changed no data), so retention does not pass an idle group.
@@ -234,9 +207,24 @@ func (s *subscription) flush(ctx context.Context) error {
 			return nil
 		}
 	}
-	if err := s.cps.Commit(ctx, s.cp, next, apply); err != nil {
+	if err := s.commit(ctx, next, apply); err != nil {
 		return err
 	}
 	s.cp, s.from, s.batch = &next, s.pos, s.batch[:0]
 	return nil
+}
+
+// commit runs apply and records next: in the store's Commit, or, for an
+// at-least-once store, apply now and the checkpoint in the background.
+func (s *subscription) commit(ctx context.Context, next Checkpoint, apply func(context.Context, pgx.Tx) error) error {
+	if s.async == nil {
+		return s.cps.Commit(ctx, s.cp, next, apply)
+	}
+	if apply != nil {
+		if err := apply(ctx, nil); err != nil {
+			_ = s.async.wait() // what was handled before stays handled
+			return err
+		}
+	}
+	return s.async.submit(next)
 }

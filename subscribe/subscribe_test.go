@@ -48,7 +48,7 @@ func TestDeliversEveryEventInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkOrder(t, c.events, 43)
-	if e := c.events[11]; e.Version != 3 || e.Offset != 0 || e.Payload != `{"n":12}` || *e.Headers != `{"trace":"t12"}` || e.SchemaVersion != 1 {
+	if e := c.events[11]; e.Version != 3 || e.Offset != 0 || e.Payload != `{"n":12}` || e.Headers != nil || e.SchemaVersion != 1 || c.events[10].Headers == nil || *c.events[10].Headers != `{"trace":"t11"}` {
 		t.Errorf("event 11 = %+v", e)
 	}
 	for i, b := range c.batches {

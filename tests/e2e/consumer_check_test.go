@@ -36,7 +36,7 @@ func TestCheckConsumers(t *testing.T) {
 	broken := append(good, "--group", "broken", "--table", "orders_broken", "--checkpoint", "store")
 	runMaterialize(t, broken)
 	runMaterialize(t, append(broken, "--from-version", "0")) // a replay without deduplication
-	time.Sleep(2 * time.Second)                               // the last events' period closes (--period 1s, --grace 1s)
+	time.Sleep(2 * time.Second)                              // the last events' period closes (--period 1s, --grace 1s)
 
 	args := []string{"--checkpoint", cdb.DSN, "--materialized", "good:public.orders_good:event_id",
 		"--materialized", "broken:public.orders_broken:event_id", "--period", "1s", "--periods", "600", "--grace", "1s"}

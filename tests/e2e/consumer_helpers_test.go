@@ -25,51 +25,55 @@ import (
 )
 
 var (
-	materializeOnce sync.Once
-	materializeBin  string
-	materializeErr  error
+	binMu    sync.Mutex
+	binPaths = map[string]string{}
 )
 
-// buildMaterialize builds the example consumer once per test binary.
-func buildMaterialize(t *testing.T) string {
-	t.Helper()
-	materializeOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "deltabus-materialize-bin-")
-		if err != nil {
-			materializeErr = err
-			return
-		}
-		materializeBin = filepath.Join(dir, "materialize")
-		out, err := exec.Command("go", "build", "-o", materializeBin, "github.com/deltabus/deltabus/examples/materialize").CombinedOutput()
-		if err != nil {
-			materializeErr = fmt.Errorf("go build: %v: %s", err, out)
-		}
-	})
-	if materializeErr != nil {
-		t.Fatal(materializeErr)
+// buildBinary builds a main package of the module once per test binary.
+func buildBinary(tb testing.TB, pkg string) string {
+	tb.Helper()
+	binMu.Lock()
+	defer binMu.Unlock()
+	if p, ok := binPaths[pkg]; ok {
+		return p
 	}
-	return materializeBin
+	dir, err := os.MkdirTemp("", "deltabus-bin-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := filepath.Join(dir, filepath.Base(pkg))
+	if out, err := exec.Command("go", "build", "-o", p, "github.com/deltabus/deltabus/"+pkg).CombinedOutput(); err != nil {
+		tb.Fatalf("go build %s: %v: %s", pkg, err, out)
+	}
+	binPaths[pkg] = p
+	return p
 }
 
 // startConsumer starts the example consumer as an OS process (so it can be
-// SIGKILLed); it reuses relayProc for kill/stop/output.
+// SIGKILLed).
 func startConsumer(t *testing.T, env []string, args ...string) *relayProc {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), "consumer.log")
+	return startProc(t, buildBinary(t, "examples/materialize"), env, args...)
+}
+
+// startProc starts bin; it reuses relayProc for kill/stop/output.
+func startProc(tb testing.TB, bin string, env []string, args ...string) *relayProc {
+	tb.Helper()
+	logPath := filepath.Join(tb.TempDir(), filepath.Base(bin)+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	cmd := exec.Command(buildMaterialize(t), args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	p := &relayProc{t: t, cmd: cmd, log: logPath, done: make(chan error, 1)}
+	p := &relayProc{cmd: cmd, log: logPath, done: make(chan error, 1)}
 	go func() { p.done <- cmd.Wait(); f.Close() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.doneOnce() })
+	tb.Cleanup(func() { _ = cmd.Process.Kill(); <-p.doneOnce() })
 	return p
 }
 
@@ -181,7 +185,7 @@ type pacedProducer struct {
 	written atomic.Int64
 }
 
-func (p *pacedProducer) run(ctx context.Context, t *testing.T, dsn string, rate, n int) {
+func (p *pacedProducer) run(ctx context.Context, t testing.TB, dsn string, rate, n int) {
 	var wg sync.WaitGroup
 	start := time.Now()
 	var next atomic.Int64

@@ -91,7 +91,7 @@ func (s *subscription) open(ctx context.Context) error {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(max(s.o.PollInterval, time.Second)):
+			case <-time.After(s.o.PollInterval):
 				continue
 			}
 		}

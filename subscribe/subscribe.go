@@ -136,7 +136,10 @@ func (s *subscription) round(ctx context.Context) (progressed bool, err error) {
 		return false, err
 	}
 	if _, ok := view.Commits[s.pos.Version]; !ok {
-		return false, s.missing(view)
+		if err := s.missing(view); err != nil {
+			return false, err
+		}
+		return false, s.settle(ctx) // a new group records where it starts
 	}
 	start := s.pos
 	if err := s.deliverRound(ctx, view); err != nil {
@@ -145,13 +148,8 @@ func (s *subscription) round(ctx context.Context) (progressed bool, err error) {
 		}
 		return false, err
 	}
-	if err := s.flush(ctx); err != nil {
+	if err := s.settle(ctx); err != nil {
 		return false, err
-	}
-	if s.async != nil {
-		if err := s.async.wait(); err != nil {
-			return false, err
-		}
 	}
 	return s.pos != start, nil
 }
@@ -185,6 +183,17 @@ func (s *subscription) checkGuard(view *LogView) error {
 	}
 	return fmt.Errorf("topic %q: commit version %d, already read, changed or vanished: the table was deleted or replaced; "+
 		"check `relay status`, then reset the group (relay consume --topic %s --group %s --from-version 0)", s.topic, v, s.topic, s.group)
+}
+
+// settle flushes the pending batch and waits for the checkpoint writes.
+func (s *subscription) settle(ctx context.Context) error {
+	if err := s.flush(ctx); err != nil {
+		return err
+	}
+	if s.async != nil {
+		return s.async.wait()
+	}
+	return nil
 }
 
 // flush hands the pending batch to the handler and commits the position;

@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/subscribe"
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
 
@@ -29,7 +31,11 @@ func TestCheckConsumers(t *testing.T) {
 			t.Fatalf("consume %s: exit %d: %s", g, code, errOut)
 		}
 	}
-	pos := latestVersion(t, store, "orders") + 1
+	cp, ok, err := subscribe.NewStoreCheckpoints(store).Load(context.Background(), "lagging", "orders")
+	if err != nil || !ok {
+		t.Fatalf("checkpoint of group lagging: %v %t", err, ok)
+	}
+	pos := cp.Version
 	produceUntilVersion(t, db.DSN, store, "orders", 105) // the relay checkpoints version 100
 	good := []string{"--store", storeURL, "--topic", "orders", "--dsn", cdb.DSN, "--follow=false"}
 	runMaterialize(t, append(good, "--group", "good", "--table", "orders_good"))

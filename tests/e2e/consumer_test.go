@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/subscribe"
 	"github.com/deltabus/deltabus/tests/pgtest"
 	"github.com/deltabus/deltabus/verify"
 )
@@ -129,17 +131,31 @@ func TestConsumerBehindRetentionFails(t *testing.T) {
 	relay := startRelay(t, env, "--batch-max-delay", "10ms")
 	waitSlotActive(t, db.DSN, "deltabus", relay)
 	produceUntilVersion(t, db.DSN, store, "orders", 10)
-	if _, errOut, code := runRelayCmd(t, env, "consume", "--topic", "orders", "--group", "late"); code != 0 {
+	out, errOut, code := runRelayCmd(t, env, "consume", "--topic", "orders", "--group", "late")
+	if code != 0 {
 		t.Fatalf("first consume: exit %d: %s", code, errOut)
 	}
-	pos := latestVersion(t, store, "orders") + 1
+	checkConsumeLines(t, out)
+	cdb := pgtest.NewDB(t)
+	if _, errOut, code := runRelayCmd(t, env, "consume", "--topic", "orders", "--group", "late-pg", "--checkpoint", cdb.DSN); code != 0 {
+		t.Fatalf("consume with a PostgreSQL checkpoint: exit %d: %s", code, errOut)
+	}
+	cp, ok, err := subscribe.NewStoreCheckpoints(store).Load(context.Background(), "late", "orders")
+	if err != nil || !ok {
+		t.Fatalf("checkpoint of group late: %v %t", err, ok)
+	}
+	pos := cp.Version
 	produceUntilVersion(t, db.DSN, store, "orders", 105)
 	cleanLog(t, storage.Sub(store, "orders"), 100)
 
-	_, errOut, code := runRelayCmd(t, env, "consume", "--topic", "orders", "--group", "late")
+	_, errOut, code = runRelayCmd(t, env, "consume", "--topic", "orders", "--group", "late")
 	want := "retention passed this group's position (version " + strconv.FormatInt(pos, 10) + ", earliest 100)"
 	if code != 1 || !strings.Contains(errOut, want) || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
 		t.Fatalf("consume behind retention: exit %d, stderr %q; want exit 1 and one line with %q", code, errOut, want)
+	}
+	_, errPG, codePG := runRelayCmd(t, env, "consume", "--topic", "orders", "--group", "late-pg", "--checkpoint", cdb.DSN)
+	if codePG != 1 || !strings.Contains(errPG, "retention passed this group's position") {
+		t.Fatalf("PostgreSQL-checkpointed group behind retention: exit %d, %q", codePG, errPG)
 	}
 	rows, _, code := checkRows(t, env)
 	if r := rows["late"]; code != 1 || r.HeadroomVersions >= 0 || len(r.Breaches) == 0 || !strings.Contains(r.Breaches[0], "retention passed") {
@@ -147,5 +163,31 @@ func TestConsumerBehindRetentionFails(t *testing.T) {
 	}
 	if _, errOut, code := runRelayCmd(t, env, "consume", "--topic", "orders", "--group", "late", "--from-version", "100"); code != 0 {
 		t.Fatalf("consume after an explicit reset: exit %d: %s", code, errOut)
+	}
+}
+
+// checkConsumeLines: `relay consume` prints one JSON object per event, in
+// (commit_lsn, seq) order, payload nested.
+func checkConsumeLines(t *testing.T, out string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("consume printed %d lines", len(lines))
+	}
+	var prev struct{ lsn, seq float64 }
+	for i, l := range lines {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatalf("line %d %q: %v", i, l, err)
+		}
+		payload, ok := ev["payload"].(map[string]any)
+		if !ok || payload["n"] == nil || ev["topic"] != "orders" || ev["event_id"] == "" {
+			t.Fatalf("line %d: %s", i, l)
+		}
+		lsn, seq := ev["commit_lsn"].(float64), ev["seq"].(float64)
+		if i > 0 && (lsn < prev.lsn || (lsn == prev.lsn && seq <= prev.seq)) {
+			t.Fatalf("line %d is not after line %d in (commit_lsn, seq) order", i, i-1)
+		}
+		prev.lsn, prev.seq = lsn, seq
 	}
 }

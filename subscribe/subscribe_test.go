@@ -11,6 +11,7 @@ import (
 
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/subscribe/retentiontest"
 )
 
 func checkOrder(t *testing.T, evs []Event, want int) {
@@ -166,7 +167,7 @@ func TestRetentionPassedIsAnError(t *testing.T) {
 	for range 9 {
 		tt.commit(2, 2)
 	}
-	cleanLog(t, storage.Sub(root, "orders"), 10)
+	retentiontest.CleanLog(t, storage.Sub(root, "orders"), 10)
 	err := Subscribe(ctx, root, "orders", "behind", c.handle, Options{})
 	var re *RetentionError
 	if !errors.As(err, &re) || !errors.Is(err, ErrRetentionPassed) ||
@@ -185,32 +186,6 @@ func TestRetentionPassedIsAnError(t *testing.T) {
 	c = collector{}
 	if err := Subscribe(ctx, root, "orders", "behind", c.handle, Options{}); err != nil || len(c.events) != 6 {
 		t.Fatalf("after reset: %v, %d events (want versions 10-12: 6)", err, len(c.events))
-	}
-}
-
-// cleanLog does what log cleanup does: write a checkpoint at version keep,
-// then delete every commit and checkpoint before it.
-func cleanLog(t *testing.T, tbl storage.Store, keep int64) {
-	t.Helper()
-	ctx := context.Background()
-	snap, err := delta.LoadSnapshot(ctx, tbl, keep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := delta.WriteCheckpoint(ctx, tbl, snap, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	objs, err := tbl.List(ctx, delta.LogDir, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		name := strings.TrimPrefix(o.Key, delta.LogDir)
-		if len(name) > 20 && name[:20] < fmt.Sprintf("%020d", keep) {
-			if err := tbl.Delete(ctx, o.Key); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
 }
 

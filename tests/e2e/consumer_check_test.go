@@ -8,6 +8,7 @@ import (
 
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
+	"github.com/deltabus/deltabus/subscribe/retentiontest"
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
 
@@ -67,7 +68,7 @@ func TestCheckConsumers(t *testing.T) {
 	}
 
 	produceUntilVersion(t, db.DSN, store, "orders", first["stopped"].LatestVersion+10)
-	cleanLog(t, storage.Sub(store, "orders"), pos-10)
+	retentiontest.CleanLog(t, storage.Sub(store, "orders"), pos-10)
 	second, _, _ := checkRows(t, env, args...)
 	if a, b := first["stopped"], second["stopped"]; b.LagVersions < a.LagVersions+10 || b.LagSeconds <= a.LagSeconds {
 		t.Errorf("stopped consumer's lag did not grow: %d versions %.1fs, then %d versions %.1fs", a.LagVersions, a.LagSeconds, b.LagVersions, b.LagSeconds)

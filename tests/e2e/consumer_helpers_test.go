@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/deltabus/deltabus/outbox"
-	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
 	"github.com/deltabus/deltabus/subscribe/check"
@@ -127,36 +125,6 @@ func produceUntilVersion(t *testing.T, dsn string, root storage.Store, topic str
 			t.Fatal(err)
 		}
 		time.Sleep(25 * time.Millisecond)
-	}
-}
-
-// cleanLog does what log clean-up does: keep a checkpoint at version keep
-// (writing it if the relay did not), delete every commit and checkpoint
-// before it.
-func cleanLog(t *testing.T, tbl storage.Store, keep int64) {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := tbl.Get(ctx, delta.CheckpointKey(keep)); err != nil {
-		snap, err := delta.LoadSnapshot(ctx, tbl, keep)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := delta.WriteCheckpoint(ctx, tbl, snap, time.Now()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	objs, err := tbl.List(ctx, delta.LogDir, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cut := fmt.Sprintf("%020d", keep)
-	for _, o := range objs {
-		name := strings.TrimPrefix(o.Key, delta.LogDir)
-		if len(name) > 20 && name[:20] < cut {
-			if err := tbl.Delete(ctx, o.Key); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
+	"github.com/deltabus/deltabus/subscribe/retentiontest"
 	"github.com/deltabus/deltabus/tests/pgtest"
 	"github.com/deltabus/deltabus/verify"
 )
@@ -146,7 +147,7 @@ func TestConsumerBehindRetentionFails(t *testing.T) {
 	}
 	pos := cp.Version
 	produceUntilVersion(t, db.DSN, store, "orders", 105)
-	cleanLog(t, storage.Sub(store, "orders"), 100)
+	retentiontest.CleanLog(t, storage.Sub(store, "orders"), 100)
 
 	_, errOut, code = runRelayCmd(t, env, "consume", "--topic", "orders", "--group", "late")
 	want := "retention passed this group's position (version " + strconv.FormatInt(pos, 10) + ", earliest 100)"

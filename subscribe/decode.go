@@ -196,7 +196,7 @@ func (d *chunkDecoder) column(i int, c eventColumn, r file.ColumnChunkReader, n 
 		got += int(total)
 	}
 	if c.typ == parquet.Types.ByteArray {
-		d.strs[i] = d.strings(d.strs[i], n)
+		d.strs[i] = d.strings(d.strs[i], n, i == cHeaders)
 	}
 	return nil
 }
@@ -229,9 +229,16 @@ func (d *chunkDecoder) place(i int, c eventColumn, got, total int) {
 }
 
 // strings turns the column's bytes into n strings sharing one allocation.
-func (d *chunkDecoder) strings(out []string, n int) []string {
-	out = make([]string, n) // a new slice: events keep theirs
+// The slice is reused from chunk to chunk, except when the events point
+// into it (keep).
+func (d *chunkDecoder) strings(out []string, n int, keep bool) []string {
+	if keep {
+		out = make([]string, n)
+	} else {
+		out = grow(out, n)
+	}
 	if len(d.buf) == 0 {
+		clear(out)
 		return out
 	}
 	all := string(d.buf)

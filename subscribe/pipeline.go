@@ -24,7 +24,7 @@ import (
 const (
 	decodeWorkers = 2
 	chunkEvents   = 1024
-	chunkQueue    = 4
+	chunkQueue    = 16
 	orderQueue    = 4
 )
 

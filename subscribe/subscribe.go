@@ -84,10 +84,12 @@ func Subscribe(ctx context.Context, store storage.Store, topic, group string, h 
 // open reads the table's identity and the group's checkpoint, waiting for
 // the table to exist when following.
 func (s *subscription) open(ctx context.Context) error {
-	for {
+	for waited := false; ; waited = true {
 		snap, err := delta.LoadSnapshot(ctx, s.tbl, -1)
 		if errors.Is(err, delta.ErrNoTable) && s.o.Follow {
-			s.log.Info("subscribe: topic has no table yet; waiting")
+			if !waited {
+				s.log.Info("subscribe: topic has no table yet; waiting for it")
+			}
 			select {
 			case <-ctx.Done():
 				return ctx.Err()

@@ -52,6 +52,8 @@ func init() {
 		"bootstrap": {"copy existing outbox rows into the topics (first start), or --recover a lost slot", cmdBootstrap},
 		"rebuild":   {"re-snapshot one topic while the relay streams the others (rebuild a lost table), or --abort a stuck one", cmdRebuild},
 		"janitor":   {"delete outbox rows older than the retention that the relay has made durable, in small batches", cmdJanitor},
+		"consume":   {"read a topic as a consumer group, checkpointed, as JSON lines (--follow to keep reading)", cmdConsume},
+		"check":     {"check consumers: lag, retention headroom, completeness and duplicates per group and topic", cmdCheck},
 	}
 }
 

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/deltabus/deltabus/subscribe"
+	"github.com/deltabus/deltabus/subscribe/consume"
+)
+
+func cmdConsume(ctx context.Context, env *cliEnv, args []string) int {
+	fs := newFlagSet(env, "consume", "--topic T --group G [--follow] [--from-version N | --from-time T] [--checkpoint postgres://...]")
+	var cfg consume.Config
+	storeURL := fs.String("store", env.getenv("DELTABUS_STORE"), "store URL: file:///path or s3://bucket/prefix (env DELTABUS_STORE)")
+	fs.StringVar(&cfg.Topic, "topic", "", "topic to read")
+	fs.StringVar(&cfg.Group, "group", "", "consumer group: its checkpoint says where to go on")
+	fs.BoolVar(&cfg.Follow, "follow", false, "keep polling for new events (default: stop when caught up)")
+	fromVersion := fs.Int64("from-version", -1, "reset the group to this version first (a replay)")
+	fromTime := fs.String("from-time", "", "reset the group to the first version committed at or after this RFC 3339 time")
+	fs.StringVar(&cfg.CheckpointDSN, "checkpoint", "", "keep the checkpoint in this PostgreSQL database (postgres://...) instead of the store")
+	fs.IntVar(&cfg.BatchSize, "batch-size", subscribe.DefaultBatchSize, "events per checkpoint")
+	fs.DurationVar(&cfg.PollInterval, "poll-interval", subscribe.DefaultPollInterval, "wait between polls once caught up (--follow)")
+	logFormat := fs.String("log-format", envOr(env, "DELTABUS_LOG_FORMAT", "text"), "log format (stderr): text or json")
+	logLevel := fs.String("log-level", envOr(env, "DELTABUS_LOG_LEVEL", "warn"), "log level: debug, info, warn, error")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	start, err := consumeStart(*fromVersion, *fromTime)
+	if err == nil && (cfg.Topic == "" || cfg.Group == "") {
+		err = errors.New("--topic and --group are required, e.g. relay consume --topic orders --group billing")
+	}
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	cfg.Reset = start
+	if cfg.Logger, err = newLogger(env.stderr, *logFormat, *logLevel); err != nil {
+		return fail(env, exitUsage, err)
+	}
+	if cfg.Store, err = openStore(ctx, *storeURL); err != nil {
+		return fail(env, exitUsage, err)
+	}
+	if err := consume.Run(ctx, cfg, env.stdout); err != nil {
+		return fail(env, exitFailure, err)
+	}
+	return exitOK
+}
+
+func consumeStart(version int64, at string) (*subscribe.Start, error) {
+	switch {
+	case version >= 0 && at != "":
+		return nil, errors.New("give --from-version or --from-time, not both")
+	case version >= 0:
+		s := subscribe.FromVersion(version)
+		return &s, nil
+	case at != "":
+		t, err := time.Parse(time.RFC3339Nano, at)
+		if err != nil {
+			return nil, fmt.Errorf("--from-time %q is not an RFC 3339 time (e.g. 2026-11-30T08:00:00Z): %v", at, err)
+		}
+		s := subscribe.FromTime(t)
+		return &s, nil
+	}
+	return nil, nil
+}

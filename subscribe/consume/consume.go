@@ -1,0 +1,147 @@
+// Package consume is the body of `relay consume`: a subscription that
+// prints each event as one JSON line, payload and headers as nested JSON,
+// and checkpoints the group in the DeltaBus store or in PostgreSQL. Every
+// line is written and flushed before the checkpoint that covers it is
+// committed, so the output is at least once: after a crash the last batch
+// may be printed again (deduplicate by event_id).
+package consume
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/subscribe"
+	"github.com/deltabus/deltabus/subscribe/pgcheckpoint"
+)
+
+// Config is what `relay consume` parsed.
+type Config struct {
+	Store        storage.Store
+	Topic, Group string
+	Follow       bool
+	// Reset, when set, moves the group's checkpoint there before reading
+	// (--from-version, --from-time): a replay.
+	Reset *subscribe.Start
+	// CheckpointDSN, when set, keeps the checkpoint in that PostgreSQL
+	// database (table pgcheckpoint.DefaultTable) instead of the store.
+	CheckpointDSN string
+	BatchSize     int
+	PollInterval  time.Duration
+	Logger        *slog.Logger
+}
+
+// Run consumes until caught up (or until ctx ends with Follow; that is not
+// an error).
+func Run(ctx context.Context, cfg Config, w io.Writer) error {
+	cps, closeCPs, err := checkpoints(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeCPs()
+	if cfg.Reset != nil {
+		cp, err := subscribe.Reset(ctx, cfg.Store, cps, cfg.Topic, cfg.Group, *cfg.Reset)
+		if err != nil {
+			return err
+		}
+		logger(cfg).Info("consume: group reset", "group", cfg.Group, "topic", cfg.Topic, "position", cp.Position.String())
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	h := func(_ context.Context, b *subscribe.Batch) error {
+		for i := range b.Events {
+			if err := WriteLine(bw, &b.Events[i]); err != nil {
+				return err
+			}
+		}
+		return bw.Flush()
+	}
+	err = subscribe.Subscribe(ctx, cfg.Store, cfg.Topic, cfg.Group, h, subscribe.Options{
+		Checkpoints: cps, Follow: cfg.Follow, BatchSize: cfg.BatchSize, PollInterval: cfg.PollInterval, Logger: cfg.Logger})
+	if cfg.Follow && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func logger(cfg Config) *slog.Logger {
+	if cfg.Logger != nil {
+		return cfg.Logger
+	}
+	return slog.Default()
+}
+
+func checkpoints(ctx context.Context, cfg Config) (subscribe.Checkpoints, func(), error) {
+	if cfg.CheckpointDSN == "" {
+		return subscribe.NewStoreCheckpoints(cfg.Store), func() {}, nil
+	}
+	pool, err := pgxpool.New(ctx, cfg.CheckpointDSN)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--checkpoint: %w", err)
+	}
+	s, err := pgcheckpoint.Open(ctx, pool, "")
+	if err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("--checkpoint: cannot use the checkpoint table: %w", err)
+	}
+	return s, pool.Close, nil
+}
+
+// line is the JSON form of one event.
+type line struct {
+	EventID       string          `json:"event_id"`
+	Topic         string          `json:"topic"`
+	Key           string          `json:"key"`
+	Type          string          `json:"type"`
+	SchemaVersion int32           `json:"schema_version"`
+	Payload       json.RawMessage `json:"payload"`
+	Headers       json.RawMessage `json:"headers"`
+	OccurredAt    string          `json:"occurred_at"`
+	CommitLSN     int64           `json:"commit_lsn"`
+	Seq           int32           `json:"seq"`
+	Xid           int64           `json:"xid"`
+	CommitTime    string          `json:"commit_time"`
+	Version       int64           `json:"version"`
+	Offset        int64           `json:"offset"`
+}
+
+// WriteLine writes e as one JSON line. Payload and headers are nested JSON
+// (headers null when absent); text that is not valid JSON (the table holds
+// what the relay wrote, but the store is not trusted) is written as a JSON
+// string instead.
+func WriteLine(w io.Writer, e *subscribe.Event) error {
+	headers := json.RawMessage("null")
+	if e.Headers != nil {
+		headers = nested(*e.Headers)
+	}
+	b, err := json.Marshal(line{EventID: e.ID, Topic: e.Topic, Key: e.Key, Type: e.Type, SchemaVersion: e.SchemaVersion,
+		Payload: nested(e.Payload), Headers: headers, OccurredAt: stamp(e.OccurredAt), CommitLSN: e.CommitLSN,
+		Seq: e.Seq, Xid: e.Xid, CommitTime: stamp(e.CommitTime), Version: e.Version, Offset: e.Offset})
+	if err != nil {
+		return fmt.Errorf("encode event %s: %w", e.ID, err)
+	}
+	b = append(b, '\n')
+	_, err = w.Write(b)
+	return err
+}
+
+func nested(s string) json.RawMessage {
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	q, _ := json.Marshal(s)
+	return q
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}

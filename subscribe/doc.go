@@ -1,0 +1,84 @@
+// Package subscribe reads DeltaBus topic tables as consumer groups:
+// Subscribe polls a topic's Delta log after the group's checkpoint and
+// hands its events, in batches, to a Handler, then commits the position.
+// The bus has no broker: a group's position is a Checkpoint (Delta version,
+// event offset inside the version) kept where the consumer chooses.
+//
+// # Guarantees
+//
+//   - At least once: a batch's position is committed only after the handler
+//     returned nil for it. A handler error stops Subscribe with the
+//     checkpoint before the batch; a crash delivers again what was handled
+//     after the last committed checkpoint (one batch with pgcheckpoint; up
+//     to two with StoreCheckpoints, whose writes run in the background while
+//     the next batch is handled). Nothing is skipped.
+//   - Effectively once with pgcheckpoint: the checkpoint is written in the
+//     transaction the handler gets (Batch.Tx), so the handler's state change
+//     and the position commit together; a crash anywhere leaves them in
+//     agreement. The row lock on the checkpoint fences a second consumer of
+//     the group (ErrCheckpointMoved), so a batch is never applied twice.
+//   - Order: versions in order; within a version the data files in the order
+//     of their add actions and rows in file order, which is (commit_lsn, seq)
+//     order for everything the relay streams. Rows a bootstrap or rebuild
+//     copied from a snapshot share one commit_lsn and come in file order.
+//     Deduplicate by event_id.
+//   - Only data: versions whose actions change no data (compaction's
+//     remove+add with dataChange=false, metadata, commitInfo-only) deliver
+//     nothing, and the checkpoint moves past them. A version that deletes or
+//     updates rows (remove with dataChange=true, cdc files) stops the
+//     subscription: topic tables are append-only.
+//   - Cheap when idle: once caught up, a poll (Options.PollInterval, default
+//     250 ms) is one List of _delta_log starting after the last version read
+//     (startAfter), never from 0, and no snapshot is reloaded.
+//   - Bounded memory whatever a version's size: data files are read one
+//     at a time per decoder (two decoders read ahead), from their column
+//     chunks into chunks of 1,024 events; a batch holds at most
+//     Options.BatchSize events. Data files over Options.MaxFileBytes are
+//     refused. The strings of one column of one 1,024-event chunk share an
+//     allocation: keeping one event's string keeps that chunk's column.
+//   - The table's identity: a checkpoint records the Delta table id; a
+//     topic table deleted and recreated (its versions restart) is an error,
+//     as is a commit already read that changed or vanished.
+//
+// # Retention
+//
+// Log clean-up deletes commits older than delta.logRetentionDuration,
+// keeping the newest checkpoint before that horizon, and VACUUM deletes data
+// files a compaction replaced. A group whose position the log no longer
+// holds fails with a RetentionError, "retention passed this group's
+// position (version N, earliest M)"; it never jumps forward on its own. The
+// earliest version is read from the listing (the first commit present). A
+// new group starts at version 0, so on a cleaned log it fails the same way:
+// choose a start (FromVersion, FromTime, FromLatest) or Reset explicitly.
+// `relay check consumers` shows each group's headroom before clean-up
+// passes it.
+//
+// # Replay and rebuilding an output
+//
+// Reset moves a group to a version or to the first version committed at or
+// after a time (a compare-and-set: a running consumer of the group fails its
+// next commit rather than overwrite it). To rebuild what a consumer
+// materialises without stopping it, run a second consumer with a new group
+// into a new table from the version you need (examples/materialize
+// --group orders-v2 --table orders_v2 --from-version 0); when `relay check
+// consumers` shows it caught up and complete, switch readers to the new
+// table (e.g. CREATE OR REPLACE VIEW), stop the old consumer and drop its
+// table and checkpoint.
+//
+// # Deduplication
+//
+// Options.Dedup = n drops an event whose event_id is among the last n ids
+// this subscription delivered: a ring of n ids plus a map, about 100 bytes
+// per id (n = 100,000 is ~10 MB). It catches duplicates within the topic
+// that lie within n events of each other (the bus itself writes each event
+// once; re-copies by hand or by another writer do not). It is per process:
+// it does not stand in for pgcheckpoint against redelivery after a crash.
+//
+// # Checkpoint stores
+//
+// Checkpoints is the interface; StoreCheckpoints keeps
+// _deltabus/consumers/<group>/<topic>.json objects in the DeltaBus store
+// (CheckpointKey; group names follow the topic-name rules, ValidGroup);
+// subscribe/pgcheckpoint keeps a table in the consumer's PostgreSQL.
+// subscribe/checkpointtest is the conformance suite both pass.
+package subscribe

@@ -1,0 +1,54 @@
+package subscribe
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/outbox"
+)
+
+// Position is a place in a topic table: the next event to deliver is event
+// number Offset (0-based, in log order: the version's data files in the
+// order of their add actions, rows in file order) of Delta version Version.
+// Offset 0 means every event of every version before Version was handled.
+type Position struct {
+	Version int64 `json:"version"`
+	Offset  int64 `json:"offset"`
+}
+
+func (p Position) String() string { return fmt.Sprintf("version %d offset %d", p.Version, p.Offset) }
+
+// Event is one event of a topic as a subscription delivers it: the row the
+// relay wrote (outbox.Event: id, topic, key, type, payload and headers as
+// JSON text, occurred_at, commit_lsn, seq, xid, commit_time, and the raw
+// schema_version, never rewritten, so a handler can resolve payload
+// versions it has not seen) and where it is in the table.
+type Event struct {
+	outbox.Event
+	Position              // the event's own position (Version, Offset)
+	VersionTime time.Time // commit timestamp of the Delta version (inCommitTimestamp, else commitInfo.timestamp, else file mtime)
+}
+
+// Batch is what a Handler receives. Events are in delivery order. The
+// Events slice is reused after the handler returns: copy what you keep (the
+// events' strings may be kept).
+type Batch struct {
+	Topic, Group string
+	Events       []Event
+	// From is the position before the first event, To the position after
+	// the last: the checkpoint the batch commits.
+	From, To Position
+	// Tx is the checkpoint's transaction when the checkpoint store is
+	// transactional (pgcheckpoint): write the batch's state change in it and
+	// the checkpoint commits with it, or neither does. Do not commit or roll
+	// it back. Nil with the object-store checkpoints.
+	Tx pgx.Tx
+}
+
+// Handler handles one batch. Returning an error stops the subscription
+// without moving the checkpoint: the batch is delivered again on the next
+// Subscribe.
+type Handler func(ctx context.Context, b *Batch) error

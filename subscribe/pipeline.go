@@ -1,0 +1,219 @@
+package subscribe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/topic"
+	"github.com/deltabus/deltabus/storage"
+)
+
+// The read pipeline of one round: a producer reads the commits in version
+// order and queues their data files; decoders (decodeWorkers) read files
+// ahead, each into a small channel of event chunks; the subscription
+// drains the files strictly in queue order. Memory is bounded by the
+// decoders: each holds one data file and at most chunkQueue chunks of
+// chunkEvents events, whatever the size of a version.
+const (
+	decodeWorkers = 2
+	chunkEvents   = 1024
+	chunkQueue    = 16
+	orderQueue    = 4
+)
+
+// item is one step of the pipeline, delivered in order: a data file of
+// version v, the end of version v, or an error.
+type item struct {
+	v    int64
+	vt   time.Time
+	add  *delta.Add
+	base int64 // index of the file's first row in its version; -1 unknown
+	end  bool
+	out  chan []outbox.Event // decoded chunks; closed after err is set
+	err  error
+}
+
+// deliverRound delivers the versions the listing shows from the position.
+func (s *subscription) deliverRound(ctx context.Context, view *LogView) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	order, work := make(chan *item, orderQueue), make(chan *item)
+	start := s.pos
+	wg.Add(1 + decodeWorkers)
+	go func() { defer wg.Done(); s.produce(ctx, view, start, order, work) }()
+	for range decodeWorkers {
+		go func() {
+			defer wg.Done()
+			for it := range work {
+				s.decode(ctx, it)
+			}
+		}()
+	}
+	var idx int64
+	for it := range order {
+		switch {
+		case it.end:
+			s.pos = Position{Version: it.v + 1}
+			obj := view.Commits[it.v]
+			s.guard, idx = &obj, 0
+			continue
+		case it.add == nil:
+			return it.err
+		case it.base >= 0:
+			idx = it.base
+		}
+		for chunk := range it.out {
+			for i := range chunk {
+				n := idx
+				idx++
+				if it.v == start.Version && n < start.Offset {
+					continue
+				}
+				if err := s.deliver(ctx, Event{Event: chunk[i], Position: Position{Version: it.v, Offset: n}, VersionTime: it.vt}); err != nil {
+					return err
+				}
+			}
+		}
+		if errors.Is(it.err, storage.ErrNotFound) {
+			return s.vacuumed(ctx, it.v, it.add.Path, view, it.err)
+		}
+		if it.err != nil {
+			return it.err
+		}
+	}
+	return ctx.Err()
+}
+
+// produce queues the data files of the listed versions from start, in
+// order, each followed by the version's end.
+func (s *subscription) produce(ctx context.Context, view *LogView, start Position, order, work chan<- *item) {
+	defer close(order)
+	defer close(work)
+	send := func(it *item, to chan<- *item) bool {
+		select {
+		case to <- it:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for v := start.Version; ; v++ {
+		obj, ok := view.Commits[v]
+		if !ok {
+			return
+		}
+		items, err := s.versionItems(ctx, v, obj, start)
+		if err != nil {
+			send(&item{v: v, err: err}, order)
+			return
+		}
+		for _, it := range items {
+			if !send(it, order) || (it.add != nil && !send(it, work)) {
+				return
+			}
+		}
+	}
+}
+
+// versionItems reads the commit of version v and returns its files to
+// read (skipping, by their stats, files the group handled before) and the
+// version's end.
+func (s *subscription) versionItems(ctx context.Context, v int64, obj storage.Object, start Position) ([]*item, error) {
+	acts, err := readCommit(ctx, s.tbl, v)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, s.vanished(ctx, start.Version, v)
+	}
+	if err != nil {
+		return nil, err
+	}
+	adds, err := s.dataAdds(v, acts)
+	if err != nil {
+		return nil, err
+	}
+	vt := commitTimestamp(acts, obj.ModTime)
+	skip := int64(0)
+	if v == start.Version {
+		skip = start.Offset
+	}
+	var items []*item
+	known := int64(0) // rows of the version before the next file, -1 once unknown
+	for i := range adds {
+		n, hasN := delta.StatsNumRecords(adds[i].Stats)
+		if known >= 0 && hasN && known+n <= skip {
+			known += n // handled before: not even read
+			continue
+		}
+		if adds[i].Size > s.o.MaxFileBytes {
+			return nil, fmt.Errorf("topic %q version %d: data file %s is %d bytes, over the limit of %d (Options.MaxFileBytes)",
+				s.topic, v, adds[i].Path, adds[i].Size, s.o.MaxFileBytes)
+		}
+		items = append(items, &item{v: v, vt: vt, add: &adds[i], base: known, out: make(chan []outbox.Event, chunkQueue)})
+		if known >= 0 && hasN {
+			known += n
+		} else {
+			known = -1
+		}
+	}
+	return append(items, &item{v: v, end: true}), nil
+}
+
+// decode reads the file of it into chunks.
+func (s *subscription) decode(ctx context.Context, it *item) {
+	defer close(it.out)
+	send := func(chunk []outbox.Event) error {
+		select {
+		case it.out <- chunk:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	key, err := dataKey(it.add.Path)
+	if err != nil {
+		it.err = fmt.Errorf("topic %q version %d: %w", s.topic, it.v, err)
+		return
+	}
+	data, err := s.tbl.Get(ctx, key)
+	if err != nil {
+		it.err = fmt.Errorf("read data file %s of version %d: %w", key, it.v, err)
+		return
+	}
+	it.err = decodeEvents(ctx, data, send)
+	if !errors.Is(it.err, errLayout) {
+		if it.err != nil {
+			it.err = fmt.Errorf("read data file %s of version %d: %w", key, it.v, it.err)
+		}
+		return
+	}
+	data = nil // another writer's layout: sink/topic reads it through Arrow
+	chunk := make([]outbox.Event, 0, chunkEvents)
+	it.err = topic.ReadEvents(ctx, s.tbl, *it.add, func(e outbox.Event) error {
+		if chunk = append(chunk, e); len(chunk) < chunkEvents {
+			return nil
+		}
+		err := send(chunk)
+		chunk = make([]outbox.Event, 0, chunkEvents)
+		return err
+	})
+	if it.err == nil && len(chunk) > 0 {
+		it.err = send(chunk)
+	}
+}
+
+// dataKey turns an add path into a store key of the table: URL-decoded
+// once, relative, inside the table.
+func dataKey(path string) (string, error) {
+	key, err := url.PathUnescape(path)
+	if err != nil || key == "" || strings.Contains(key, "://") || strings.HasPrefix(key, "/") {
+		return "", fmt.Errorf("unsupported data file path %q", path)
+	}
+	return key, nil
+}

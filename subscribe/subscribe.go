@@ -1,0 +1,241 @@
+package subscribe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/storage"
+)
+
+// subscription is one running Subscribe.
+type subscription struct {
+	tbl          storage.Store // the topic's table root
+	topic, group string
+	h            Handler
+	o            Options
+	cps          Checkpoints
+	log          *slog.Logger
+
+	tableID string
+	proto   delta.Protocol
+	meta    delta.Metadata
+
+	cp    *Checkpoint     // stored checkpoint, nil when none yet
+	from  Position        // position of the stored checkpoint, or the start
+	pos   Position        // next event to deliver
+	guard *storage.Object // commit pos.Version-1 as this subscription read it
+	batch []Event
+	seen  *window
+	async *committer // background checkpoint writes (at-least-once stores)
+}
+
+// Subscribe delivers the events of topic, from store (the DeltaBus store
+// root), to h in batches, from the group's checkpoint on (or opts.Start for
+// a new group), committing the checkpoint after every batch. It returns nil
+// once caught up unless opts.Follow, in which case it polls until ctx ends
+// (then it returns ctx.Err()) or an error stops it. See the package doc
+// for the guarantees.
+func Subscribe(ctx context.Context, store storage.Store, topic, group string, h Handler, opts Options) error {
+	if err := validTopic(topic); err != nil {
+		return err
+	}
+	if err := ValidGroup(group); err != nil {
+		return err
+	}
+	o := opts.withDefaults()
+	if o.Checkpoints == nil {
+		o.Checkpoints = NewStoreCheckpoints(store)
+	}
+	s := &subscription{tbl: storage.Sub(store, topic), topic: topic, group: group, h: h, o: o,
+		cps: o.Checkpoints, log: o.Logger.With("topic", topic, "group", group), seen: newWindow(o.Dedup)}
+	if err := s.open(ctx); err != nil {
+		return err
+	}
+	if _, ok := s.cps.(*StoreCheckpoints); ok {
+		s.async = newCommitter(s.cps, s.cp)
+		go s.async.run(context.WithoutCancel(ctx))
+		defer s.async.stop()
+	}
+	for {
+		progressed, err := s.round(ctx)
+		if err != nil {
+			return err
+		}
+		if progressed {
+			continue
+		}
+		if !o.Follow {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(o.PollInterval):
+		}
+	}
+}
+
+// open reads the table's identity and the group's checkpoint, waiting for
+// the table to exist when following.
+func (s *subscription) open(ctx context.Context) error {
+	for waited := false; ; waited = true {
+		snap, err := delta.LoadSnapshot(ctx, s.tbl, -1)
+		if errors.Is(err, delta.ErrNoTable) && s.o.Follow {
+			if !waited {
+				s.log.Info("subscribe: topic has no table yet; waiting for it")
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(s.o.PollInterval):
+				continue
+			}
+		}
+		if errors.Is(err, delta.ErrNoTable) {
+			return fmt.Errorf("topic %q has no table in %s (no _delta_log): check the topic name and the store", s.topic, s.tbl)
+		}
+		if err != nil {
+			return fmt.Errorf("open topic %q: %w", s.topic, err)
+		}
+		s.tableID, s.proto, s.meta = snap.Metadata.ID, snap.Protocol, snap.Metadata
+		break
+	}
+	cp, ok, err := s.cps.Load(ctx, s.group, s.topic)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if cp.TableID != "" && cp.TableID != s.tableID {
+			return fmt.Errorf("group %q topic %q: the topic's table was replaced (table id %s, the checkpoint was taken on %s): "+
+				"its versions mean something else now; reset the group (relay consume --topic %s --group %s --from-version 0)",
+				s.group, s.topic, s.tableID, cp.TableID, s.topic, s.group)
+		}
+		s.cp, s.from, s.pos = &cp, cp.Position, cp.Position
+		return nil
+	}
+	pos, err := resolveStart(ctx, s.tbl, s.o.Start)
+	if err != nil {
+		return fmt.Errorf("group %q topic %q: start at %s: %w", s.group, s.topic, s.o.Start, err)
+	}
+	s.from, s.pos = pos, pos
+	return nil
+}
+
+// round delivers what one listing of the log shows after the position.
+// progressed is false when there was nothing new.
+func (s *subscription) round(ctx context.Context) (progressed bool, err error) {
+	view, err := ListLog(ctx, s.tbl, max(s.pos.Version-1, 0))
+	if err != nil {
+		return false, err
+	}
+	if err := s.checkGuard(view); err != nil {
+		return false, err
+	}
+	if _, ok := view.Commits[s.pos.Version]; !ok {
+		if err := s.missing(view); err != nil {
+			return false, err
+		}
+		return false, s.settle(ctx) // a new group records where it starts
+	}
+	start := s.pos
+	if err := s.deliverRound(ctx, view); err != nil {
+		if s.async != nil {
+			_ = s.async.wait() // what was handled stays handled
+		}
+		return false, err
+	}
+	if err := s.settle(ctx); err != nil {
+		return false, err
+	}
+	return s.pos != start, nil
+}
+
+// missing explains why the commit at the position is not listed: nothing
+// new (nil), retention passed it, or a gap in the log.
+func (s *subscription) missing(view *LogView) error {
+	earliest := view.First
+	if earliest < 0 {
+		earliest = view.Earliest
+	}
+	if earliest > s.pos.Version {
+		return &RetentionError{Group: s.group, Topic: s.topic, Version: s.pos.Version, Earliest: earliest}
+	}
+	if view.Last < s.pos.Version {
+		return nil // caught up
+	}
+	return fmt.Errorf("topic %q: commit version %d is missing from the log while later versions exist: the log is damaged", s.topic, s.pos.Version)
+}
+
+// checkGuard verifies that the last commit this subscription read is still
+// the same file: a table deleted and recreated restarts its versions.
+func (s *subscription) checkGuard(view *LogView) error {
+	if s.guard == nil {
+		return nil
+	}
+	v := s.pos.Version - 1
+	obj, ok := view.Commits[v]
+	if ok && obj.Size == s.guard.Size && obj.ModTime.Equal(s.guard.ModTime) {
+		return nil
+	}
+	return fmt.Errorf("topic %q: commit version %d, already read, changed or vanished: the table was deleted or replaced; "+
+		"check `relay status`, then reset the group (relay consume --topic %s --group %s --from-version 0)", s.topic, v, s.topic, s.group)
+}
+
+// settle flushes the pending batch and waits for the checkpoint writes.
+func (s *subscription) settle(ctx context.Context) error {
+	if err := s.flush(ctx); err != nil {
+		return err
+	}
+	if s.async != nil {
+		return s.async.wait()
+	}
+	return nil
+}
+
+// flush hands the pending batch to the handler and commits the position;
+// with no events it commits the position alone when it moved (versions
+// that changed no data), so retention does not pass an idle group.
+func (s *subscription) flush(ctx context.Context) error {
+	if s.cp != nil && s.cp.Position == s.pos && len(s.batch) == 0 {
+		return nil
+	}
+	from := s.from
+	next := Checkpoint{Group: s.group, Topic: s.topic, Position: s.pos, TableID: s.tableID}
+	var apply func(context.Context, pgx.Tx) error
+	if len(s.batch) > 0 {
+		b := &Batch{Topic: s.topic, Group: s.group, Events: s.batch, From: from, To: s.pos}
+		apply = func(ctx context.Context, tx pgx.Tx) error {
+			b.Tx = tx
+			if err := s.h(ctx, b); err != nil {
+				return fmt.Errorf("group %q topic %q: handler failed on the batch at %s: %w", s.group, s.topic, from, err)
+			}
+			return nil
+		}
+	}
+	if err := s.commit(ctx, next, apply); err != nil {
+		return err
+	}
+	s.cp, s.from, s.batch = &next, s.pos, s.batch[:0]
+	return nil
+}
+
+// commit runs apply and records next: in the store's Commit, or, for an
+// at-least-once store, apply now and the checkpoint in the background.
+func (s *subscription) commit(ctx context.Context, next Checkpoint, apply func(context.Context, pgx.Tx) error) error {
+	if s.async == nil {
+		return s.cps.Commit(ctx, s.cp, next, apply)
+	}
+	if apply != nil {
+		if err := apply(ctx, nil); err != nil {
+			_ = s.async.wait() // what was handled before stays handled
+			return err
+		}
+	}
+	return s.async.submit(next)
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
 )
 
@@ -93,12 +94,12 @@ func validTopic(name string) error {
 }
 
 // ConsumersPrefix is the store prefix under which StoreCheckpoints keeps
-// one object per (group, topic).
-const ConsumersPrefix = "_deltabus/consumers/"
+// one object per (group, topic) (see the store layout in package catalog).
+const ConsumersPrefix = catalog.Prefix + "consumers/"
 
 // CheckpointKey returns the store key of the checkpoint of group in topic:
-// _deltabus/consumers/<group>/<topic>.json. Every key of a consumer
-// checkpoint is built here. Both names are validated.
+// _deltabus/consumers/<group>/<topic>.json (catalog.KindConsumer). Both
+// names are validated.
 func CheckpointKey(group, topic string) (string, error) {
 	if err := ValidGroup(group); err != nil {
 		return "", err
@@ -106,23 +107,15 @@ func CheckpointKey(group, topic string) (string, error) {
 	if err := validTopic(topic); err != nil {
 		return "", err
 	}
-	return ConsumersPrefix + group + "/" + topic + ".json", nil
+	return catalog.Key(catalog.KindConsumer, group, topic)
 }
 
 // parseCheckpointKey is CheckpointKey's inverse; ok is false for keys that
 // are not consumer checkpoints.
 func parseCheckpointKey(key string) (group, topic string, ok bool) {
-	rest, found := strings.CutPrefix(key, ConsumersPrefix)
-	if !found {
+	kind, names, ok := catalog.Parse(key)
+	if !ok || kind != catalog.KindConsumer || ValidGroup(names[0]) != nil || validTopic(names[1]) != nil {
 		return "", "", false
 	}
-	group, file, found := strings.Cut(rest, "/")
-	topic, isJSON := strings.CutSuffix(file, ".json")
-	if !found || !isJSON {
-		return "", "", false
-	}
-	if k, err := CheckpointKey(group, topic); err != nil || k != key {
-		return "", "", false
-	}
-	return group, topic, true
+	return names[0], names[1], true
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/deltabus/deltabus/daemon"
+	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe/check"
 )
 
@@ -43,16 +45,14 @@ func cmdCheck(ctx context.Context, env *cliEnv, args []string) int {
 	if cfg.Materialized, err = parseMaterialized(mats); err != nil {
 		return fail(env, exitUsage, err)
 	}
-	if cfg.Store, err = openStore(ctx, *storeURL); err != nil {
+	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, nil))
+	if cfg.Store, err = daemon.OpenStore(ctx, *storeURL, storage.S3Options{Logger: cfg.Logger}); err != nil {
 		return fail(env, exitUsage, err)
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(env.stderr, nil))
 	reg := prometheus.NewRegistry()
 	m := check.NewMetrics(reg)
 	if *every > 0 && *metricsAddr != "" {
-		ready := make(chan struct{})
-		close(ready)
-		stop, err := serveMetrics(*metricsAddr, reg, ready, cfg.Logger)
+		_, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: *metricsAddr, Gatherer: reg, Log: cfg.Logger})
 		if err != nil {
 			return fail(env, exitUsage, err)
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/deltabus/deltabus/daemon"
+	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
 	"github.com/deltabus/deltabus/subscribe/consume"
 )
@@ -38,7 +40,7 @@ func cmdConsume(ctx context.Context, env *cliEnv, args []string) int {
 	if cfg.Logger, err = newLogger(env.stderr, *logFormat, *logLevel); err != nil {
 		return fail(env, exitUsage, err)
 	}
-	if cfg.Store, err = openStore(ctx, *storeURL); err != nil {
+	if cfg.Store, err = daemon.OpenStore(ctx, *storeURL, storage.S3Options{Logger: cfg.Logger}); err != nil {
 		return fail(env, exitUsage, err)
 	}
 	if err := consume.Run(ctx, cfg, env.stdout); err != nil {

@@ -44,19 +44,25 @@ func TestNoSecretInAnyOutput(t *testing.T) {
 		_, stdout, stderr := runCLI(t, env, args...)
 		check(strings.Join(append([]string{"relay"}, args...), " "), stdout+stderr)
 	}
-	for _, e := range [][]string{env, unreachable, badDSN, kv} {
-		for _, args := range runs {
-			_, stdout, stderr := runCLI(t, e, args...)
-			check(strings.Join(append([]string{"relay"}, args...), " "), stdout+stderr)
-		}
-	}
 	for _, format := range []string{"text", "json"} {
 		p := startRelay(t, append(env, "DELTABUS_LOG_FORMAT="+format))
 		waitSlotActive(t, db.DSN, "deltabus", p)
+		if format == "text" { // the other commands, beside a running relay
+			for _, args := range runs {
+				_, stdout, stderr := runCLI(t, env, args...)
+				check(strings.Join(append([]string{"relay"}, args...), " "), stdout+stderr)
+			}
+		}
 		if err := p.stop(30 * time.Second); err != nil {
 			t.Fatal(err)
 		}
 		check("relay run --log-format "+format, p.output())
+	}
+	for _, e := range [][]string{unreachable, badDSN, kv} {
+		for _, args := range runs {
+			_, stdout, stderr := runCLI(t, e, args...)
+			check(strings.Join(append([]string{"relay"}, args...), " "), stdout+stderr)
+		}
 	}
 	p := startRelay(t, unreachable)
 	<-p.doneOnce()

@@ -51,6 +51,8 @@ func init() {
 		"bootstrap": {"copy existing outbox rows into the topics (first start), or --recover a lost slot", cmdBootstrap},
 		"rebuild":   {"re-snapshot one topic while the relay streams the others (rebuild a lost table), or --abort a stuck one", cmdRebuild},
 		"janitor":   {"delete outbox rows older than the retention that the relay has made durable, in small batches", cmdJanitor},
+
+		"healthcheck": {"exit 0 if the relay at --addr (DELTABUS_METRICS_ADDR) is streaming (GET /readyz), 1 otherwise", cmdHealthcheck},
 	}
 }
 

@@ -278,7 +278,7 @@ func checkExistingOutbox(t *testing.T, srv *pgtest.Server) {
 	legacy := adminConn(t, srv, "legacy")
 	mustExec(t, legacy, "CREATE SCHEMA events")
 	mustExec(t, legacy, "CREATE TABLE events.outbox (id uuid PRIMARY KEY, topic text NOT NULL, key text NOT NULL, type text NOT NULL, payload jsonb NOT NULL)")
-	out, err := psqlRolesIn(srv, "legacy", "postgres", []string{"DELTABUS_OUTBOX_SCHEMA=events"})
+	out, err := psqlRolesIn(srv, "legacy", "postgres", nil, "outbox_schema=events")
 	if err != nil || !strings.Contains(out, "table events.outbox is owned by postgres") ||
 		!strings.Contains(out, "ALTER TABLE events.outbox OWNER TO deltabus_migrate") {
 		t.Fatalf("roles.sql on an outbox owned by postgres: %v\n%s\nwant a warning with the ALTER TABLE fix", err, out)

@@ -16,16 +16,14 @@
 -- script is one transaction. Roles are cluster-wide, grants per database: run
 -- it once in each database that holds an outbox.
 --
--- psql variables (-v name=value), each with the environment variable read when
--- the variable is not set:
---   outbox_schema       DELTABUS_OUTBOX_SCHEMA        default public
---   outbox_table        DELTABUS_OUTBOX_TABLE         default outbox
---   producer_role       DELTABUS_PRODUCER_ROLE        an existing role that writes
---                                                     events: INSERT on the outbox
---   migrate_password    DELTABUS_MIGRATE_PASSWORD
---   relay_password      DELTABUS_RELAY_PASSWORD
---   janitor_password    DELTABUS_JANITOR_PASSWORD
---   reconcile_password  DELTABUS_RECONCILE_PASSWORD
+-- psql variables (-v name=value):
+--   outbox_schema       schema of an existing outbox table (default public)
+--   outbox_table        its name (default outbox)
+--   producer_role       an existing role that writes events: INSERT on the outboxes
+--   migrate_password    or the environment variable DELTABUS_MIGRATE_PASSWORD
+--   relay_password      or DELTABUS_RELAY_PASSWORD
+--   janitor_password    or DELTABUS_JANITOR_PASSWORD
+--   reconcile_password  or DELTABUS_RECONCILE_PASSWORD
 -- Prefer the environment for passwords: -v puts them in psql's argv. A password
 -- left unset leaves that role's password as it is (none on the first run: the
 -- role then needs another authentication method). A SCRAM-SHA-256 verifier
@@ -34,27 +32,15 @@
 \set ON_ERROR_STOP on
 \if :{?outbox_schema}
 \else
-  \getenv outbox_schema DELTABUS_OUTBOX_SCHEMA
-  \if :{?outbox_schema}
-  \else
-    \set outbox_schema public
-  \endif
+  \set outbox_schema public
 \endif
 \if :{?outbox_table}
 \else
-  \getenv outbox_table DELTABUS_OUTBOX_TABLE
-  \if :{?outbox_table}
-  \else
-    \set outbox_table outbox
-  \endif
+  \set outbox_table outbox
 \endif
 \if :{?producer_role}
 \else
-  \getenv producer_role DELTABUS_PRODUCER_ROLE
-  \if :{?producer_role}
-  \else
-    \set producer_role ''
-  \endif
+  \set producer_role ''
 \endif
 \if :{?migrate_password}
 \else

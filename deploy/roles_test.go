@@ -80,14 +80,12 @@ func adminConn(t *testing.T, srv *pgtest.Server, db string) *pgx.Conn {
 // roleDSN is the DSN a deployment gives a role: no password in it; the
 // password comes from PGPASSFILE or PGPASSWORD.
 func roleDSN(srv *pgtest.Server, role string, replication bool) string {
-	dsn := "postgres://" + role + "@127.0.0.1:" + itoa(srv.Port) + "/app?sslmode=disable"
+	dsn := "postgres://" + role + "@127.0.0.1:" + strconv.Itoa(srv.Port) + "/app?sslmode=disable"
 	if replication {
 		dsn += "&replication=database"
 	}
 	return dsn
 }
-
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // connectAs connects as role the way the relay does: the DSN has no
 // password, pgx reads it from the pgpass file named by PGPASSFILE.
@@ -110,7 +108,7 @@ func runInitScript(t *testing.T, srv *pgtest.Server) string {
 	cmd := exec.Command("sh", "compose/initdb/10-deltabus-roles.sh")
 	cmd.Env = append(cleanEnv(),
 		"PATH="+filepath.Dir(pgBin("psql"))+":"+os.Getenv("PATH"),
-		"PGHOST=127.0.0.1", "PGPORT="+itoa(srv.Port),
+		"PGHOST=127.0.0.1", "PGPORT="+strconv.Itoa(srv.Port),
 		"POSTGRES_USER=postgres", "POSTGRES_DB=app",
 		"DELTABUS_SECRETS_DIR=compose/secrets", "DELTABUS_ROLES_SQL=sql/roles.sql")
 	out, err := cmd.CombinedOutput()
@@ -128,7 +126,7 @@ func psqlRoles(srv *pgtest.Server, user string, env []string, vars ...string) (s
 
 // psqlRolesIn is psqlRoles connected to database db.
 func psqlRolesIn(srv *pgtest.Server, db, user string, env []string, vars ...string) (string, error) {
-	args := []string{"-X", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", itoa(srv.Port), "-U", user, "-d", db, "-f", "sql/roles.sql"}
+	args := []string{"-X", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", strconv.Itoa(srv.Port), "-U", user, "-d", db, "-f", "sql/roles.sql"}
 	for _, v := range vars {
 		args = append(args, "-v", v)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,7 +39,7 @@ func TestComposeStackWithoutDocker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rw := rewriter{pgAddr: "127.0.0.1:" + itoa(srv.Port), s3Addr: s3Addr, metricsPort: itoa(metricsPort)}
+	rw := rewriter{pgAddr: "127.0.0.1:" + strconv.Itoa(srv.Port), s3Addr: s3Addr, metricsPort: strconv.Itoa(metricsPort)}
 
 	if out, err := runService(t, relayBin, rw, service(t, p, "migrate"), nil); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
@@ -195,7 +196,7 @@ func startS3Service(t *testing.T, s types.ServiceConfig) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := "127.0.0.1:" + itoa(port)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
 	data := filepath.Join(t.TempDir(), "data")
 	if len(s.Entrypoint) != 3 || s.Entrypoint[0] != "/bin/sh" || s.Entrypoint[1] != "-c" {
 		t.Fatalf("s3 entrypoint %v; want [/bin/sh -c SCRIPT]", s.Entrypoint)

@@ -54,6 +54,8 @@ func init() {
 		"janitor":   {"delete outbox rows older than the retention that the relay has made durable, in small batches", cmdJanitor},
 		"consume":   {"read a topic as a consumer group, checkpointed, as JSON lines (--follow to keep reading)", cmdConsume},
 		"check":     {"check consumers: lag, retention headroom, completeness and duplicates per group and topic", cmdCheck},
+
+		"healthcheck": {"exit 0 if the relay at --addr (DELTABUS_METRICS_ADDR) is streaming (GET /readyz), 1 otherwise", cmdHealthcheck},
 	}
 }
 
@@ -100,7 +102,7 @@ func usage(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-11s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun `relay <command> --help` for a command's flags.")
 	fmt.Fprintln(w, "Environment: DELTABUS_SOURCE (PostgreSQL DSN; keep the password in PGPASSWORD or ~/.pgpass / PGPASSFILE),")

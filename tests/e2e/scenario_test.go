@@ -35,6 +35,7 @@ type scenario struct {
 	addrs map[*relayProc]string
 
 	prod     producers
+	prodDSN  string // producers connect here (default db.DSN)
 	events   int
 	produced chan struct{}
 	cancel   context.CancelFunc
@@ -89,7 +90,11 @@ func (s *scenario) produce(events, rate int) {
 	s.cancel, s.events, s.produced = cancel, events, make(chan struct{})
 	s.t.Cleanup(cancel)
 	s.prod.rate = rate
-	go func() { s.prod.run(ctx, s.t, s.db.DSN, 4, events); close(s.produced) }()
+	dsn := s.prodDSN
+	if dsn == "" {
+		dsn = s.db.DSN
+	}
+	go func() { s.prod.run(ctx, s.t, dsn, 4, events); close(s.produced) }()
 }
 
 // written is how many events the producers committed so far.

@@ -27,6 +27,8 @@ go build -o "$SERVICES_DIR/testsummary" ./tests/testsummary
 set +e
 go test -count=1 -timeout 18m -json "${@:-./...}" 2>&1 | "$SERVICES_DIR/testsummary" -log "$LOG"
 status=${PIPESTATUS[1]}
+echo "== deploy: compose file, Kubernetes manifests and roles (module deploy/)"
+(cd deploy && go test -count=1 -timeout 10m -json ./... 2>&1 | "$SERVICES_DIR/testsummary" -log "$LOG.deploy") || status=1
 set -e
 if [ "$status" = 0 ]; then
   echo "== short fuzz runs"

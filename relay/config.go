@@ -34,6 +34,11 @@ type Config struct {
 	ReadyStall time.Duration
 
 	Standby bool // wait for the slot to be free instead of failing
+	// Heartbeat is how often the relay writes a tiny non-transactional
+	// logical message into its own database (0 = default 1 min, negative =
+	// never), so its slot advances even when that database writes nothing
+	// while others in the cluster do.
+	Heartbeat time.Duration
 }
 
 // DefaultConfig returns the defaults, tuned for sub-second end-to-end
@@ -77,6 +82,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = d.ShutdownTimeout
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = time.Minute
 	}
 	if c.ReadyStall == 0 {
 		c.ReadyStall = max(10*time.Second, 200*c.BatchMaxDelay)

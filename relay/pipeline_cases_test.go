@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/deltabus/deltabus/catalog"
+	pg "github.com/deltabus/deltabus/decoding/pgoutputtest"
 	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/sink/sinktest"
 )
@@ -247,4 +248,15 @@ func TestDeletedTableIsHeldNotRecreated(t *testing.T) {
 		// The second harness has its own store; the hold is recorded there.
 		t.Logf("state: %+v", st)
 	}
+}
+
+// A message outside any transaction (the heartbeat) moves the acknowledged
+// position when nothing is pending, so an idle database's slot advances.
+func TestHeartbeatAdvancesAnIdleSlot(t *testing.T) {
+	h := newHarness(t, sinktest.NewMemory(), 0x1000, nil)
+	_, end := h.src.tx("orders")
+	h.waitAck(end)
+	h.src.lsn += 0x10000 // other databases wrote WAL meanwhile
+	at := h.src.send(pg.Message(false, h.src.lsn+0x100, HeartbeatPrefix, nil))
+	h.waitAck(at)
 }

@@ -167,6 +167,9 @@ func (r *Relay) runSession(ctx, hard context.Context) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(hard))
+	hb, stopHeartbeat := context.WithCancel(hard)
+	defer stopHeartbeat()
+	go r.heartbeat(hb)
 	return r.serve(ctx, hard, conn, start)
 }
 

@@ -196,6 +196,11 @@ func (s *session) handle(ctx context.Context, msg decoding.Message) error {
 		return s.maybeHandoff(ctx, false)
 	case *decoding.LogicalMessage:
 		s.noteMessage(m)
+		if !m.Transactional && s.idle() {
+			// A message outside any transaction (a heartbeat): everything
+			// before it is handled and durable.
+			s.com.advance(m.LSN)
+		}
 	case *decoding.Truncate:
 		s.r.log.Warn("TRUNCATE of an outbox table: nothing to relay (events already streamed stay in their topics)",
 			"tables", len(m.Relations), "commit_lsn", m.CommitLSN)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -22,6 +23,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	fs.Int64Var(&cfg.BatchMaxBytes, "batch-max-bytes", d.BatchMaxBytes, "close a batch after this many payload bytes")
 	fs.DurationVar(&cfg.BatchMaxDelay, "batch-max-delay", d.BatchMaxDelay, "close a batch when its oldest event is this old")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "on SIGTERM, how long to wait for the last commit before giving up (what was not committed is read again on the next start)")
+	fs.DurationVar(&cfg.Heartbeat, "heartbeat", time.Minute, "write a tiny logical message this often so the slot advances while this database is idle and others write (negative disables)")
 	fs.BoolVar(&cfg.Standby, "standby", false, "wait while another process holds the slot, then take over (default: exit with an error)")
 	metricsAddr := fs.String("metrics-addr", envOr(env, "DELTABUS_METRICS_ADDR", "127.0.0.1:9464"), "serve /metrics, /healthz and /readyz here (empty disables)")
 	pprof := fs.Bool("pprof", false, "also serve /debug/pprof/ on --metrics-addr (exposes internals: keep the address private)")

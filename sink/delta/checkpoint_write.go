@@ -89,7 +89,7 @@ func checkpointRows(snap *Snapshot, now time.Time) (rows []map[string]any, numAd
 			"deletionVector": a.DeletionVector, "baseRowId": a.BaseRowID,
 			"defaultRowCommitVersion": a.DefaultRowCommitVersion, "stats": nullIfEmpty(a.Stats)}})
 	}
-	cutoff := now.Add(-retention(m, "delta.deletedFileRetentionDuration", 7*24*time.Hour)).UnixMilli()
+	cutoff := now.Add(-Retention(m, PropDeletedFileRetention, DefaultDeletedFileRetention)).UnixMilli()
 	removes := slices.Collect(maps.Values(snap.Tombstones))
 	sort.Slice(removes, func(i, j int) bool { return removes[i].Path < removes[j].Path })
 	for _, r := range removes {

@@ -127,6 +127,19 @@ func LoadSnapshot(ctx context.Context, store storage.Store, version int64) (*Sna
 }
 
 func loadSnapshot(ctx context.Context, store storage.Store, version int64, log *slog.Logger) (*Snapshot, error) {
+	snap, err := replaySnapshot(ctx, store, version, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckReadable(snap.Protocol, snap.Metadata); err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// replaySnapshot reconstructs the table at version without judging its
+// protocol.
+func replaySnapshot(ctx context.Context, store storage.Store, version int64, log *slog.Logger) (*Snapshot, error) {
 	from := int64(0)
 	if hint := readLastCheckpoint(ctx, store); hint != nil && (version < 0 || hint.Version <= version) {
 		from = hint.Version
@@ -157,9 +170,6 @@ func loadSnapshot(ctx context.Context, store storage.Store, version int64, log *
 		}
 	}
 	if err != nil {
-		return nil, err
-	}
-	if err := CheckReadable(snap.Protocol, snap.Metadata); err != nil {
 		return nil, err
 	}
 	return snap, nil

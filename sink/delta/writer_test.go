@@ -10,6 +10,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/google/uuid"
+
+	"github.com/deltabus/deltabus/storage"
 )
 
 const testSchema = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},` +
@@ -18,7 +20,7 @@ const testSchema = `{"type":"struct","fields":[{"name":"id","type":"long","nulla
 // topicProtocol is the protocol our topic tables use.
 var topicProtocol = Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"appendOnly", "changeDataFeed"}}
 
-func newTestTable(t testing.TB, store *dirStore, interval int) *Table {
+func newTestTable(t testing.TB, store storage.Store, interval int) *Table {
 	t.Helper()
 	ctx := context.Background()
 	meta := Metadata{SchemaString: testSchema, Configuration: map[string]string{

@@ -112,10 +112,13 @@ func TestUpdateMetadataSchemaRules(t *testing.T) {
 	for name, update := range map[string]func(m *Metadata) error{
 		"not nullable": extra(`{"name":"x","type":"string","nullable":false,"metadata":{}}`),
 		"duplicate":    extra(`{"name":"ID","type":"string","nullable":true,"metadata":{}}`),
-		"altered":      func(m *Metadata) error { m.SchemaString = strings.Replace(m.SchemaString, `"long"`, `"integer"`, 1); return nil },
-		"dropped":      func(m *Metadata) error { m.SchemaString = `{"type":"struct","fields":[]}`; return nil },
-		"new id":       func(m *Metadata) error { m.ID = "x"; return nil },
-		"partitioned":  func(m *Metadata) error { m.PartitionColumns = []string{"topic"}; return nil },
+		"altered": func(m *Metadata) error {
+			m.SchemaString = strings.Replace(m.SchemaString, `"long"`, `"integer"`, 1)
+			return nil
+		},
+		"dropped":     func(m *Metadata) error { m.SchemaString = `{"type":"struct","fields":[]}`; return nil },
+		"new id":      func(m *Metadata) error { m.ID = "x"; return nil },
+		"partitioned": func(m *Metadata) error { m.PartitionColumns = []string{"topic"}; return nil },
 	} {
 		if _, err := tbl.UpdateMetadata(ctx, MetadataChange{Operation: "CHANGE", Update: update}); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/deltabus/deltabus/storage"
 )
 
@@ -245,12 +243,7 @@ func deletableBefore(objs []storage.Object, cp int64) []string {
 func deleteInOrder(ctx context.Context, store storage.Store, keys []string) error {
 	const window = 4 * cleanupParallelism
 	for start := 0; start < len(keys); start += window {
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(cleanupParallelism)
-		for _, k := range keys[start:min(start+window, len(keys))] {
-			g.Go(func() error { return store.Delete(gctx, k) })
-		}
-		if err := g.Wait(); err != nil {
+		if err := deleteAll(ctx, store, keys[start:min(start+window, len(keys))]); err != nil {
 			return err
 		}
 	}

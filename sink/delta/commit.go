@@ -104,10 +104,17 @@ func (t *Table) validate(ca *CommitActions) error {
 	if len(ca.Adds) == 0 && ca.Txn == nil {
 		return errors.New("nothing to commit")
 	}
+	return t.validateAdds(ca.Adds, true)
+}
+
+// validateAdds checks adds (unique non-empty paths, sizes, a partition
+// value for exactly the table's partition columns) and sets their
+// dataChange and non-null partitionValues.
+func (t *Table) validateAdds(adds []Add, dataChange bool) error {
 	parts := t.snap.Metadata.PartitionColumns
 	seen := map[string]bool{}
-	for i := range ca.Adds {
-		a := &ca.Adds[i]
+	for i := range adds {
+		a := &adds[i]
 		if a.Path == "" || a.Size < 0 {
 			return fmt.Errorf("add %d: empty path or negative size", i)
 		}
@@ -116,7 +123,7 @@ func (t *Table) validate(ca *CommitActions) error {
 		} else {
 			seen[k] = true
 		}
-		a.DataChange = true
+		a.DataChange = dataChange
 		if a.PartitionValues == nil {
 			a.PartitionValues = map[string]*string{}
 		}

@@ -62,7 +62,7 @@ func checkChange(v int64, oldP Protocol, oldM Metadata, newP Protocol, newM Meta
 	switch {
 	case newM.ID != oldM.ID:
 		return fail(nil, "table replaced (new id %s, was %s)", newM.ID, oldM.ID)
-	case !sameSchema(oldM.SchemaString, newM.SchemaString):
+	case !SameSchema(oldM.SchemaString, newM.SchemaString):
 		return fail(nil, "schema changed")
 	case !slices.Equal(nonNil(oldM.PartitionColumns), nonNil(newM.PartitionColumns)):
 		return fail(nil, "partition columns changed from %v to %v", nonNil(oldM.PartitionColumns), nonNil(newM.PartitionColumns))
@@ -70,8 +70,10 @@ func checkChange(v int64, oldP Protocol, oldM Metadata, newP Protocol, newM Meta
 	return nil
 }
 
-// sameSchema compares two schemaStrings as JSON values.
-func sameSchema(a, b string) bool {
+// SameSchema reports whether two schemaStrings describe the same schema:
+// they are compared as JSON values, so key order and spacing (which differ
+// between writers re-serialising a schema) do not matter.
+func SameSchema(a, b string) bool {
 	if a == b {
 		return true
 	}
@@ -80,6 +82,14 @@ func sameSchema(a, b string) bool {
 		return false
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// SameField reports whether two schema fields are the same column (name,
+// type, nullability and metadata), compared as JSON values.
+func SameField(a, b StructField) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && SameSchema(string(x), string(y))
 }
 
 // commitTableState returns the protocol and metaData a commit leaves the

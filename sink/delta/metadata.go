@@ -2,7 +2,6 @@ package delta
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -105,7 +104,7 @@ func cloneMetadata(m Metadata) Metadata {
 // identical and in place and appends only nullable columns: every data
 // file already written stays valid (an absent column reads as null).
 func schemaExtends(oldSchema, newSchema string) error {
-	if sameSchema(oldSchema, newSchema) {
+	if SameSchema(oldSchema, newSchema) {
 		return nil
 	}
 	o, err := ParseSchema(oldSchema)
@@ -120,7 +119,7 @@ func schemaExtends(oldSchema, newSchema string) error {
 		return fmt.Errorf("schema change drops columns (%d → %d): only appending nullable columns is supported", len(o.Fields), len(n.Fields))
 	}
 	for i, f := range o.Fields {
-		if !sameField(f, n.Fields[i]) {
+		if !SameField(f, n.Fields[i]) {
 			return fmt.Errorf("schema change alters column %q: only appending nullable columns is supported", f.Name)
 		}
 	}
@@ -130,12 +129,6 @@ func schemaExtends(oldSchema, newSchema string) error {
 		}
 	}
 	return nil
-}
-
-func sameField(a, b StructField) bool {
-	x, err1 := json.Marshal(a)
-	y, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && sameSchema(string(x), string(y))
 }
 
 func nonNilMap(m map[string]string) map[string]string {

@@ -107,6 +107,9 @@ func (t *Table) reload(ctx context.Context) error {
 	return nil
 }
 
+// String returns the table's location (the store's URL).
+func (t *Table) String() string { return t.store.String() }
+
 // Version returns the latest version this handle knows.
 func (t *Table) Version() int64 {
 	t.mu.Lock()
@@ -126,6 +129,18 @@ func (t *Table) NumFiles() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.snap.Files)
+}
+
+// Files returns the active files this handle knows (a copy, in no
+// particular order).
+func (t *Table) Files() []Add {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Add, 0, len(t.snap.Files))
+	for _, a := range t.snap.Files {
+		out = append(out, a)
+	}
+	return out
 }
 
 // TxnVersion returns the latest txn version recorded for appID.

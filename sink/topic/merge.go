@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -82,15 +83,12 @@ func openCursor(ctx context.Context, store storage.Store, in inputFile, ncols, o
 // nullable column the file lacks (written before the column was added)
 // reads as NULL.
 func (c *cursor) start(ctx context.Context, ncols int) error {
-	var want, leaves []int
-	for col := range ncols {
-		leaf := c.pf.MetaData().Schema.ColumnIndexByName(columns[col].name)
-		switch {
-		case leaf >= 0:
-			want, leaves = append(want, col), append(leaves, leaf)
-		case !columns[col].nullable || col == colCommitLSN || col == colSeq:
-			return fmt.Errorf("column %q missing", columns[col].name)
-		}
+	want, leaves, err := presentColumns(c.pf, seq(0, ncols))
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(want, colCommitLSN) || !slices.Contains(want, colSeq) {
+		return fmt.Errorf("no commit_lsn or seq column")
 	}
 	fr, err := pqarrow.NewFileReader(c.pf, pqarrow.ArrowReadProperties{BatchSize: mergeBatchRows}, memory.DefaultAllocator)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/deltabus/deltabus/storage"
@@ -22,15 +23,16 @@ var checkpointColumns = map[string]bool{
 // skipping them keeps odd physical types in stats from breaking replay.
 var skippedChildren = map[string]bool{"stats_parsed": true, "partitionValues_parsed": true}
 
-// readCheckpoint reads every part of a checkpoint into actions.
-func readCheckpoint(ctx context.Context, store storage.Store, ref checkpointRef) ([]Action, error) {
+// readCheckpoint reads every part of a checkpoint into actions; without
+// tombstones it skips the row groups that hold only removes.
+func readCheckpoint(ctx context.Context, store storage.Store, ref checkpointRef, tombstones bool) ([]Action, error) {
 	var out []Action
 	for _, key := range ref.Keys {
 		data, err := store.Get(ctx, key)
 		if err != nil {
 			return nil, fmt.Errorf("read checkpoint %s: %w", key, err)
 		}
-		acts, err := ParseCheckpoint(ctx, data)
+		acts, err := parseCheckpoint(ctx, data, tombstones)
 		if err != nil {
 			return nil, fmt.Errorf("read checkpoint %s: %w", key, err)
 		}
@@ -45,6 +47,10 @@ func readCheckpoint(ctx context.Context, store storage.Store, ref checkpointRef)
 // checkpoints with fewer columns (missing columns read as null) and never
 // panics on corrupt input.
 func ParseCheckpoint(ctx context.Context, data []byte) (acts []Action, err error) {
+	return parseCheckpoint(ctx, data, true)
+}
+
+func parseCheckpoint(ctx context.Context, data []byte, tombstones bool) (acts []Action, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			acts, err = nil, fmt.Errorf("corrupt checkpoint parquet: %v", r)
@@ -68,7 +74,13 @@ func ParseCheckpoint(ctx context.Context, data []byte) (acts []Action, err error
 	if len(leaves) == 0 {
 		return nil, fmt.Errorf("no Delta action columns in checkpoint")
 	}
-	rr, err := fr.GetRecordReader(ctx, leaves, nil)
+	var rowGroups []int // nil = all
+	if !tombstones {
+		if rowGroups = rowGroupsWithout(pf, "remove.path"); len(rowGroups) == 0 {
+			return nil, nil
+		}
+	}
+	rr, err := fr.GetRecordReader(ctx, leaves, rowGroups)
 	if err != nil {
 		return nil, fmt.Errorf("parquet record reader: %w", err)
 	}
@@ -100,14 +112,49 @@ func appendLeaves(out []int, f pqarrow.SchemaField, depth int) []int {
 	return out
 }
 
+// rowGroupsWithout returns the row groups that hold a row whose column
+// leaf is null, going by the column chunk statistics: a row group where
+// every row has it (null count 0) holds only that action and is left out.
+// A row group without statistics is kept.
+func rowGroupsWithout(pf *file.Reader, leaf string) []int {
+	col := pf.MetaData().Schema.ColumnIndexByName(leaf)
+	var out []int
+	for i := range pf.NumRowGroups() {
+		rg := pf.MetaData().RowGroup(i)
+		if col >= 0 && rg.NumRows() > 0 {
+			if cc, err := rg.ColumnChunk(col); err == nil {
+				if st, err := cc.Statistics(); err == nil && st != nil && st.HasNullCount() && st.NullCount() == 0 && cc.NumValues() == rg.NumRows() {
+					continue
+				}
+			}
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
 // recordActions turns each row of a batch into the action it holds (the
-// one non-null top-level struct); rows holding none are skipped.
+// one non-null top-level struct); rows holding none are skipped. Add and
+// remove columns of the usual types are decoded directly (fileColumn),
+// anything else by way of JSON.
 func recordActions(rec arrow.RecordBatch) ([]Action, error) {
 	var out []Action
+	fast := make([]*fileColumn, rec.NumCols())
+	for c := range fast {
+		if name := rec.ColumnName(c); name == "add" || name == "remove" {
+			fast[c], _ = newFileColumn(rec.Column(c))
+		}
+	}
 	for row := 0; row < int(rec.NumRows()); row++ {
 		for c := 0; c < int(rec.NumCols()); c++ {
 			col := rec.Column(c)
 			if col.IsNull(row) {
+				continue
+			}
+			if fc := fast[c]; fc != nil {
+				if a := fc.action(rec.ColumnName(c), row); a != nil {
+					out = append(out, *a)
+				}
 				continue
 			}
 			m, ok := arrowValue(col, row).(map[string]any)

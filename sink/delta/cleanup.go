@@ -95,7 +95,7 @@ func CleanupLog(ctx context.Context, store storage.Store, opts CleanupOptions) (
 	if l.MaxVersion < 0 {
 		return res, fmt.Errorf("clean up log of %s: %w", store, ErrNoTable)
 	}
-	snap, err := replayFrom(ctx, store, l, l.MaxVersion, opts.Logger)
+	snap, err := replayFrom(ctx, store, l, l.MaxVersion, opts.Logger, false)
 	if err == nil {
 		err = CheckReadable(snap.Protocol, snap.Metadata)
 	}
@@ -173,7 +173,7 @@ func keptCheckpoint(ctx context.Context, store storage.Store, l *logListing, thr
 		if cp.Version > through || cp.Version+1 < low {
 			continue
 		}
-		acts, err := readCheckpoint(ctx, store, cp)
+		acts, err := readCheckpoint(ctx, store, cp, false)
 		if err != nil {
 			if ctx.Err() != nil {
 				return -1, err

@@ -279,6 +279,7 @@ func (t *Table) maybeCheckpoint(ctx context.Context) {
 	if v == 0 || v%CheckpointInterval(t.snap.Metadata) != 0 {
 		return
 	}
+	t.snap.expireTombstones(t.opts.Now())
 	if !t.opts.AsyncCheckpoints {
 		t.writeCheckpoint(ctx, t.snap)
 		return

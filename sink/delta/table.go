@@ -90,7 +90,7 @@ func OpenTable(ctx context.Context, store storage.Store, opts Options) (*Table, 
 // protocol or metaData change it cannot follow (checkChange), keeping its
 // old state and staying stale, so every later call refuses it too.
 func (t *Table) reload(ctx context.Context) error {
-	snap, err := replaySnapshot(ctx, t.store, -1, t.opts.Logger)
+	snap, err := replaySnapshot(ctx, t.store, -1, t.opts.Logger, true)
 	if err != nil {
 		return fmt.Errorf("open table %s: %w", t.store, err)
 	}

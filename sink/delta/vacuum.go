@@ -60,7 +60,7 @@ func Vacuum(ctx context.Context, store storage.Store, opts VacuumOptions) (Vacuu
 		opts.Now = time.Now()
 	}
 	res := VacuumResult{Version: -1}
-	snap, err := LoadSnapshot(ctx, store, -1)
+	snap, err := loadSnapshot(ctx, store, -1, opts.Logger, true)
 	if err == nil {
 		err = CheckWritable(snap.Protocol, snap.Metadata)
 	}

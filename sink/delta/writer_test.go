@@ -93,7 +93,7 @@ func TestRoundTripCheckpoints(t *testing.T) {
 	}
 	l, _ := listLog(ctx, store, 0)
 	l.Checkpoints = nil
-	jsonOnly, err := replayFrom(ctx, store, l, 305, tbl.opts.Logger)
+	jsonOnly, err := replayFrom(ctx, store, l, 305, tbl.opts.Logger, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestRoundTripCheckpoints(t *testing.T) {
 		if err != nil || a.CheckpointVersion != v {
 			t.Fatalf("load %d: cp=%v err=%v", v, a, err)
 		}
-		b, _ := replayFrom(ctx, store, l, v, tbl.opts.Logger)
+		b, _ := replayFrom(ctx, store, l, v, tbl.opts.Logger, true)
 		compareSnapshots(t, a, b)
 	}
 }

@@ -162,12 +162,12 @@ func appendDV(sb *array.StructBuilder, raw json.RawMessage) {
 // types (any missing child reads as null); ok is false otherwise, and the
 // generic decoding is used.
 type fileColumn struct {
-	st                                       *array.Struct
-	path, stats                              *array.String
-	size, modTime, deletedAt, baseRow, rcv   *array.Int64
-	dataChange, extended                     *array.Boolean
-	partitionValues, tags                    *array.Map
-	dv                                       arrow.Array
+	st                                     *array.Struct
+	path, stats                            *array.String
+	size, modTime, deletedAt, baseRow, rcv *array.Int64
+	dataChange, extended                   *array.Boolean
+	partitionValues, tags                  *array.Map
+	dv                                     arrow.Array
 }
 
 func newFileColumn(arr arrow.Array) (*fileColumn, bool) {

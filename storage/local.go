@@ -127,10 +127,9 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string) ([]Object, 
 	}
 	dir, _ := splitDir(prefix)
 	var out []Object
-	err := l.walk(ctx, dir, func(key string, fi fs.FileInfo) {
-		if strings.HasPrefix(key, prefix) && key > startAfter {
-			out = append(out, Object{Key: key, Size: fi.Size(), ModTime: fi.ModTime()})
-		}
+	keep := func(key string) bool { return strings.HasPrefix(key, prefix) && key > startAfter }
+	err := l.walk(ctx, dir, keep, func(key string, fi fs.FileInfo) {
+		out = append(out, Object{Key: key, Size: fi.Size(), ModTime: fi.ModTime()})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list %q after %q in %s: %w", prefix, startAfter, l, err)
@@ -143,8 +142,10 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string) ([]Object, 
 }
 
 // walk calls fn for every regular, non-temporary file under the directory
-// dirKey ("" = root). A missing directory yields nothing.
-func (l *Local) walk(ctx context.Context, dirKey string, fn func(key string, fi fs.FileInfo)) error {
+// dirKey ("" = root) whose key passes keep, which is checked before the
+// file is stat'ed (a log listed from a checkpoint on costs no stat per
+// older commit). A missing directory yields nothing.
+func (l *Local) walk(ctx context.Context, dirKey string, keep func(string) bool, fn func(key string, fi fs.FileInfo)) error {
 	entries, err := os.ReadDir(l.path(dirKey))
 	if err != nil {
 		if isNotFound(err) {
@@ -159,10 +160,10 @@ func (l *Local) walk(ctx context.Context, dirKey string, fn func(key string, fi 
 		key := joinKey(dirKey, e.Name())
 		switch {
 		case e.IsDir():
-			if err := l.walk(ctx, key, fn); err != nil {
+			if err := l.walk(ctx, key, keep, fn); err != nil {
 				return err
 			}
-		case e.Type().IsRegular() && !isTempName(e.Name()):
+		case e.Type().IsRegular() && !isTempName(e.Name()) && keep(key):
 			fi, err := e.Info()
 			if isNotFound(err) {
 				continue // deleted while listing

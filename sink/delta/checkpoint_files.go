@@ -23,10 +23,13 @@ const fileRowsPerGroup = 64 << 10
 
 // writeFileRows writes n file actions (adds, or removes) as their own row
 // groups, built directly with Arrow builders: every column but col is null.
-// Tombstones thus sit in row groups of their own, which readers that do not
-// need them skip (see skippableRowGroups).
-func writeFileRows(w *pqarrow.FileWriter, col, n int, appendRow func(*array.StructBuilder, int)) error {
-	for start := 0; start < n; start += fileRowsPerGroup {
+// head, when not nil, is written at the start of the first row group (the
+// protocol, metaData and txn rows go with the first adds, so a reader of
+// a small checkpoint decodes one row group). Tombstones thus sit in row
+// groups of their own, which readers that do not need them skip (see
+// rowGroupsWithout).
+func writeFileRows(w *pqarrow.FileWriter, head arrow.RecordBatch, col, n int, appendRow func(*array.StructBuilder, int)) error {
+	for start := 0; start < n || head != nil; start += fileRowsPerGroup {
 		end := min(start+fileRowsPerGroup, n)
 		b := array.NewRecordBuilder(memory.DefaultAllocator, checkpointSchema)
 		for i := range b.Fields() {
@@ -41,6 +44,14 @@ func writeFileRows(w *pqarrow.FileWriter, col, n int, appendRow func(*array.Stru
 		}
 		rec := b.NewRecordBatch()
 		b.Release()
+		if head != nil {
+			joined, err := concatRecords(head, rec)
+			rec.Release()
+			if err != nil {
+				return err
+			}
+			rec, head = joined, nil
+		}
 		err := w.Write(rec)
 		rec.Release()
 		if err != nil {
@@ -48,6 +59,26 @@ func writeFileRows(w *pqarrow.FileWriter, col, n int, appendRow func(*array.Stru
 		}
 	}
 	return nil
+}
+
+// concatRecords returns the rows of a followed by those of b.
+func concatRecords(a, b arrow.RecordBatch) (arrow.RecordBatch, error) {
+	cols := make([]arrow.Array, a.NumCols())
+	for i := range cols {
+		c, err := array.Concatenate([]arrow.Array{a.Column(i), b.Column(i)}, memory.DefaultAllocator)
+		if err != nil {
+			for _, done := range cols[:i] {
+				done.Release()
+			}
+			return nil, err
+		}
+		cols[i] = c
+	}
+	rec := array.NewRecordBatch(a.Schema(), cols, a.NumRows()+b.NumRows())
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec, nil
 }
 
 // appendAdd fills the children of one add row (checkpointSchema order).

@@ -23,16 +23,23 @@ var checkpointColumns = map[string]bool{
 // skipping them keeps odd physical types in stats from breaking replay.
 var skippedChildren = map[string]bool{"stats_parsed": true, "partitionValues_parsed": true}
 
-// readCheckpoint reads every part of a checkpoint into actions; without
-// tombstones it skips the row groups that hold only removes.
-func readCheckpoint(ctx context.Context, store storage.Store, ref checkpointRef, tombstones bool) ([]Action, error) {
+// writerOnlyChildren are add fields a reader's load leaves out (see
+// readCheckpoint).
+var writerOnlyChildren = map[string]bool{"deletionVector": true, "baseRowId": true, "defaultRowCommitVersion": true}
+
+// readCheckpoint reads every part of a checkpoint into actions. full is a
+// writer's read; a reader's (not full) leaves out what only writers and
+// VACUUM use: tombstones (and the row groups holding only them), deletion
+// vectors and row-tracking fields (tables using either are refused by
+// CheckReadable anyway).
+func readCheckpoint(ctx context.Context, store storage.Store, ref checkpointRef, full bool) ([]Action, error) {
 	var out []Action
 	for _, key := range ref.Keys {
 		data, err := store.Get(ctx, key)
 		if err != nil {
 			return nil, fmt.Errorf("read checkpoint %s: %w", key, err)
 		}
-		acts, err := parseCheckpoint(ctx, data, tombstones)
+		acts, err := parseCheckpoint(ctx, data, full)
 		if err != nil {
 			return nil, fmt.Errorf("read checkpoint %s: %w", key, err)
 		}
@@ -50,7 +57,7 @@ func ParseCheckpoint(ctx context.Context, data []byte) (acts []Action, err error
 	return parseCheckpoint(ctx, data, true)
 }
 
-func parseCheckpoint(ctx context.Context, data []byte, tombstones bool) (acts []Action, err error) {
+func parseCheckpoint(ctx context.Context, data []byte, full bool) (acts []Action, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			acts, err = nil, fmt.Errorf("corrupt checkpoint parquet: %v", r)
@@ -61,24 +68,30 @@ func parseCheckpoint(ctx context.Context, data []byte, tombstones bool) (acts []
 		return nil, fmt.Errorf("open parquet: %w", err)
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
+	var rowGroups []int // nil = all
+	if !full {
+		if rowGroups = rowGroupsWithout(pf, "remove.path"); len(rowGroups) == 0 {
+			return nil, nil
+		}
+	}
+	// A small checkpoint gets small batches: every leaf reader allocates
+	// a batch's worth of buffers up front.
+	batch := int64(4096)
+	if n := rowsIn(pf, rowGroups); n < batch {
+		batch = max(n, 1)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batch}, memory.DefaultAllocator)
 	if err != nil {
 		return nil, fmt.Errorf("parquet schema: %w", err)
 	}
 	var leaves []int
 	for _, f := range fr.Manifest.Fields {
-		if checkpointColumns[f.Field.Name] {
-			leaves = appendLeaves(leaves, f, 0)
+		if checkpointColumns[f.Field.Name] && (full || f.Field.Name != "remove") {
+			leaves = appendLeaves(leaves, f, 0, full)
 		}
 	}
 	if len(leaves) == 0 {
 		return nil, fmt.Errorf("no Delta action columns in checkpoint")
-	}
-	var rowGroups []int // nil = all
-	if !tombstones {
-		if rowGroups = rowGroupsWithout(pf, "remove.path"); len(rowGroups) == 0 {
-			return nil, nil
-		}
 	}
 	rr, err := fr.GetRecordReader(ctx, leaves, rowGroups)
 	if err != nil {
@@ -99,17 +112,29 @@ func parseCheckpoint(ctx context.Context, data []byte, tombstones bool) (acts []
 	return acts, nil
 }
 
-func appendLeaves(out []int, f pqarrow.SchemaField, depth int) []int {
+func appendLeaves(out []int, f pqarrow.SchemaField, depth int, full bool) []int {
 	if f.IsLeaf() {
 		return append(out, f.ColIndex)
 	}
 	for _, c := range f.Children {
-		if depth == 0 && skippedChildren[c.Field.Name] {
+		if depth == 0 && (skippedChildren[c.Field.Name] || (!full && writerOnlyChildren[c.Field.Name])) {
 			continue
 		}
-		out = appendLeaves(out, c, depth+1)
+		out = appendLeaves(out, c, depth+1, full)
 	}
 	return out
+}
+
+// rowsIn counts the rows of the given row groups (nil = all).
+func rowsIn(pf *file.Reader, rowGroups []int) int64 {
+	if rowGroups == nil {
+		return pf.NumRows()
+	}
+	var n int64
+	for _, i := range rowGroups {
+		n += pf.MetaData().RowGroup(i).NumRows()
+	}
+	return n
 }
 
 // rowGroupsWithout returns the row groups that hold a row whose column

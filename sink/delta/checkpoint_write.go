@@ -121,10 +121,10 @@ func (s *Snapshot) expireTombstones(now time.Time) {
 
 // EncodeCheckpoint renders snap as a classic checkpoint parquet file and
 // returns it with its number of action rows and active files. Rows, each
-// holding one action: protocol, metaData, txns and domains in the first
-// row group; then the adds, sorted by path, and the unexpired tombstones,
-// sorted by path, in row groups of their own; file actions with
-// dataChange=false; never commitInfo or cdc.
+// holding one action: protocol, metaData, txns, domains, then the adds
+// sorted by path; then the unexpired tombstones, sorted by path, in row
+// groups of their own; file actions with dataChange=false; never
+// commitInfo or cdc.
 func EncodeCheckpoint(snap *Snapshot, now time.Time) (data []byte, rows, numAdds int, err error) {
 	state := stateRows(snap)
 	js, err := json.Marshal(state)
@@ -139,18 +139,19 @@ func EncodeCheckpoint(snap *Snapshot, now time.Time) (data []byte, rows, numAdds
 	adds := slices.SortedFunc(maps.Values(snap.Files), func(a, b Add) int { return strings.Compare(a.Path, b.Path) })
 	removes := liveTombstones(snap, now)
 	var buf bytes.Buffer
+	// Column statistics only where a reader uses them (to skip the row
+	// groups of tombstones): min/max of paths and stats strings would only
+	// fatten the footer every load parses.
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy),
-		parquet.WithCreatedBy("DeltaBus"), parquet.WithMaxRowGroupLength(1<<20))
+		parquet.WithCreatedBy("DeltaBus"), parquet.WithMaxRowGroupLength(1<<20),
+		parquet.WithStats(false), parquet.WithStatsFor("remove.path", true))
 	w, err := pqarrow.NewFileWriter(checkpointSchema, &buf, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("checkpoint writer: %w", err)
 	}
-	err = w.Write(rec)
+	err = writeFileRows(w, rec, cpAdd, len(adds), func(sb *array.StructBuilder, i int) { appendAdd(sb, &adds[i]) })
 	if err == nil {
-		err = writeFileRows(w, cpAdd, len(adds), func(sb *array.StructBuilder, i int) { appendAdd(sb, &adds[i]) })
-	}
-	if err == nil {
-		err = writeFileRows(w, cpRemove, len(removes), func(sb *array.StructBuilder, i int) { appendRemove(sb, &removes[i]) })
+		err = writeFileRows(w, nil, cpRemove, len(removes), func(sb *array.StructBuilder, i int) { appendRemove(sb, &removes[i]) })
 	}
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("write checkpoint: %w", err)

@@ -115,7 +115,7 @@ func TestReadersSkipTombstones(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if groups := rowGroupsWithout(pf, "remove.path"); pf.NumRowGroups() != 3 || len(groups) != 2 {
+	if groups := rowGroupsWithout(pf, "remove.path"); pf.NumRowGroups() != 2 || len(groups) != 1 {
 		t.Fatalf("%d row groups, %v without tombstones", pf.NumRowGroups(), groups)
 	}
 	pf.Close()

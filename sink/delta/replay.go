@@ -15,10 +15,10 @@ import (
 const fetchParallelism = 8
 
 // replayFrom builds the snapshot at version from the listing: the newest
-// readable checkpoint ≤ version, else JSON from version 0. Without
-// tombstones, the checkpoint's row groups that hold only removes are not
-// read (Snapshot.Tombstones then has the removes of later commits only).
-func replayFrom(ctx context.Context, store storage.Store, l *logListing, version int64, log *slog.Logger, tombstones bool) (*Snapshot, error) {
+// readable checkpoint ≤ version, else JSON from version 0. Unless full,
+// the checkpoint is read as readCheckpoint says (Snapshot.Tombstones then
+// has the removes of later commits only).
+func replayFrom(ctx context.Context, store storage.Store, l *logListing, version int64, log *slog.Logger, full bool) (*Snapshot, error) {
 	for i := len(l.Checkpoints) - 1; i >= 0; i-- {
 		cp := l.Checkpoints[i]
 		if cp.Version > version {
@@ -27,7 +27,7 @@ func replayFrom(ctx context.Context, store storage.Store, l *logListing, version
 		if err := checkContiguous(l, cp.Version+1, version); err != nil {
 			return nil, cleanedOr(l, version, err)
 		}
-		acts, err := readCheckpoint(ctx, store, cp, tombstones)
+		acts, err := readCheckpoint(ctx, store, cp, full)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, err

@@ -133,8 +133,8 @@ func LoadSnapshot(ctx context.Context, store storage.Store, version int64) (*Sna
 	return loadSnapshot(ctx, store, version, slog.Default(), false)
 }
 
-func loadSnapshot(ctx context.Context, store storage.Store, version int64, log *slog.Logger, tombstones bool) (*Snapshot, error) {
-	snap, err := replaySnapshot(ctx, store, version, log, tombstones)
+func loadSnapshot(ctx context.Context, store storage.Store, version int64, log *slog.Logger, full bool) (*Snapshot, error) {
+	snap, err := replaySnapshot(ctx, store, version, log, full)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func loadSnapshot(ctx context.Context, store storage.Store, version int64, log *
 
 // replaySnapshot reconstructs the table at version without judging its
 // protocol.
-func replaySnapshot(ctx context.Context, store storage.Store, version int64, log *slog.Logger, tombstones bool) (*Snapshot, error) {
+func replaySnapshot(ctx context.Context, store storage.Store, version int64, log *slog.Logger, full bool) (*Snapshot, error) {
 	from := int64(0)
 	if hint := readLastCheckpoint(ctx, store); hint != nil && (version < 0 || hint.Version <= version) {
 		from = hint.Version
@@ -170,10 +170,10 @@ func replaySnapshot(ctx context.Context, store storage.Store, version int64, log
 	if version > l.MaxVersion {
 		return nil, fmt.Errorf("version %d does not exist; latest version is %d", version, l.MaxVersion)
 	}
-	snap, err := replayFrom(ctx, store, l, version, log, tombstones)
+	snap, err := replayFrom(ctx, store, l, version, log, full)
 	if err != nil && from > 0 {
 		if l0, lerr := listLog(ctx, store, 0); lerr == nil {
-			snap, err = replayFrom(ctx, store, l0, version, log, tombstones)
+			snap, err = replayFrom(ctx, store, l0, version, log, full)
 		}
 	}
 	if err != nil {

@@ -131,6 +131,14 @@ func (t *Table) NumFiles() int {
 	return len(t.snap.Files)
 }
 
+// NumTombstones returns the number of removed files this handle keeps
+// for its checkpoints (those not yet expired at its last checkpoint).
+func (t *Table) NumTombstones() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.snap.Tombstones)
+}
+
 // Files returns the active files this handle knows (a copy, in no
 // particular order).
 func (t *Table) Files() []Add {

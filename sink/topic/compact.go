@@ -15,6 +15,7 @@ import (
 // Defaults of CompactOptions.
 const (
 	DefaultTargetFileBytes = 128 << 20
+	DefaultSmallFileBytes  = 16 << 20
 	DefaultMaxCommitFiles  = 10_000
 	DefaultMaxCommitBytes  = 1 << 30
 	DefaultMaxOpenFiles    = 64
@@ -29,8 +30,13 @@ type CompactOptions struct {
 	// RowGroupRows is the row group size of the outputs (default
 	// DefaultRowGroupRows).
 	RowGroupRows int
-	// SmallFileBytes: files smaller are compacted; default
-	// TargetFileBytes/2, so a compacted file is not rewritten again.
+	// SmallFileBytes: files smaller are compacted (default 16 MiB, or
+	// TargetFileBytes/2 when that is smaller). An output below it is merged
+	// again by the next run with the files written since, so each run
+	// rewrites at most this much of earlier output: a busy topic's hourly
+	// outputs settle between SmallFileBytes and TargetFileBytes, a quiet
+	// topic's keep growing towards SmallFileBytes. Raise it (up to
+	// TargetFileBytes) for fewer, larger files at more rewriting.
 	SmallFileBytes int64
 	// MinFiles is the fewest files worth a commit: default 2.
 	MinFiles int
@@ -52,7 +58,7 @@ func (o CompactOptions) withDefaults() CompactOptions {
 		o.TargetFileBytes = DefaultTargetFileBytes
 	}
 	if o.SmallFileBytes <= 0 {
-		o.SmallFileBytes = o.TargetFileBytes / 2
+		o.SmallFileBytes = min(DefaultSmallFileBytes, o.TargetFileBytes/2)
 	}
 	if o.MinFiles <= 0 {
 		o.MinFiles = 2

@@ -25,7 +25,13 @@ import (
 	"github.com/deltabus/deltabus/tests/s3test"
 )
 
-func TestMain(m *testing.M) { os.Exit(s3test.Run(m)) }
+func TestMain(m *testing.M) {
+	code := s3test.Run(m)
+	for _, d := range monthDirs {
+		os.RemoveAll(d)
+	}
+	os.Exit(code)
+}
 
 const relayApp = "deltabus-test"
 

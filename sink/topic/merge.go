@@ -90,7 +90,10 @@ func (c *cursor) start(ctx context.Context, ncols int) error {
 	if !slices.Contains(want, colCommitLSN) || !slices.Contains(want, colSeq) {
 		return fmt.Errorf("no commit_lsn or seq column")
 	}
-	fr, err := pqarrow.NewFileReader(c.pf, pqarrow.ArrowReadProperties{BatchSize: mergeBatchRows}, memory.DefaultAllocator)
+	// Readers allocate a batch's worth of buffers per column up front:
+	// a small file gets a small batch.
+	batch := min(int64(mergeBatchRows), max(c.pf.NumRows(), 1))
+	fr, err := pqarrow.NewFileReader(c.pf, pqarrow.ArrowReadProperties{BatchSize: batch}, memory.DefaultAllocator)
 	if err != nil {
 		return err
 	}

@@ -207,50 +207,43 @@ func newFileColumn(arr arrow.Array) (*fileColumn, bool) {
 		return nil, false
 	}
 	c := &fileColumn{st: st}
-	typ := st.DataType().(*arrow.StructType)
-	for i, f := range typ.Fields() {
+	strs := map[string]**array.String{"path": &c.path, "stats": &c.stats}
+	longs := map[string]**array.Int64{"size": &c.size, "modificationTime": &c.modTime, "deletionTimestamp": &c.deletedAt,
+		"baseRowId": &c.baseRow, "defaultRowCommitVersion": &c.rcv}
+	bools := map[string]**array.Boolean{"dataChange": &c.dataChange, "extendedFileMetadata": &c.extended}
+	mapCols := map[string]**array.Map{"partitionValues": &c.partitionValues, "tags": &c.tags}
+	for i, f := range st.DataType().(*arrow.StructType).Fields() {
 		child := st.Field(i)
-		switch f.Name {
-		case "path":
-			c.path, ok = child.(*array.String)
-		case "stats":
-			c.stats, ok = child.(*array.String)
-		case "size":
-			c.size, ok = child.(*array.Int64)
-		case "modificationTime":
-			c.modTime, ok = child.(*array.Int64)
-		case "deletionTimestamp":
-			c.deletedAt, ok = child.(*array.Int64)
-		case "baseRowId":
-			c.baseRow, ok = child.(*array.Int64)
-		case "defaultRowCommitVersion":
-			c.rcv, ok = child.(*array.Int64)
-		case "dataChange":
-			c.dataChange, ok = child.(*array.Boolean)
-		case "extendedFileMetadata":
-			c.extended, ok = child.(*array.Boolean)
-		case "partitionValues":
-			c.partitionValues, ok = strMapArray(child)
-		case "tags":
-			c.tags, ok = strMapArray(child)
-		case "deletionVector":
-			c.dv = child
-		}
-		if !ok {
+		if !bind(strs, f.Name, child) || !bind(longs, f.Name, child) || !bind(bools, f.Name, child) || !bind(mapCols, f.Name, child) {
 			return nil, false
 		}
+		if f.Name == "deletionVector" {
+			c.dv = child
+		}
+	}
+	if (c.partitionValues != nil && !stringMap(c.partitionValues)) || (c.tags != nil && !stringMap(c.tags)) {
+		return nil, false
 	}
 	return c, c.path != nil
 }
 
-func strMapArray(a arrow.Array) (*array.Map, bool) {
-	m, ok := a.(*array.Map)
+// bind stores child in the field named name, if fields has one; false when
+// child is not of that field's Arrow type.
+func bind[T arrow.Array](fields map[string]*T, name string, child arrow.Array) bool {
+	dst, ok := fields[name]
 	if !ok {
-		return nil, false
+		return true
 	}
+	v, ok := child.(T)
+	*dst = v
+	return ok
+}
+
+// stringMap reports whether a MAP has string keys and values.
+func stringMap(m *array.Map) bool {
 	_, k := m.Keys().(*array.String)
 	_, v := m.Items().(*array.String)
-	return m, k && v
+	return k && v
 }
 
 // action decodes row i as an add or remove action; nil when the row holds

@@ -43,18 +43,10 @@ func TestCleanupLog(t *testing.T) {
 	bothStores(t, func(t *testing.T, store storage.Store) {
 		ctx := context.Background()
 		tbl := newTestTable(t, store, 10)
-		for i := int64(1); i <= 25; i++ {
-			if _, err := appendOne(ctx, tbl, i); err != nil {
-				t.Fatal(err)
-			}
-		}
+		appendRange(t, tbl, 1, 25)
 		mid := time.Now()
 		time.Sleep(1200 * time.Millisecond) // S3 LastModified has second precision
-		for i := int64(26); i <= 35; i++ {
-			if _, err := appendOne(ctx, tbl, i); err != nil {
-				t.Fatal(err)
-			}
-		}
+		appendRange(t, tbl, 26, 35)
 		before, err := LoadSnapshot(ctx, store, -1)
 		if err != nil {
 			t.Fatal(err)
@@ -111,19 +103,13 @@ func TestCleanupLogKeepsEverythingWithoutCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	store := newDirStore(t, "")
 	tbl := newTestTable(t, store, 10)
-	for i := int64(1); i <= 9; i++ {
-		if _, err := appendOne(ctx, tbl, i); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendRange(t, tbl, 1, 9)
 	all := logNames(t, store)
 	res, err := CleanupLog(ctx, store, CleanupOptions{Now: time.Now().Add(365 * 24 * time.Hour)})
 	if err != nil || res.Checkpoint != -1 || len(res.Deleted) != 0 || res.Earliest != 0 || !slices.Equal(logNames(t, store), all) {
 		t.Fatalf("cleanup without checkpoint: %+v %v", res, err)
 	}
-	if _, err := appendOne(ctx, tbl, 10); err != nil { // checkpoint 10
-		t.Fatal(err)
-	}
+	appendRange(t, tbl, 10, 10) // checkpoint 10
 	if _, err := SetProperties(ctx, tbl, map[string]string{PropExpiredLogCleanup: "false"}); err != nil {
 		t.Fatal(err)
 	}
@@ -139,11 +125,7 @@ func TestRealGapIsBrokenLog(t *testing.T) {
 	ctx := context.Background()
 	store := newDirStore(t, "")
 	tbl := newTestTable(t, store, 10)
-	for i := int64(1); i <= 14; i++ {
-		if _, err := appendOne(ctx, tbl, i); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendRange(t, tbl, 1, 14)
 	if err := store.Delete(ctx, CommitKey(12)); err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,16 @@ func appendOne(ctx context.Context, tbl *Table, n int64) (int64, error) {
 	return tbl.Commit(ctx, CommitActions{Adds: []Add{testAdd(n)}, Txn: &Txn{AppID: "relay", Version: n}})
 }
 
+// appendRange appends batches from..to (inclusive), one commit each.
+func appendRange(t *testing.T, tbl *Table, from, to int64) {
+	t.Helper()
+	for i := from; i <= to; i++ {
+		if _, err := appendOne(context.Background(), tbl, i); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+}
+
 // TestForeignPropertyChangesAreFollowed: table property changes written
 // the way Spark and delta-rs write them, landing between two appends of a
 // live handle, are followed (the append goes on at the next version); a

@@ -40,11 +40,7 @@ func TestLoadListsFromCheckpoint(t *testing.T) {
 	ctx := context.Background()
 	rec := &listRecorder{Store: newDirStore(t, "")}
 	tbl := newTestTable(t, rec, 10)
-	for i := int64(1); i <= 25; i++ {
-		if _, err := appendOne(ctx, tbl, i); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendRange(t, tbl, 1, 25)
 	load := func(name string, want ...string) {
 		t.Helper()
 		rec.take()
@@ -129,11 +125,7 @@ func TestReadersSkipTombstones(t *testing.T) {
 	}
 	// Eight days later the next checkpoint drops them, from memory too.
 	clock = clock.Add(8 * 24 * time.Hour)
-	for i := int64(6); i <= 10; i++ {
-		if _, err := appendOne(ctx, tbl, i); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendRange(t, tbl, 6, 10)
 	if n := len(tbl.snap.Tombstones); n != 0 {
 		t.Fatalf("writer keeps %d expired tombstones", n)
 	}

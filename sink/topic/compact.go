@@ -54,27 +54,13 @@ type CompactOptions struct {
 }
 
 func (o CompactOptions) withDefaults() CompactOptions {
-	if o.TargetFileBytes <= 0 {
-		o.TargetFileBytes = DefaultTargetFileBytes
-	}
-	if o.SmallFileBytes <= 0 {
-		o.SmallFileBytes = min(DefaultSmallFileBytes, o.TargetFileBytes/2)
-	}
-	if o.MinFiles <= 0 {
-		o.MinFiles = 2
-	}
-	if o.MaxCommitFiles <= 0 {
-		o.MaxCommitFiles = DefaultMaxCommitFiles
-	}
-	if o.MaxCommitBytes <= 0 {
-		o.MaxCommitBytes = DefaultMaxCommitBytes
-	}
-	if o.MaxOpenFiles <= 0 {
-		o.MaxOpenFiles = DefaultMaxOpenFiles
-	}
-	if o.MaxOpenBytes <= 0 {
-		o.MaxOpenBytes = DefaultMaxOpenBytes
-	}
+	orDefault(&o.TargetFileBytes, DefaultTargetFileBytes)
+	orDefault(&o.SmallFileBytes, min(DefaultSmallFileBytes, o.TargetFileBytes/2))
+	orDefault(&o.MinFiles, 2)
+	orDefault(&o.MaxCommitFiles, DefaultMaxCommitFiles)
+	orDefault(&o.MaxCommitBytes, DefaultMaxCommitBytes)
+	orDefault(&o.MaxOpenFiles, DefaultMaxOpenFiles)
+	orDefault(&o.MaxOpenBytes, DefaultMaxOpenBytes)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}

@@ -22,6 +22,10 @@ const (
 	DefaultMaxOpenBytes    = 256 << 20
 )
 
+// compactMemoryBuffer is how much of an output file Compact keeps in
+// memory before writing it to the store as it grows.
+const compactMemoryBuffer = 1 << 20
+
 // CompactOptions configure Compact. Zero fields take the defaults.
 type CompactOptions struct {
 	// TargetFileBytes is the encoded size at which an output file is
@@ -126,8 +130,9 @@ func Compact(ctx context.Context, tableStore storage.Store, opts CompactOptions)
 // compactChunk merges one chunk into new files and commits the rewrite.
 func compactChunk(ctx context.Context, tbl *delta.Table, store storage.Store, chunk []inputFile, deadLetter bool,
 	o CompactOptions, res *CompactResult) error {
+	// Outputs are large: they go to the store as they grow, past 1 MiB.
 	w := NewFileWriter(store, FileOptions{DeadLetter: deadLetter, MaxFileBytes: o.TargetFileBytes, MaxFileRows: math.MaxInt32,
-		RowGroupRows: o.RowGroupRows})
+		RowGroupRows: o.RowGroupRows, MemoryBuffer: compactMemoryBuffer})
 	defer w.Abort()
 	n, err := mergeInto(ctx, store, w, chunk)
 	if err != nil {

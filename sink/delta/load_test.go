@@ -37,41 +37,43 @@ func (r *listRecorder) take() []string {
 // checkpoint's version); a missing, corrupt, or wrong hint falls back to a
 // full listing; an old hint lists from that older checkpoint.
 func TestLoadListsFromCheckpoint(t *testing.T) {
-	ctx := context.Background()
-	rec := &listRecorder{Store: newDirStore(t, "")}
-	tbl := newTestTable(t, rec, 10)
-	appendRange(t, tbl, 1, 25)
-	load := func(name string, want ...string) {
-		t.Helper()
-		rec.take()
-		snap, err := LoadSnapshot(ctx, rec, -1)
-		if err != nil || snap.Version != 25 || snap.CheckpointVersion != 20 {
-			t.Fatalf("%s: %v %v", name, snap, err)
+	bothStores(t, func(t *testing.T, store storage.Store) {
+		ctx := context.Background()
+		rec := &listRecorder{Store: store}
+		tbl := newTestTable(t, rec, 10)
+		appendRange(t, tbl, 1, 25)
+		load := func(name string, want ...string) {
+			t.Helper()
+			rec.take()
+			snap, err := LoadSnapshot(ctx, rec, -1)
+			if err != nil || snap.Version != 25 || snap.CheckpointVersion != 20 {
+				t.Fatalf("%s: %v %v", name, snap, err)
+			}
+			if got := rec.take(); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s: lists after %q, want %q", name, got, want)
+			}
 		}
-		if got := rec.take(); fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("%s: lists after %q, want %q", name, got, want)
+		at := func(v int64) string { return fmt.Sprintf("%s%020d", LogDir, v) }
+		load("valid hint", at(20))
+		for _, c := range []struct{ name, hint string }{{"corrupt", `{"version":`}, {"ahead", `{"version":40,"size":1}`}, {"empty", ``}} {
+			if err := rec.Put(ctx, LastCheckpointKey, []byte(c.hint)); err != nil {
+				t.Fatal(err)
+			}
+			if c.name == "ahead" {
+				load(c.name, at(40), "")
+			} else {
+				load(c.name, "")
+			}
 		}
-	}
-	at := func(v int64) string { return fmt.Sprintf("%s%020d", LogDir, v) }
-	load("valid hint", at(20))
-	for name, hint := range map[string]string{"corrupt": `{"version":`, "ahead": `{"version":40,"size":1}`, "empty": ``} {
-		if err := rec.Put(ctx, LastCheckpointKey, []byte(hint)); err != nil {
+		if err := rec.Put(ctx, LastCheckpointKey, []byte(`{"version":10,"size":1}`)); err != nil {
 			t.Fatal(err)
 		}
-		if hint == `{"version":40,"size":1}` {
-			load(name, at(40), "")
-		} else {
-			load(name, "")
+		load("stale hint", at(10))
+		if err := rec.Delete(ctx, LastCheckpointKey); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := rec.Put(ctx, LastCheckpointKey, []byte(`{"version":10,"size":1}`)); err != nil {
-		t.Fatal(err)
-	}
-	load("stale hint", at(10))
-	if err := rec.Delete(ctx, LastCheckpointKey); err != nil {
-		t.Fatal(err)
-	}
-	load("missing hint", "")
+		load("missing hint", "")
+	})
 }
 
 // TestReadersSkipTombstones: a checkpoint keeps the unexpired tombstones

@@ -127,10 +127,9 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string) ([]Object, 
 	}
 	dir, _ := splitDir(prefix)
 	var out []Object
-	err := l.walk(ctx, dir, false, func(key string, fi fs.FileInfo) {
-		if strings.HasPrefix(key, prefix) && key > startAfter {
-			out = append(out, Object{Key: key, Size: fi.Size(), ModTime: fi.ModTime()})
-		}
+	keep := func(key string) bool { return strings.HasPrefix(key, prefix) && key > startAfter }
+	err := l.walk(ctx, dir, false, keep, func(key string, fi fs.FileInfo) {
+		out = append(out, Object{Key: key, Size: fi.Size(), ModTime: fi.ModTime()})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list %q after %q in %s: %w", prefix, startAfter, l, err)
@@ -143,9 +142,11 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string) ([]Object, 
 }
 
 // walk calls fn for every regular file under the directory dirKey ("" =
-// root): the objects, or with temp the temporary files instead. A missing
-// directory yields nothing.
-func (l *Local) walk(ctx context.Context, dirKey string, temp bool, fn func(key string, fi fs.FileInfo)) error {
+// root) whose key passes keep: the objects, or with temp the temporary
+// files instead. keep is checked before the file is stat'ed (a log listed
+// from a checkpoint on costs no stat per older commit). A missing directory
+// yields nothing.
+func (l *Local) walk(ctx context.Context, dirKey string, temp bool, keep func(string) bool, fn func(key string, fi fs.FileInfo)) error {
 	entries, err := os.ReadDir(l.path(dirKey))
 	if err != nil {
 		if isNotFound(err) {
@@ -160,10 +161,10 @@ func (l *Local) walk(ctx context.Context, dirKey string, temp bool, fn func(key 
 		key := joinKey(dirKey, e.Name())
 		switch {
 		case e.IsDir():
-			if err := l.walk(ctx, key, temp, fn); err != nil {
+			if err := l.walk(ctx, key, temp, keep, fn); err != nil {
 				return err
 			}
-		case e.Type().IsRegular() && isTempName(e.Name()) == temp:
+		case e.Type().IsRegular() && isTempName(e.Name()) == temp && keep(key):
 			fi, err := e.Info()
 			if isNotFound(err) {
 				continue // deleted while listing

@@ -23,8 +23,9 @@ func (l *Local) SweepTemp(ctx context.Context, prefix string, olderThan time.Dur
 	dir, _ := splitDir(prefix)
 	n := 0
 	var rmErr error
-	err := l.walk(ctx, dir, true, func(key string, fi fs.FileInfo) {
-		if !strings.HasPrefix(tempTarget(key), prefix) || !fi.ModTime().Before(cutoff) || rmErr != nil {
+	keep := func(key string) bool { return strings.HasPrefix(tempTarget(key), prefix) }
+	err := l.walk(ctx, dir, true, keep, func(key string, fi fs.FileInfo) {
+		if !fi.ModTime().Before(cutoff) || rmErr != nil {
 			return
 		}
 		switch err := os.Remove(l.path(key)); {

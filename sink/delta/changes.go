@@ -28,14 +28,29 @@ type ChangeFile struct {
 	Size            int64
 }
 
+// cleanedChangesOr returns a LogCleanedError when from is older than the
+// oldest version whose change feed the log still holds, else broken.
+func cleanedChangesOr(ctx context.Context, store storage.Store, from int64, broken error) error {
+	all, err := listLog(ctx, store, 0)
+	if err != nil {
+		return broken
+	}
+	if e := all.earliestChangeVersion(); e > from {
+		return &LogCleanedError{Version: from, Earliest: e}
+	}
+	return broken
+}
+
 // ReadChanges calls fn, in version order, for the files that make up the
 // change feed of versions from..to (to < 0 or beyond the latest = latest).
 // A version with cdc actions yields only its cdc files; otherwise adds with
 // dataChange=true are inserts and removes with dataChange=true deletes;
 // dataChange=false actions (OPTIMIZE) yield nothing. It errors when from > to,
-// when from is beyond the latest version, when a commit in the range is
-// missing (log cleanup), when the change data feed is off at any version in
-// the range, or when a version's protocol is unreadable.
+// when from is beyond the latest version, when from is older than what log
+// cleanup kept (a LogCleanedError naming the earliest version), when a
+// commit in the range is missing (ErrBrokenLog), when the change data feed
+// is off at any version in the range, or when a version's protocol is
+// unreadable.
 func ReadChanges(ctx context.Context, store storage.Store, from, to int64, fn func(ChangeFile) error) error {
 	if from < 0 {
 		return fmt.Errorf("change feed: negative start version %d", from)
@@ -58,7 +73,7 @@ func ReadChanges(ctx context.Context, store storage.Store, from, to int64, fn fu
 		return fmt.Errorf("change feed: start version %d is after end version %d", from, to)
 	}
 	if err := checkContiguous(l, from, to); err != nil {
-		return fmt.Errorf("change feed: %w", err)
+		return fmt.Errorf("change feed: %w", cleanedChangesOr(ctx, store, from, err))
 	}
 	snap, err := LoadSnapshot(ctx, store, from)
 	if err != nil {

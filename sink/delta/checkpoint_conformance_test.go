@@ -48,7 +48,7 @@ func TestConformanceCheckpointReplay(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			store := readOnlyStore(t, root)
 			log := slog.New(failOnWarn{slog.DiscardHandler, t})
-			withCP, err := loadSnapshot(ctx, store, -1, log)
+			withCP, err := loadSnapshot(ctx, store, -1, log, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +60,7 @@ func TestConformanceCheckpointReplay(t *testing.T) {
 				t.Fatal(err)
 			}
 			l.Checkpoints = nil
-			jsonOnly, err := replayFrom(ctx, store, l, withCP.Version, log)
+			jsonOnly, err := replayFrom(ctx, store, l, withCP.Version, log, true)
 			if err != nil {
 				t.Fatal(err)
 			}

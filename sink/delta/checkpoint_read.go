@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/deltabus/deltabus/storage"
@@ -22,15 +23,23 @@ var checkpointColumns = map[string]bool{
 // skipping them keeps odd physical types in stats from breaking replay.
 var skippedChildren = map[string]bool{"stats_parsed": true, "partitionValues_parsed": true}
 
-// readCheckpoint reads every part of a checkpoint into actions.
-func readCheckpoint(ctx context.Context, store storage.Store, ref checkpointRef) ([]Action, error) {
+// writerOnlyChildren are add fields a reader's load leaves out (see
+// readCheckpoint).
+var writerOnlyChildren = map[string]bool{"deletionVector": true, "baseRowId": true, "defaultRowCommitVersion": true}
+
+// readCheckpoint reads every part of a checkpoint into actions. full is a
+// writer's read; a reader's (not full) leaves out what only writers and
+// VACUUM use: tombstones (and the row groups holding only them), deletion
+// vectors and row-tracking fields (tables using either are refused by
+// CheckReadable anyway).
+func readCheckpoint(ctx context.Context, store storage.Store, ref checkpointRef, full bool) ([]Action, error) {
 	var out []Action
 	for _, key := range ref.Keys {
 		data, err := store.Get(ctx, key)
 		if err != nil {
 			return nil, fmt.Errorf("read checkpoint %s: %w", key, err)
 		}
-		acts, err := ParseCheckpoint(ctx, data)
+		acts, err := parseCheckpoint(ctx, data, full)
 		if err != nil {
 			return nil, fmt.Errorf("read checkpoint %s: %w", key, err)
 		}
@@ -45,6 +54,10 @@ func readCheckpoint(ctx context.Context, store storage.Store, ref checkpointRef)
 // checkpoints with fewer columns (missing columns read as null) and never
 // panics on corrupt input.
 func ParseCheckpoint(ctx context.Context, data []byte) (acts []Action, err error) {
+	return parseCheckpoint(ctx, data, true)
+}
+
+func parseCheckpoint(ctx context.Context, data []byte, full bool) (acts []Action, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			acts, err = nil, fmt.Errorf("corrupt checkpoint parquet: %v", r)
@@ -55,20 +68,32 @@ func ParseCheckpoint(ctx context.Context, data []byte) (acts []Action, err error
 		return nil, fmt.Errorf("open parquet: %w", err)
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
+	var rowGroups []int // nil = all
+	if !full {
+		if rowGroups = rowGroupsWithout(pf, "remove.path"); len(rowGroups) == 0 {
+			return nil, nil
+		}
+	}
+	// A small checkpoint gets small batches: every leaf reader allocates
+	// a batch's worth of buffers up front.
+	batch := int64(4096)
+	if n := rowsIn(pf, rowGroups); n < batch {
+		batch = max(n, 1)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batch}, memory.DefaultAllocator)
 	if err != nil {
 		return nil, fmt.Errorf("parquet schema: %w", err)
 	}
 	var leaves []int
 	for _, f := range fr.Manifest.Fields {
-		if checkpointColumns[f.Field.Name] {
-			leaves = appendLeaves(leaves, f, 0)
+		if checkpointColumns[f.Field.Name] && (full || f.Field.Name != "remove") {
+			leaves = appendLeaves(leaves, f, 0, full)
 		}
 	}
 	if len(leaves) == 0 {
 		return nil, fmt.Errorf("no Delta action columns in checkpoint")
 	}
-	rr, err := fr.GetRecordReader(ctx, leaves, nil)
+	rr, err := fr.GetRecordReader(ctx, leaves, rowGroups)
 	if err != nil {
 		return nil, fmt.Errorf("parquet record reader: %w", err)
 	}
@@ -87,27 +112,74 @@ func ParseCheckpoint(ctx context.Context, data []byte) (acts []Action, err error
 	return acts, nil
 }
 
-func appendLeaves(out []int, f pqarrow.SchemaField, depth int) []int {
+func appendLeaves(out []int, f pqarrow.SchemaField, depth int, full bool) []int {
 	if f.IsLeaf() {
 		return append(out, f.ColIndex)
 	}
 	for _, c := range f.Children {
-		if depth == 0 && skippedChildren[c.Field.Name] {
+		if depth == 0 && (skippedChildren[c.Field.Name] || (!full && writerOnlyChildren[c.Field.Name])) {
 			continue
 		}
-		out = appendLeaves(out, c, depth+1)
+		out = appendLeaves(out, c, depth+1, full)
+	}
+	return out
+}
+
+// rowsIn counts the rows of the given row groups (nil = all).
+func rowsIn(pf *file.Reader, rowGroups []int) int64 {
+	if rowGroups == nil {
+		return pf.NumRows()
+	}
+	var n int64
+	for _, i := range rowGroups {
+		n += pf.MetaData().RowGroup(i).NumRows()
+	}
+	return n
+}
+
+// rowGroupsWithout returns the row groups that hold a row whose column
+// leaf is null, going by the column chunk statistics: a row group where
+// every row has it (null count 0) holds only that action and is left out.
+// A row group without statistics is kept.
+func rowGroupsWithout(pf *file.Reader, leaf string) []int {
+	col := pf.MetaData().Schema.ColumnIndexByName(leaf)
+	var out []int
+	for i := range pf.NumRowGroups() {
+		rg := pf.MetaData().RowGroup(i)
+		if col >= 0 && rg.NumRows() > 0 {
+			if cc, err := rg.ColumnChunk(col); err == nil {
+				if st, err := cc.Statistics(); err == nil && st != nil && st.HasNullCount() && st.NullCount() == 0 && cc.NumValues() == rg.NumRows() {
+					continue
+				}
+			}
+		}
+		out = append(out, i)
 	}
 	return out
 }
 
 // recordActions turns each row of a batch into the action it holds (the
-// one non-null top-level struct); rows holding none are skipped.
+// one non-null top-level struct); rows holding none are skipped. Add and
+// remove columns of the usual types are decoded directly (fileColumn),
+// anything else by way of JSON.
 func recordActions(rec arrow.RecordBatch) ([]Action, error) {
 	var out []Action
+	fast := make([]*fileColumn, rec.NumCols())
+	for c := range fast {
+		if name := rec.ColumnName(c); name == "add" || name == "remove" {
+			fast[c], _ = newFileColumn(rec.Column(c))
+		}
+	}
 	for row := 0; row < int(rec.NumRows()); row++ {
 		for c := 0; c < int(rec.NumCols()); c++ {
 			col := rec.Column(c)
 			if col.IsNull(row) {
+				continue
+			}
+			if fc := fast[c]; fc != nil {
+				if a := fc.action(rec.ColumnName(c), row); a != nil {
+					out = append(out, *a)
+				}
 				continue
 			}
 			m, ok := arrowValue(col, row).(map[string]any)

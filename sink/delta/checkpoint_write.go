@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -60,14 +60,13 @@ func kv[V string | *string](m map[string]V) []map[string]any {
 	return out
 }
 
-// checkpointRows returns the checkpoint rows of snap in Arrow JSON form:
-// protocol, metaData, txns, domains, adds and unexpired tombstones sorted by
-// path, file actions with dataChange=false; never commitInfo or cdc.
-func checkpointRows(snap *Snapshot, now time.Time) (rows []map[string]any, numAdds int) {
+// stateRows returns the checkpoint rows of snap other than files, in
+// Arrow JSON form: protocol, metaData, txns and domains.
+func stateRows(snap *Snapshot) []map[string]any {
 	p, m := snap.Protocol, snap.Metadata
-	rows = append(rows, map[string]any{"protocol": map[string]any{
+	rows := []map[string]any{{"protocol": map[string]any{
 		"minReaderVersion": p.MinReaderVersion, "minWriterVersion": p.MinWriterVersion,
-		"readerFeatures": p.ReaderFeatures, "writerFeatures": p.WriterFeatures}})
+		"readerFeatures": p.ReaderFeatures, "writerFeatures": p.WriterFeatures}}}
 	rows = append(rows, map[string]any{"metaData": map[string]any{
 		"id": m.ID, "name": m.Name, "description": m.Description,
 		"format":       map[string]any{"provider": m.Format.Provider, "options": kv(m.Format.Options)},
@@ -80,49 +79,55 @@ func checkpointRows(snap *Snapshot, now time.Time) (rows []map[string]any, numAd
 	for _, d := range slices.Sorted(maps.Keys(snap.Domains)) {
 		rows = append(rows, map[string]any{"domainMetadata": snap.Domains[d]})
 	}
-	adds := slices.Collect(maps.Values(snap.Files))
-	sort.Slice(adds, func(i, j int) bool { return adds[i].Path < adds[j].Path })
-	for _, a := range adds {
-		rows = append(rows, map[string]any{"add": map[string]any{
-			"path": a.Path, "partitionValues": kv(a.PartitionValues), "size": a.Size,
-			"modificationTime": a.ModificationTime, "dataChange": false, "tags": kv(a.Tags),
-			"deletionVector": a.DeletionVector, "baseRowId": a.BaseRowID,
-			"defaultRowCommitVersion": a.DefaultRowCommitVersion, "stats": nullIfEmpty(a.Stats)}})
-	}
-	cutoff := now.Add(-retention(m, "delta.deletedFileRetentionDuration", 7*24*time.Hour)).UnixMilli()
-	removes := slices.Collect(maps.Values(snap.Tombstones))
-	sort.Slice(removes, func(i, j int) bool { return removes[i].Path < removes[j].Path })
-	for _, r := range removes {
-		if r.DeletionTimestamp == nil || *r.DeletionTimestamp <= cutoff {
-			continue // expired tombstone
+	return rows
+}
+
+// liveTombstones returns the removes of snap whose deletionTimestamp is
+// inside delta.deletedFileRetentionDuration of now (a remove without one
+// counts as removed at time 0), sorted by path.
+func liveTombstones(snap *Snapshot, now time.Time) []Remove {
+	cutoff := tombstoneCutoff(snap.Metadata, now)
+	var out []Remove
+	for _, r := range snap.Tombstones {
+		if !r.expired(cutoff) {
+			out = append(out, r)
 		}
-		rows = append(rows, map[string]any{"remove": map[string]any{
-			"path": r.Path, "deletionTimestamp": r.DeletionTimestamp, "dataChange": false,
-			"extendedFileMetadata": r.ExtendedFileMetadata, "partitionValues": kvOrNil(r.PartitionValues),
-			"size": r.Size, "deletionVector": r.DeletionVector}})
 	}
-	return rows, len(adds)
+	slices.SortFunc(out, func(a, b Remove) int { return strings.Compare(a.Path, b.Path) })
+	return out
 }
 
-func kvOrNil(m map[string]*string) any {
-	if m == nil {
-		return nil
-	}
-	return kv(m)
+// tombstoneCutoff is the deletionTimestamp (ms) at or before which a
+// tombstone has expired.
+func tombstoneCutoff(m Metadata, now time.Time) int64 {
+	return now.Add(-Retention(m, PropDeletedFileRetention, DefaultDeletedFileRetention)).UnixMilli()
 }
 
-func nullIfEmpty(s string) any {
-	if s == "" {
-		return nil
+func (r *Remove) expired(cutoff int64) bool {
+	return r.DeletionTimestamp == nil || *r.DeletionTimestamp <= cutoff
+}
+
+// expireTombstones forgets the tombstones no checkpoint keeps any more, so
+// a long-running writer's state does not grow with every file a
+// compaction ever removed.
+func (s *Snapshot) expireTombstones(now time.Time) {
+	cutoff := tombstoneCutoff(s.Metadata, now)
+	for k, r := range s.Tombstones {
+		if r.expired(cutoff) {
+			delete(s.Tombstones, k)
+		}
 	}
-	return s
 }
 
 // EncodeCheckpoint renders snap as a classic checkpoint parquet file and
-// returns it with its number of action rows and active files.
+// returns it with its number of action rows and active files. Rows, each
+// holding one action: protocol, metaData, txns, domains, then the adds
+// sorted by path; then the unexpired tombstones, sorted by path, in row
+// groups of their own; file actions with dataChange=false; never
+// commitInfo or cdc.
 func EncodeCheckpoint(snap *Snapshot, now time.Time) (data []byte, rows, numAdds int, err error) {
-	rowMaps, numAdds := checkpointRows(snap, now)
-	js, err := json.Marshal(rowMaps)
+	state := stateRows(snap)
+	js, err := json.Marshal(state)
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("encode checkpoint rows: %w", err)
 	}
@@ -131,20 +136,30 @@ func EncodeCheckpoint(snap *Snapshot, now time.Time) (data []byte, rows, numAdds
 		return nil, 0, 0, fmt.Errorf("build checkpoint record: %w", err)
 	}
 	defer rec.Release()
+	adds := slices.SortedFunc(maps.Values(snap.Files), func(a, b Add) int { return strings.Compare(a.Path, b.Path) })
+	removes := liveTombstones(snap, now)
 	var buf bytes.Buffer
+	// Column statistics only where a reader uses them (to skip the row
+	// groups of tombstones): min/max of paths and stats strings would only
+	// fatten the footer every load parses.
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy),
-		parquet.WithCreatedBy("DeltaBus"), parquet.WithMaxRowGroupLength(1<<20))
+		parquet.WithCreatedBy("DeltaBus"), parquet.WithMaxRowGroupLength(1<<20),
+		parquet.WithStats(false), parquet.WithStatsFor("remove.path", true))
 	w, err := pqarrow.NewFileWriter(checkpointSchema, &buf, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("checkpoint writer: %w", err)
 	}
-	if err := w.Write(rec); err != nil {
+	err = writeFileRows(w, rec, cpAdd, len(adds), func(sb *array.StructBuilder, i int) { appendAdd(sb, &adds[i]) })
+	if err == nil {
+		err = writeFileRows(w, nil, cpRemove, len(removes), func(sb *array.StructBuilder, i int) { appendRemove(sb, &removes[i]) })
+	}
+	if err != nil {
 		return nil, 0, 0, fmt.Errorf("write checkpoint: %w", err)
 	}
 	if err := w.Close(); err != nil {
 		return nil, 0, 0, fmt.Errorf("close checkpoint: %w", err)
 	}
-	return buf.Bytes(), len(rowMaps), numAdds, nil
+	return buf.Bytes(), len(state) + len(adds) + len(removes), len(adds), nil
 }
 
 // WriteCheckpoint writes the classic checkpoint of snap (whose commit must

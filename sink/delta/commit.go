@@ -31,21 +31,20 @@ const putRetries = 3
 // Commit appends actions as the next version and returns it. Every add gets
 // dataChange=true and non-null partitionValues. The file holds commitInfo
 // first, then the adds, then the txn, via PutIfAbsent. When another writer
-// won the version, Commit reads the winners: a protocol/metaData change
-// aborts with ErrConcurrentMetadataChange; our appId at a version ≥ ours
-// gives ErrAlreadyCommitted; our appId at a lower version gives
-// ErrConcurrentWriter; otherwise it retries at the next version. A batch
-// whose txn is already reached returns ErrAlreadyCommitted without writing.
-// On error the returned version is -1. A checkpoint is written after
-// versions that are multiples of delta.checkpointInterval; its failure is
-// logged, never returned.
+// won the version, Commit reads the winners: a protocol/metaData change it
+// cannot follow gives an IncompatibleChangeError (ErrIncompatibleChange;
+// changes of table properties, name or description are followed); our
+// appId at a version ≥ ours gives ErrAlreadyCommitted; our appId at a lower
+// version gives ErrConcurrentWriter; otherwise it retries at the next
+// version. A batch whose txn is already reached returns ErrAlreadyCommitted
+// without writing. On error the returned version is -1. A checkpoint is
+// written after versions that are multiples of delta.checkpointInterval;
+// its failure is logged, never returned.
 func (t *Table) Commit(ctx context.Context, ca CommitActions) (int64, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.stale {
-		if err := t.reload(ctx); err != nil {
-			return -1, err
-		}
+	if err := t.ready(ctx); err != nil {
+		return -1, err
 	}
 	if err := t.validate(&ca); err != nil {
 		return -1, fmt.Errorf("commit to %s: %w", t.store, err)
@@ -54,9 +53,30 @@ func (t *Table) Commit(ctx context.Context, ca CommitActions) (int64, error) {
 		return -1, err
 	}
 	readVersion, txnID := t.snap.Version, uuid.NewString()
+	render := func() ([]Action, error) { return t.build(ca, readVersion, txnID) }
+	check := func(v int64, acts []Action) error { return txnConflict(v, acts, ca.Txn) }
+	return t.commitLoop(ctx, render, check)
+}
+
+// ready reloads the log when the in-memory state may be behind or wrong.
+func (t *Table) ready(ctx context.Context) error {
+	if !t.stale {
+		return nil
+	}
+	return t.reload(ctx)
+}
+
+// commitLoop writes the commit render makes at the next version. On a lost
+// race it catches up with the winners (check may refuse one; catchUp has
+// already applied it) and renders again for the next version.
+func (t *Table) commitLoop(ctx context.Context, render func() ([]Action, error), check func(int64, []Action) error) (int64, error) {
 	for attempt := 0; attempt < t.opts.MaxAttempts; attempt++ {
 		v := t.snap.Version + 1
-		acts, data, err := t.build(ca, readVersion, txnID)
+		acts, err := render()
+		if err != nil {
+			return -1, fmt.Errorf("commit to %s version %d: %w", t.store, v, err)
+		}
+		data, err := EncodeCommit(acts)
 		if err != nil {
 			return -1, fmt.Errorf("commit to %s version %d: %w", t.store, v, err)
 		}
@@ -70,7 +90,7 @@ func (t *Table) Commit(ctx context.Context, ca CommitActions) (int64, error) {
 			t.stale = true // outcome unknown: the reload's txn check settles a retry
 			return -1, fmt.Errorf("commit to %s version %d: %w", t.store, v, err)
 		}
-		if err := t.catchUp(ctx, ca.Txn); err != nil {
+		if err := t.catchUp(ctx, check); err != nil {
 			return -1, fmt.Errorf("commit to %s version %d: %w", t.store, v, err)
 		}
 	}
@@ -84,10 +104,17 @@ func (t *Table) validate(ca *CommitActions) error {
 	if len(ca.Adds) == 0 && ca.Txn == nil {
 		return errors.New("nothing to commit")
 	}
+	return t.validateAdds(ca.Adds, true)
+}
+
+// validateAdds checks adds (unique non-empty paths, sizes, a partition
+// value for exactly the table's partition columns) and sets their
+// dataChange and non-null partitionValues.
+func (t *Table) validateAdds(adds []Add, dataChange bool) error {
 	parts := t.snap.Metadata.PartitionColumns
 	seen := map[string]bool{}
-	for i := range ca.Adds {
-		a := &ca.Adds[i]
+	for i := range adds {
+		a := &adds[i]
 		if a.Path == "" || a.Size < 0 {
 			return fmt.Errorf("add %d: empty path or negative size", i)
 		}
@@ -96,7 +123,7 @@ func (t *Table) validate(ca *CommitActions) error {
 		} else {
 			seen[k] = true
 		}
-		a.DataChange = true
+		a.DataChange = dataChange
 		if a.PartitionValues == nil {
 			a.PartitionValues = map[string]*string{}
 		}
@@ -125,12 +152,12 @@ func (t *Table) checkTxn(txn *Txn) error {
 }
 
 // build renders the commit: commitInfo first, then adds, then txn.
-func (t *Table) build(ca CommitActions, readVersion int64, txnID string) ([]Action, []byte, error) {
+func (t *Table) build(ca CommitActions, readVersion int64, txnID string) ([]Action, error) {
 	now := t.opts.Now()
 	ms := now.UnixMilli()
 	ci, err := t.commitInfo(ca, ms, readVersion, txnID)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	acts := make([]Action, 0, len(ca.Adds)+2)
 	acts = append(acts, Action{CommitInfo: ci})
@@ -142,8 +169,7 @@ func (t *Table) build(ca CommitActions, readVersion int64, txnID string) ([]Acti
 		txn.LastUpdated = &ms
 		acts = append(acts, Action{Txn: &txn})
 	}
-	data, err := EncodeCommit(acts)
-	return acts, data, err
+	return acts, nil
 }
 
 func (t *Table) commitInfo(ca CommitActions, ms, readVersion int64, txnID string) (*CommitInfo, error) {
@@ -170,9 +196,23 @@ func (t *Table) commitInfo(ca CommitActions, ms, readVersion int64, txnID string
 	if rowsKnown {
 		metrics["numOutputRows"] = strconv.FormatInt(rows, 10)
 	}
-	raw := map[string]any{"operation": op, "operationParameters": params, "readVersion": readVersion,
-		"isolationLevel": "Serializable", "isBlindAppend": true, "engineInfo": t.opts.EngineInfo,
-		"operationMetrics": metrics}
+	return t.opCommitInfo(opInfo{op: op, params: params, blind: true, metrics: metrics}, ms, readVersion, txnID)
+}
+
+// opInfo is what commitInfo records of an operation besides its timing.
+type opInfo struct {
+	op      string
+	params  any // operationParameters
+	blind   bool
+	metrics map[string]string
+}
+
+// opCommitInfo builds the commitInfo of a commit based on readVersion, with
+// inCommitTimestamp max(ms, previous ICT + 1) when the table has ICT on.
+func (t *Table) opCommitInfo(o opInfo, ms, readVersion int64, txnID string) (*CommitInfo, error) {
+	raw := map[string]any{"operation": o.op, "operationParameters": o.params, "readVersion": readVersion,
+		"isolationLevel": "Serializable", "isBlindAppend": o.blind, "engineInfo": t.opts.EngineInfo,
+		"operationMetrics": o.metrics}
 	ci, err := newCommitInfo(raw, ms, txnID)
 	if err != nil {
 		return nil, err
@@ -229,49 +269,6 @@ func (t *Table) put(ctx context.Context, v int64, data []byte) error {
 	return err
 }
 
-// catchUp reads and applies the commits that beat us, checking each for
-// conflicts with our batch.
-func (t *Table) catchUp(ctx context.Context, txn *Txn) error {
-	for {
-		v := t.snap.Version + 1
-		data, err := t.store.Get(ctx, CommitKey(v))
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read winning commit %d: %w", v, err)
-		}
-		acts, err := ParseCommit(data)
-		if err != nil {
-			t.stale = true
-			return fmt.Errorf("parse winning commit %d: %w", v, err)
-		}
-		if err := winnerConflict(v, acts, txn); err != nil {
-			if !errors.Is(err, ErrAlreadyCommitted) && !errors.Is(err, ErrConcurrentWriter) {
-				t.stale = true
-				return err
-			}
-			t.snap.applyCommit(v, acts, time.Time{})
-			return err
-		}
-		t.snap.applyCommit(v, acts, time.Time{})
-	}
-}
-
-func winnerConflict(v int64, acts []Action, txn *Txn) error {
-	for _, a := range acts {
-		switch {
-		case a.Protocol != nil || a.Metadata != nil:
-			return fmt.Errorf("version %d changed the protocol or metadata: %w", v, ErrConcurrentMetadataChange)
-		case a.Txn != nil && txn != nil && a.Txn.AppID == txn.AppID && a.Txn.Version >= txn.Version:
-			return fmt.Errorf("version %d holds appId %q txn %d ≥ batch %d: %w", v, txn.AppID, a.Txn.Version, txn.Version, ErrAlreadyCommitted)
-		case a.Txn != nil && txn != nil && a.Txn.AppID == txn.AppID:
-			return fmt.Errorf("version %d holds appId %q txn %d < batch %d: %w", v, txn.AppID, a.Txn.Version, txn.Version, ErrConcurrentWriter)
-		}
-	}
-	return nil
-}
-
 // maybeCheckpoint writes a checkpoint after versions that are multiples of
 // the interval; failures are logged only. With Options.AsyncCheckpoints it
 // writes a copy of the state in the background (one at a time per table; a
@@ -282,6 +279,7 @@ func (t *Table) maybeCheckpoint(ctx context.Context) {
 	if v == 0 || v%CheckpointInterval(t.snap.Metadata) != 0 {
 		return
 	}
+	t.snap.expireTombstones(t.opts.Now())
 	if !t.opts.AsyncCheckpoints {
 		t.writeCheckpoint(ctx, t.snap)
 		return

@@ -21,15 +21,16 @@ func CheckpointInterval(m Metadata) int64 {
 	return n
 }
 
-// retention reads a CalendarInterval table property, or def when unset or
-// unparsable.
-func retention(m Metadata, key string, def time.Duration) time.Duration {
+// Retention reads a CalendarInterval table property ("interval 7 days") as
+// a duration, or def when the property is unset, unparsable or not
+// positive.
+func Retention(m Metadata, key string, def time.Duration) time.Duration {
 	v, ok := m.Configuration[key]
 	if !ok {
 		return def
 	}
 	d, err := ParseInterval(v)
-	if err != nil {
+	if err != nil || d <= 0 {
 		return def
 	}
 	return d

@@ -54,6 +54,12 @@ func listLog(ctx context.Context, store storage.Store, from int64) (*logListing,
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", LogDir, err)
 	}
+	return parseListing(objs), nil
+}
+
+// parseListing sorts the objects of a _delta_log listing into commits and
+// complete checkpoints.
+func parseListing(objs []storage.Object) *logListing {
 	l := &logListing{Commits: map[int64]storage.Object{}, MaxVersion: -1}
 	parts := map[int64]map[int64]map[int64]string{} // version → parts total → part → key
 	for _, o := range objs {
@@ -100,7 +106,52 @@ func listLog(ctx context.Context, store storage.Store, from int64) (*logListing,
 	for _, c := range l.Checkpoints {
 		l.MaxVersion = max(l.MaxVersion, c.Version)
 	}
-	return l, nil
+	return l
+}
+
+// earliestVersion returns the oldest version the listing can reconstruct:
+// 0 when every commit from 0 to the latest is there, else the oldest
+// complete checkpoint from which the commits run to the latest without a
+// gap; -1 when there is none.
+func (l *logListing) earliestVersion() int64 {
+	low := l.oldestContiguousCommit()
+	if low == 0 {
+		return 0
+	}
+	for _, c := range l.Checkpoints {
+		if c.Version >= low-1 {
+			return c.Version
+		}
+	}
+	return -1
+}
+
+// oldestContiguousCommit returns the oldest version from which commits run
+// without a gap to the latest version (latest+1 when the latest version
+// has no commit file).
+func (l *logListing) oldestContiguousCommit() int64 {
+	low := l.MaxVersion + 1
+	for {
+		if _, ok := l.Commits[low-1]; !ok {
+			return low
+		}
+		low--
+	}
+}
+
+// earliestChangeVersion returns the oldest version whose change feed can
+// be read: its commit and every later one are there, and the snapshot at
+// it can be reconstructed; -1 when there is none.
+func (l *logListing) earliestChangeVersion() int64 {
+	e := l.earliestVersion()
+	if e < 0 {
+		return -1
+	}
+	v := max(e, l.oldestContiguousCommit())
+	if v > l.MaxVersion {
+		return -1
+	}
+	return v
 }
 
 func atoi(s string) int64 {

@@ -40,8 +40,15 @@ var supportedWriterFeatures = map[string]bool{
 	"inCommitTimestamp":   true, // Commit writes ICT when enabled
 }
 
+// protocolError is a protocol-gate refusal; detail names the cause.
+type protocolError struct{ detail string }
+
+func (e *protocolError) Error() string { return ErrUnsupportedProtocol.Error() + ": " + e.detail }
+
+func (e *protocolError) Unwrap() error { return ErrUnsupportedProtocol }
+
 func refuse(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrUnsupportedProtocol}, args...)...)
+	return &protocolError{detail: fmt.Sprintf(format, args...)}
 }
 
 // CheckReadable refuses tables this reader would read wrongly.

@@ -15,17 +15,19 @@ import (
 const fetchParallelism = 8
 
 // replayFrom builds the snapshot at version from the listing: the newest
-// readable checkpoint ≤ version, else JSON from version 0.
-func replayFrom(ctx context.Context, store storage.Store, l *logListing, version int64, log *slog.Logger) (*Snapshot, error) {
+// readable checkpoint ≤ version, else JSON from version 0. Unless full,
+// the checkpoint is read as readCheckpoint says (Snapshot.Tombstones then
+// has the removes of later commits only).
+func replayFrom(ctx context.Context, store storage.Store, l *logListing, version int64, log *slog.Logger, full bool) (*Snapshot, error) {
 	for i := len(l.Checkpoints) - 1; i >= 0; i-- {
 		cp := l.Checkpoints[i]
 		if cp.Version > version {
 			continue
 		}
 		if err := checkContiguous(l, cp.Version+1, version); err != nil {
-			return nil, err
+			return nil, cleanedOr(l, version, err)
 		}
-		acts, err := readCheckpoint(ctx, store, cp)
+		acts, err := readCheckpoint(ctx, store, cp, full)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, err
@@ -47,10 +49,11 @@ func replayFrom(ctx context.Context, store storage.Store, l *logListing, version
 		return snap, validateSnapshot(snap)
 	}
 	if _, ok := l.Commits[0]; !ok {
-		return nil, fmt.Errorf("commit version 0 is missing from the log and no usable checkpoint precedes version %d: %w", version, ErrBrokenLog)
+		err := fmt.Errorf("commit version 0 is missing from the log and no usable checkpoint precedes version %d: %w", version, ErrBrokenLog)
+		return nil, cleanedOr(l, version, err)
 	}
 	if err := checkContiguous(l, 0, version); err != nil {
-		return nil, err
+		return nil, cleanedOr(l, version, err)
 	}
 	snap := newSnapshot()
 	if err := replayCommits(ctx, store, l, snap, 0, version); err != nil {
@@ -66,6 +69,16 @@ func checkContiguous(l *logListing, from, to int64) error {
 		}
 	}
 	return nil
+}
+
+// cleanedOr returns a LogCleanedError when version is older than the
+// oldest version the listing can reconstruct (log cleanup deleted what it
+// needs), else broken (a real gap).
+func cleanedOr(l *logListing, version int64, broken error) error {
+	if e := l.earliestVersion(); e > version {
+		return &LogCleanedError{Version: version, Earliest: e}
+	}
+	return broken
 }
 
 func validateSnapshot(s *Snapshot) error {

@@ -23,7 +23,7 @@ type Snapshot struct {
 	Protocol          Protocol
 	Metadata          Metadata
 	Files             map[string]Add            // active files by FileKey
-	Tombstones        map[string]Remove         // removed files by FileKey (all, unexpired or not)
+	Tombstones        map[string]Remove         // removed files by FileKey; see LoadSnapshot
 	Txns              map[string]Txn            // latest txn per appId
 	Domains           map[string]DomainMetadata // live domains
 	CommitInfo        *CommitInfo               // commitInfo of the Version commit, nil if absent
@@ -122,11 +122,31 @@ func commitTime(ci *CommitInfo, mtime time.Time) time.Time {
 // newest readable complete checkpoint at or before it plus the JSON commits
 // after it. store is scoped to the table root. It refuses tables this reader
 // cannot read correctly (CheckReadable).
+//
+// It is the readers' load: the checkpoint's tombstones, which only VACUUM
+// and the next checkpoint need, are not read when they sit in row groups
+// of their own (as this package writes them), so Tombstones holds the
+// removes of the commits after the checkpoint, and a compacted table with
+// a week of tombstones loads as fast as a small one. Writers (OpenTable)
+// and Vacuum load every tombstone.
 func LoadSnapshot(ctx context.Context, store storage.Store, version int64) (*Snapshot, error) {
-	return loadSnapshot(ctx, store, version, slog.Default())
+	return loadSnapshot(ctx, store, version, slog.Default(), false)
 }
 
-func loadSnapshot(ctx context.Context, store storage.Store, version int64, log *slog.Logger) (*Snapshot, error) {
+func loadSnapshot(ctx context.Context, store storage.Store, version int64, log *slog.Logger, full bool) (*Snapshot, error) {
+	snap, err := replaySnapshot(ctx, store, version, log, full)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckReadable(snap.Protocol, snap.Metadata); err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// replaySnapshot reconstructs the table at version without judging its
+// protocol.
+func replaySnapshot(ctx context.Context, store storage.Store, version int64, log *slog.Logger, full bool) (*Snapshot, error) {
 	from := int64(0)
 	if hint := readLastCheckpoint(ctx, store); hint != nil && (version < 0 || hint.Version <= version) {
 		from = hint.Version
@@ -150,16 +170,13 @@ func loadSnapshot(ctx context.Context, store storage.Store, version int64, log *
 	if version > l.MaxVersion {
 		return nil, fmt.Errorf("version %d does not exist; latest version is %d", version, l.MaxVersion)
 	}
-	snap, err := replayFrom(ctx, store, l, version, log)
+	snap, err := replayFrom(ctx, store, l, version, log, full)
 	if err != nil && from > 0 {
 		if l0, lerr := listLog(ctx, store, 0); lerr == nil {
-			snap, err = replayFrom(ctx, store, l0, version, log)
+			snap, err = replayFrom(ctx, store, l0, version, log, full)
 		}
 	}
 	if err != nil {
-		return nil, err
-	}
-	if err := CheckReadable(snap.Protocol, snap.Metadata); err != nil {
 		return nil, err
 	}
 	return snap, nil

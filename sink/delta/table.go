@@ -20,9 +20,6 @@ var (
 	ErrAlreadyCommitted = errors.New("delta: batch already committed (txn version already reached)")
 	// ErrConcurrentWriter: another live writer commits with our appId.
 	ErrConcurrentWriter = errors.New("delta: concurrent writer with the same appId")
-	// ErrConcurrentMetadataChange: a concurrent commit changed protocol or
-	// metaData; the table must be reopened and the batch re-planned.
-	ErrConcurrentMetadataChange = errors.New("delta: concurrent protocol or metadata change")
 	// ErrTableExists: CreateTable found a different table at the location.
 	ErrTableExists = errors.New("delta: a different table already exists")
 	// ErrBrokenLog: commits are missing from the log (files deleted under
@@ -89,17 +86,29 @@ func OpenTable(ctx context.Context, store storage.Store, opts Options) (*Table, 
 	return t, nil
 }
 
+// reload re-reads the log. A handle that already knew the table refuses a
+// protocol or metaData change it cannot follow (checkChange), keeping its
+// old state and staying stale, so every later call refuses it too.
 func (t *Table) reload(ctx context.Context) error {
-	snap, err := loadSnapshot(ctx, t.store, -1, t.opts.Logger)
+	snap, err := replaySnapshot(ctx, t.store, -1, t.opts.Logger, true)
 	if err != nil {
 		return fmt.Errorf("open table %s: %w", t.store, err)
 	}
-	if err := CheckWritable(snap.Protocol, snap.Metadata); err != nil {
+	if t.snap != nil {
+		err = checkChange(snap.Version, t.snap.Protocol, t.snap.Metadata, snap.Protocol, snap.Metadata)
+	} else {
+		err = CheckWritable(snap.Protocol, snap.Metadata)
+	}
+	if err != nil {
+		t.stale = true
 		return fmt.Errorf("open table %s: %w", t.store, err)
 	}
 	t.snap, t.stale = snap, false
 	return nil
 }
+
+// String returns the table's location (the store's URL).
+func (t *Table) String() string { return t.store.String() }
 
 // Version returns the latest version this handle knows.
 func (t *Table) Version() int64 {
@@ -122,6 +131,26 @@ func (t *Table) NumFiles() int {
 	return len(t.snap.Files)
 }
 
+// NumTombstones returns the number of removed files this handle keeps
+// for its checkpoints (those not yet expired at its last checkpoint).
+func (t *Table) NumTombstones() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.snap.Tombstones)
+}
+
+// Files returns the active files this handle knows (a copy, in no
+// particular order).
+func (t *Table) Files() []Add {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Add, 0, len(t.snap.Files))
+	for _, a := range t.snap.Files {
+		out = append(out, a)
+	}
+	return out
+}
+
 // TxnVersion returns the latest txn version recorded for appID.
 func (t *Table) TxnVersion(appID string) (int64, bool) {
 	t.mu.Lock()
@@ -130,7 +159,9 @@ func (t *Table) TxnVersion(appID string) (int64, bool) {
 	return txn.Version, ok
 }
 
-// Refresh re-reads the log (e.g. before resuming after an error).
+// Refresh re-reads the log (e.g. before resuming after an error). Like a
+// lost commit race, it accepts compatible protocol and metaData changes and
+// refuses others with an IncompatibleChangeError.
 func (t *Table) Refresh(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()

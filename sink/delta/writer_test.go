@@ -10,6 +10,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/google/uuid"
+
+	"github.com/deltabus/deltabus/storage"
 )
 
 const testSchema = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}},` +
@@ -18,7 +20,7 @@ const testSchema = `{"type":"struct","fields":[{"name":"id","type":"long","nulla
 // topicProtocol is the protocol our topic tables use.
 var topicProtocol = Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"appendOnly", "changeDataFeed"}}
 
-func newTestTable(t testing.TB, store *dirStore, interval int) *Table {
+func newTestTable(t testing.TB, store storage.Store, interval int) *Table {
 	t.Helper()
 	ctx := context.Background()
 	meta := Metadata{SchemaString: testSchema, Configuration: map[string]string{
@@ -91,7 +93,7 @@ func TestRoundTripCheckpoints(t *testing.T) {
 	}
 	l, _ := listLog(ctx, store, 0)
 	l.Checkpoints = nil
-	jsonOnly, err := replayFrom(ctx, store, l, 305, tbl.opts.Logger)
+	jsonOnly, err := replayFrom(ctx, store, l, 305, tbl.opts.Logger, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func TestRoundTripCheckpoints(t *testing.T) {
 		if err != nil || a.CheckpointVersion != v {
 			t.Fatalf("load %d: cp=%v err=%v", v, a, err)
 		}
-		b, _ := replayFrom(ctx, store, l, v, tbl.opts.Logger)
+		b, _ := replayFrom(ctx, store, l, v, tbl.opts.Logger, true)
 		compareSnapshots(t, a, b)
 	}
 }

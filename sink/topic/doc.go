@@ -1,8 +1,11 @@
 // Package topic implements DeltaBus topic tables: the event schema every
 // topic table shares, the table's protocol and metadata, and the parquet
-// data files the relay writes for a batch, with their Delta add actions.
-// Committing the adds (with the txn that makes them exactly-once) is the
-// job of sink/delta and the relay; this package never touches _delta_log.
+// data files the relay writes for a batch, with their Delta add actions;
+// compaction of those files and the in-place schema upgrade of a topic
+// table. Committing the adds (with the txn that makes them exactly-once)
+// is the job of sink/delta and the relay; this package writes to
+// _delta_log only through sink/delta (Compact's OPTIMIZE commits and
+// CheckOrUpgrade's metaData commit).
 //
 // # Schema
 //
@@ -57,5 +60,62 @@
 // ReadEvents, ReadDeadLetters and ReadEventIDs decode one data file, in
 // file order; ReadEventIDs decodes only event_id, commit_lsn, seq and
 // occurred_at. Values are copied out of Arrow buffers, so callers may keep
-// them.
+// them. A nullable column a file lacks (written before the column was
+// added) reads as NULL, as Delta requires.
+//
+// # Compaction
+//
+// Compact bin-packs a topic table's small files (below
+// CompactOptions.SmallFileBytes, 16 MiB) into files of about
+// TargetFileBytes (128 MiB, checked after each row group), one OPTIMIZE
+// commit (delta.Table.CommitRewrite, dataChange=false) per chunk of at most
+// 10,000 input files or 1 GiB. Guarantees:
+//
+//   - Order: inputs are runs of consecutive small files in (commit_lsn,
+//     seq) order (a large file ends a run); their rows are merged in that
+//     order, so each output file, and the outputs in the order of the adds
+//     and of their part-NNNNN names, hold rows in source commit order, and
+//     a run's outputs do not overlap the files left in place.
+//   - Nothing changes for readers: rows are copied as they are, NULLs
+//     included, and counted against the log's stats; change-feed readers
+//     see nothing; every txn (the relay's appId) stays as it is.
+//   - Never destructive against the relay: its blind appends only add
+//     files and commute with a compaction; a compaction that loses the
+//     race rebases, unless the winner removed one of its inputs, then it
+//     stops with delta.ErrRewriteConflict and deletes its uncommitted
+//     output (VACUUM takes anything left). Neither side loses a commit.
+//   - Bounded memory: files are merged, never a topic loaded; one small
+//     decoded batch per open input (inputs overlap only after a bootstrap:
+//     at most 64 files / 256 MiB open at once, else the cluster is left
+//     alone) and one row group of output.
+//   - Only this release's schemas are compacted (ErrForeignSchema
+//     otherwise): rewriting a table of a newer release would drop its
+//     columns.
+//
+// Each run rewrites at most SmallFileBytes of earlier output per run of
+// files, so a busy topic's hourly outputs settle between 16 and 128 MiB.
+// Per-topic retention (delta.logRetentionDuration,
+// delta.deletedFileRetentionDuration) is a table property:
+// delta.SetProperties changes it, and delta.CleanupLog and delta.Vacuum
+// follow it.
+//
+// # Schema evolution
+//
+// A DeltaBus release may add columns to the topic schemas, only nullable
+// and only at the end. CheckOrUpgrade, which the relay calls when it opens
+// a table, compares the table's schema with this release's, column by
+// column (name, type, nullability, metadata):
+//
+//   - the same: nothing to do;
+//   - an older DeltaBus schema (every column of the table identical and in
+//     place, this release's extra columns nullable): upgraded in place by
+//     a metaData commit "ADD COLUMNS" with the same table id and
+//     partitioning; data files are not rewritten and their rows read NULL
+//     in the new columns;
+//   - a newer DeltaBus schema (this release's columns, then nullable ones
+//     it does not know): left as it is and written to, rows from this
+//     release leaving the newer columns NULL (a rollback keeps working);
+//     Compact refuses such a table;
+//   - anything else, including an event table at the dead-letter path or
+//     the reverse: ErrForeignSchema, naming the first difference.
 package topic

@@ -78,6 +78,10 @@ func TestDuckDBReadsTopicTables(t *testing.T) {
 		}
 	}
 
+	if snap := got.Snapshot; snap.CheckpointVersion != -1 || len(snap.Files) != 6 || len(snap.Rows) != len(evs) || !snap.Ordered {
+		t.Errorf("DuckDB's replay of the log: checkpoint %d, %d files, %d rows, ordered %t", snap.CheckpointVersion, len(snap.Files), len(snap.Rows), snap.Ordered)
+	}
+
 	dg := res[dlDir]
 	checkDuckLog(t, dg, SchemaString(true))
 	checkDuckFiles(t, dg, dlDir, numDeadLetterCols)

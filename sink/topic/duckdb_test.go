@@ -114,7 +114,29 @@ type duckTable struct {
 		ParquetSchema                                                         []struct{ Name, Type, Repetition, Logical string }
 		Codecs                                                                []string
 	}
-	Rows []map[string]any
+	Rows     []map[string]any
+	Snapshot duckSnapshot
+}
+
+// duckSnapshot is the table as DuckDB replays its log: the newest
+// checkpoint, then the JSON commits after it.
+type duckSnapshot struct {
+	CheckpointVersion int64
+	Commits           []int64
+	Files             []struct {
+		Path, Size, Stats string
+		DataChange        bool
+	}
+	Tombstones int
+	Txns       map[string]string
+	Protocol   struct {
+		MinReaderVersion, MinWriterVersion int
+		WriterFeatures                     []string
+	}
+	SchemaString  string
+	Configuration map[string]string
+	Rows          []map[string]any
+	Ordered       bool // every file's rows are in (commit_lsn, seq) order
 }
 
 func runDuckDB(t *testing.T, dirs ...string) map[string]duckTable {

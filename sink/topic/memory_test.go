@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"math/rand/v2"
 	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -84,5 +85,61 @@ func TestBoundedMemory(t *testing.T) {
 	}
 	if next != n {
 		t.Errorf("read back %d rows, want %d", next, n)
+	}
+}
+
+// TestCompactBoundedMemory compacts 80 files (~120 MB of barely
+// compressible 1 KB rows) into files of 16 MiB. The live heap, sampled
+// while it runs, must stay at an input file, a decoded batch, a row group
+// and the parquet writer's buffers (about 30 MiB for these rows, measured
+// 26-29 MiB for 20 files and 31-37 MiB for 80), not grow with the table.
+func TestCompactBoundedMemory(t *testing.T) {
+	const files, liveCap = 80, 48 << 20
+	st, tbl := openTopic(t, newLocalStore(t), "big")
+	rnd := rand.NewChaCha8([32]byte{2})
+	raw := make([]byte, 512)
+	var total int64
+	for f := range files {
+		evs := make([]outbox.Event, 1500)
+		for i := range evs {
+			_, _ = rnd.Read(raw)
+			evs[i] = outbox.Event{ID: hex.EncodeToString(raw[:16]), Topic: "big", Key: "k", Type: "T", SchemaVersion: 1,
+				Payload: `{"blob":"` + hex.EncodeToString(raw) + `"}`, CommitLSN: int64(100 + f), Seq: int32(i), Xid: 1, CommitTime: base}
+		}
+		if err := relayCommit(t, st, tbl, FileOptions{}, evs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, a := range tbl.Files() {
+		total += a.Size
+	}
+	done := make(chan struct{})
+	peakCh := make(chan uint64)
+	go func() {
+		// The live heap the last GC marked: garbage allocated while a
+		// concurrent GC runs does not count.
+		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		var peak uint64
+		for {
+			select {
+			case <-done:
+				peakCh <- peak
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			runtime.GC()
+			metrics.Read(live)
+			peak = max(peak, live[0].Value.Uint64())
+		}
+	}()
+	res, err := Compact(t.Context(), st, CompactOptions{TargetFileBytes: 16 << 20, RowGroupRows: 2000})
+	close(done)
+	peak := <-peakCh
+	if err != nil || res.FilesRemoved != files || res.Rows != files*1500 {
+		t.Fatalf("compact: %+v %v", res, err)
+	}
+	t.Logf("compacted %d MiB in %d files into %d files, peak live heap %d MiB", total>>20, res.FilesRemoved, res.FilesAdded, peak>>20)
+	if peak > liveCap {
+		t.Errorf("peak live heap %d MiB while compacting %d MiB, want < %d MiB", peak>>20, total>>20, liveCap>>20)
 	}
 }

@@ -102,12 +102,9 @@ func scanParquet(ctx context.Context, data []byte, want []int, row func(*recordV
 		return fmt.Errorf("open parquet: %w", err)
 	}
 	defer pf.Close()
-	leaves := make([]int, len(want))
-	for i, c := range want {
-		leaves[i] = pf.MetaData().Schema.ColumnIndexByName(columns[c].name)
-		if leaves[i] < 0 {
-			return fmt.Errorf("column %q missing", columns[c].name)
-		}
+	present, leaves, err := presentColumns(pf, want)
+	if err != nil {
+		return err
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: readBatchRows}, memory.DefaultAllocator)
 	if err != nil {
@@ -120,7 +117,7 @@ func scanParquet(ctx context.Context, data []byte, want []int, row func(*recordV
 	defer rr.Release()
 	for rr.Next() {
 		rec := rr.RecordBatch()
-		v, err := newRecordView(rec, want)
+		v, err := newRecordView(rec, present)
 		if err != nil {
 			return err
 		}
@@ -136,8 +133,25 @@ func scanParquet(ctx context.Context, data []byte, want []int, row func(*recordV
 	return rr.Err()
 }
 
+// presentColumns returns the wanted columns the file has and their leaf
+// indexes. A nullable column the file lacks (written before the column was
+// added to the table) reads as NULL, as Delta requires.
+func presentColumns(pf *file.Reader, want []int) (present, leaves []int, err error) {
+	for _, c := range want {
+		leaf := pf.MetaData().Schema.ColumnIndexByName(columns[c].name)
+		if leaf < 0 && !columns[c].nullable {
+			return nil, nil, fmt.Errorf("column %q missing", columns[c].name)
+		}
+		if leaf >= 0 {
+			present, leaves = append(present, c), append(leaves, leaf)
+		}
+	}
+	return present, leaves, nil
+}
+
 // recordView gives typed access to the columns of one record batch by
-// their position in the dead-letter column list.
+// their position in the dead-letter column list; a column the batch lacks
+// reads as NULL.
 type recordView struct {
 	strs  [numDeadLetterCols]*array.String
 	ints  [numDeadLetterCols]*array.Int32
@@ -191,26 +205,37 @@ func (v *recordView) event(i int) outbox.Event {
 
 // str copies the value out of the Arrow buffer, so callers may keep it.
 func (v *recordView) str(c, i int) string {
-	if a := v.strs[c]; a.IsValid(i) {
+	if a := v.strs[c]; a != nil && a.IsValid(i) {
 		return strings.Clone(a.Value(i))
 	}
 	return ""
 }
 
 func (v *recordView) strPtr(c, i int) *string {
-	if !v.strs[c].IsValid(i) {
+	if a := v.strs[c]; a == nil || !a.IsValid(i) {
 		return nil
 	}
 	s := strings.Clone(v.strs[c].Value(i))
 	return &s
 }
 
-func (v *recordView) i32(c, i int) int32 { return v.ints[c].Value(i) }
-func (v *recordView) i64(c, i int) int64 { return v.longs[c].Value(i) }
+func (v *recordView) i32(c, i int) int32 {
+	if a := v.ints[c]; a != nil && a.IsValid(i) {
+		return a.Value(i)
+	}
+	return 0
+}
+
+func (v *recordView) i64(c, i int) int64 {
+	if a := v.longs[c]; a != nil && a.IsValid(i) {
+		return a.Value(i)
+	}
+	return 0
+}
 
 func (v *recordView) ts(c, i int) time.Time {
 	a := v.times[c]
-	if !a.IsValid(i) {
+	if a == nil || !a.IsValid(i) {
 		return time.Time{}
 	}
 	return a.Value(i).ToTime(a.DataType().(*arrow.TimestampType).Unit)

@@ -51,22 +51,19 @@ type FileOptions struct {
 }
 
 func (o FileOptions) withDefaults() FileOptions {
-	if o.RowGroupRows <= 0 {
-		o.RowGroupRows = DefaultRowGroupRows
-	}
-	if o.RowGroupBytes <= 0 {
-		o.RowGroupBytes = DefaultRowGroupBytes
-	}
-	if o.MaxFileRows <= 0 {
-		o.MaxFileRows = DefaultMaxFileRows
-	}
-	if o.MaxFileBytes <= 0 {
-		o.MaxFileBytes = DefaultMaxFileBytes
-	}
-	if o.MemoryBuffer <= 0 {
-		o.MemoryBuffer = DefaultMemoryBuffer
-	}
+	orDefault(&o.RowGroupRows, DefaultRowGroupRows)
+	orDefault(&o.RowGroupBytes, DefaultRowGroupBytes)
+	orDefault(&o.MaxFileRows, DefaultMaxFileRows)
+	orDefault(&o.MaxFileBytes, DefaultMaxFileBytes)
+	orDefault(&o.MemoryBuffer, DefaultMemoryBuffer)
 	return o
+}
+
+// orDefault sets a zero or negative option to its default.
+func orDefault[T int | int64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // dataFile is one parquet file, open or finished.

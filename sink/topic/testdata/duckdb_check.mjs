@@ -7,7 +7,12 @@
 // The Delta log is read with read_json_objects and the data files with
 // read_parquet: the delta extension cannot be downloaded here, and
 // autoloading is off so a missing extension fails fast instead of hanging.
+// "snapshot" replays the log as a Delta reader does (the newest checkpoint,
+// read with read_parquet, then the JSON commits after it, removes undoing
+// adds) and reads the rows of the active files: what a reader of a
+// compacted, cleaned-up and vacuumed table gets.
 import { createRequire } from 'node:module';
+import fs from 'node:fs';
 import path from 'node:path';
 
 const [pkgDir, ...tables] = process.argv.slice(2);
@@ -87,7 +92,67 @@ async function checkTable(dir) {
       rows.push(r);
     }
   }
-  return { actions, protocol, configuration, metadata, schema, txns, adds, files, rows };
+  const snapshot = await snapshotOf(dir);
+  return { actions, protocol, configuration, metadata, schema, txns, adds, files, rows, snapshot };
+}
+
+async function snapshotOf(dir) {
+  const logDir = path.join(dir, '_delta_log');
+  const names = fs.readdirSync(logDir);
+  let cp = -1;
+  for (const n of names) {
+    const m = /^(\d{20})\.checkpoint\.parquet$/.exec(n);
+    if (m) cp = Math.max(cp, Number(m[1]));
+  }
+  const commits = names.map((n) => /^(\d{20})\.json$/.exec(n)).filter(Boolean).map((m) => Number(m[1]))
+    .filter((v) => v > cp).sort((a, b) => a - b);
+  const active = new Map();
+  const txns = {};
+  let protocol = null, schemaString = null, configuration = null, tombstones = 0;
+  if (cp >= 0) {
+    const f = lit(path.join(logDir, String(cp).padStart(20, '0') + '.checkpoint.parquet'));
+    for (const a of await all(`SELECT add.path AS path, add.size::VARCHAR AS size, add.dataChange AS dataChange, add.stats AS stats
+        FROM read_parquet(${f}) WHERE add.path IS NOT NULL`)) active.set(a.path, a);
+    for (const t of await all(`SELECT txn.appId AS appId, txn.version::VARCHAR AS version FROM read_parquet(${f}) WHERE txn.appId IS NOT NULL`)) {
+      txns[t.appId] = t.version;
+    }
+    [{ tombstones }] = await all(`SELECT count(*)::INTEGER AS tombstones FROM read_parquet(${f}) WHERE remove.path IS NOT NULL`);
+    const [p] = await all(`SELECT protocol.minReaderVersion AS minReaderVersion, protocol.minWriterVersion AS minWriterVersion,
+        protocol.writerFeatures AS writerFeatures FROM read_parquet(${f}) WHERE protocol.minReaderVersion IS NOT NULL`);
+    protocol = p;
+    const [m] = await all(`SELECT metaData.schemaString AS schemaString, map_keys(metaData.configuration) AS k,
+        map_values(metaData.configuration) AS v FROM read_parquet(${f}) WHERE metaData.id IS NOT NULL`);
+    schemaString = m.schemaString;
+    configuration = Object.fromEntries(m.k.map((k, i) => [k, m.v[i]]));
+  }
+  for (const [i, v] of commits.entries()) {
+    if (v !== cp + 1 + i) throw new Error(`${dir}: commit ${cp + 1 + i} is missing`);
+    const f = lit(path.join(logDir, String(v).padStart(20, '0') + '.json'));
+    for (const { json } of await all(`SELECT json FROM read_json_objects(${f}, format = 'newline_delimited')`)) {
+      const a = JSON.parse(json);
+      if (a.remove) { active.delete(a.remove.path); tombstones++; }
+      if (a.add) active.set(a.add.path, { path: a.add.path, size: String(a.add.size), dataChange: a.add.dataChange, stats: a.add.stats });
+      if (a.txn) txns[a.txn.appId] = String(a.txn.version);
+      if (a.protocol) protocol = a.protocol;
+      if (a.metaData) { schemaString = a.metaData.schemaString; configuration = a.metaData.configuration; }
+    }
+  }
+  const files = [...active.values()];
+  let rows = [], ordered = true;
+  if (files.length > 0) {
+    const list = '[' + files.map((a) => lit(path.join(dir, decodeURIComponent(a.path)))).join(',') + ']';
+    rows = await all(`SELECT * REPLACE (
+          epoch_us(occurred_at)::VARCHAR AS occurred_at, epoch_us(commit_time)::VARCHAR AS commit_time,
+          commit_lsn::VARCHAR AS commit_lsn, xid::VARCHAR AS xid), commit_lsn AS _lsn
+        FROM read_parquet(${list}, filename = true, file_row_number = true, union_by_name = true)
+        ORDER BY _lsn, seq`);
+    const [o] = await all(`SELECT count(*)::INTEGER AS bad FROM (
+        SELECT (commit_lsn, seq) < lag((commit_lsn, seq)) OVER (PARTITION BY filename ORDER BY file_row_number) AS back
+        FROM read_parquet(${list}, filename = true, file_row_number = true, union_by_name = true)) WHERE back`);
+    ordered = o.bad === 0;
+    for (const r of rows) { delete r.filename; delete r.file_row_number; delete r._lsn; }
+  }
+  return { checkpointVersion: cp, commits, files, tombstones, txns, protocol, schemaString, configuration, rows, ordered };
 }
 
 const out = {};

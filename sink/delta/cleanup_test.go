@@ -1,0 +1,150 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deltabus/deltabus/storage"
+)
+
+func logNames(t *testing.T, store storage.Store) []string {
+	t.Helper()
+	objs, err := store.List(context.Background(), LogDir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, o := range objs {
+		out = append(out, strings.TrimPrefix(o.Key, LogDir))
+	}
+	return out
+}
+
+func wantCleaned(t *testing.T, err error, version, earliest int64) {
+	t.Helper()
+	var lc *LogCleanedError
+	if !errors.As(err, &lc) || lc.Version != version || lc.Earliest != earliest || !errors.Is(err, ErrLogCleaned) ||
+		errors.Is(err, ErrBrokenLog) || !strings.Contains(err.Error(), fmt.Sprintf("log cleaned up: version %d is no longer in the log, the earliest version is %d", version, earliest)) {
+		t.Fatalf("err = %v, want log cleaned up (version %d, earliest %d)", err, version, earliest)
+	}
+}
+
+// TestCleanupLog: commits written before the horizon are deleted up to the
+// newest checkpoint at or before it; that checkpoint, its JSON and every
+// later file stay; the latest snapshot is unchanged; older versions fail
+// with LogCleanedError; the writer goes on.
+func TestCleanupLog(t *testing.T) {
+	bothStores(t, func(t *testing.T, store storage.Store) {
+		ctx := context.Background()
+		tbl := newTestTable(t, store, 10)
+		appendRange(t, tbl, 1, 25)
+		mid := time.Now()
+		time.Sleep(1200 * time.Millisecond) // S3 LastModified has second precision
+		appendRange(t, tbl, 26, 35)
+		before, err := LoadSnapshot(ctx, store, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := CleanupOptions{Now: mid.Add(time.Hour), Retention: time.Hour, DryRun: true}
+		all := logNames(t, store)
+		res, err := CleanupLog(ctx, store, opts)
+		if err != nil || res.Checkpoint != 20 || res.Earliest != 20 || len(res.Deleted) != 21 || !slices.Equal(logNames(t, store), all) {
+			t.Fatalf("dry run: %+v %v", res, err)
+		}
+		opts.DryRun = false
+		if res, err = CleanupLog(ctx, store, opts); err != nil || res.Checkpoint != 20 || len(res.Deleted) != 21 {
+			t.Fatalf("cleanup: %+v %v", res, err)
+		}
+		var want []string
+		for v := int64(20); v <= 35; v++ {
+			if v == 20 || v == 30 {
+				want = append(want, fmt.Sprintf("%020d.checkpoint.parquet", v))
+			}
+			want = append(want, fmt.Sprintf("%020d.json", v))
+		}
+		want = append(want, "_last_checkpoint")
+		if got := logNames(t, store); !slices.Equal(got, want) {
+			t.Fatalf("log after cleanup:\n%v\nwant\n%v", got, want)
+		}
+		after, err := LoadSnapshot(ctx, store, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compareSnapshots(t, after, before)
+		if s, err := LoadSnapshot(ctx, store, 20); err != nil || len(s.Files) != 20 {
+			t.Fatalf("load at the kept checkpoint: %v", err)
+		}
+		_, err = LoadSnapshot(ctx, store, 19)
+		wantCleaned(t, err, 19, 20)
+		wantCleaned(t, ReadChanges(ctx, store, 5, -1, func(ChangeFile) error { return nil }), 5, 20)
+		wantCleaned(t, Tail(ctx, store, 3, -1, io.Discard), 3, 20)
+		n := 0
+		if err := ReadChanges(ctx, store, 20, -1, func(ChangeFile) error { n++; return nil }); err != nil || n != 16 {
+			t.Fatalf("changes from the earliest version: %d, %v", n, err)
+		}
+		if v, err := appendOne(ctx, tbl, 36); err != nil || v != 36 {
+			t.Fatalf("append after cleanup: v=%d %v", v, err)
+		}
+		if res, err := CleanupLog(ctx, store, opts); err != nil || len(res.Deleted) != 0 || res.Checkpoint != 20 {
+			t.Fatalf("second cleanup: %+v %v", res, err)
+		}
+	})
+}
+
+// TestCleanupLogKeepsEverythingWithoutCheckpoint: no checkpoint at or
+// before the horizon, nothing deleted; a disabled cleanup is skipped.
+func TestCleanupLogKeepsEverythingWithoutCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	store := newDirStore(t, "")
+	tbl := newTestTable(t, store, 10)
+	appendRange(t, tbl, 1, 9)
+	all := logNames(t, store)
+	res, err := CleanupLog(ctx, store, CleanupOptions{Now: time.Now().Add(365 * 24 * time.Hour)})
+	if err != nil || res.Checkpoint != -1 || len(res.Deleted) != 0 || res.Earliest != 0 || !slices.Equal(logNames(t, store), all) {
+		t.Fatalf("cleanup without checkpoint: %+v %v", res, err)
+	}
+	appendRange(t, tbl, 10, 10) // checkpoint 10
+	if _, err := SetProperties(ctx, tbl, map[string]string{PropExpiredLogCleanup: "false"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = CleanupLog(ctx, store, CleanupOptions{Now: time.Now().Add(365 * 24 * time.Hour)})
+	if err != nil || res.Skipped == "" || len(res.Deleted) != 0 {
+		t.Fatalf("cleanup of a table with expired-log cleanup off: %+v %v", res, err)
+	}
+}
+
+// TestRealGapIsBrokenLog: a commit missing after the newest checkpoint is
+// damage, not cleanup.
+func TestRealGapIsBrokenLog(t *testing.T) {
+	ctx := context.Background()
+	store := newDirStore(t, "")
+	tbl := newTestTable(t, store, 10)
+	appendRange(t, tbl, 1, 14)
+	if err := store.Delete(ctx, CommitKey(12)); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{
+		func() error { _, err := LoadSnapshot(ctx, store, -1); return err }(),
+		ReadChanges(ctx, store, 11, -1, func(ChangeFile) error { return nil }),
+	} {
+		if !errors.Is(err, ErrBrokenLog) || errors.Is(err, ErrLogCleaned) {
+			t.Fatalf("err = %v, want ErrBrokenLog", err)
+		}
+	}
+}
+
+func TestCleanupHorizon(t *testing.T) {
+	now := time.Date(2026, 11, 30, 18, 44, 0, 0, time.UTC)
+	if h := cleanupHorizon(now, DefaultLogRetention); !h.Equal(time.Date(2026, 10, 31, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("30 days: %v", h)
+	}
+	if h := cleanupHorizon(now, 90*time.Minute); !h.Equal(now.Add(-90 * time.Minute)) {
+		t.Errorf("90 minutes: %v", h)
+	}
+}

@@ -8,6 +8,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -32,8 +33,40 @@ type Logged struct {
 }
 
 // ReadTopic returns a topic table's rows in version order, and within a
-// version in (commit_lsn, seq) order.
+// version in (commit_lsn, seq) order: the change feed from version 0. When
+// maintenance has cleaned up the log or vacuumed the files early versions
+// added, it reads the latest snapshot instead, in (commit_lsn, seq) order,
+// with Version -1.
 func ReadTopic(ctx context.Context, root storage.Store, name string) ([]Logged, error) {
+	rows, err := readChanges(ctx, root, name)
+	if errors.Is(err, delta.ErrLogCleaned) || errors.Is(err, storage.ErrNotFound) {
+		return readSnapshot(ctx, root, name)
+	}
+	return rows, err
+}
+
+// readSnapshot reads the rows of the latest snapshot's files.
+func readSnapshot(ctx context.Context, root storage.Store, name string) ([]Logged, error) {
+	st := storage.Sub(root, name)
+	snap, err := delta.LoadSnapshot(ctx, st, -1)
+	if err != nil {
+		return nil, fmt.Errorf("topic %q: %w", name, err)
+	}
+	var rows []Logged
+	for _, add := range snap.Files {
+		err := topic.ReadEvents(ctx, st, add, func(e outbox.Event) error {
+			rows = append(rows, Logged{ID: e.ID, CommitLSN: e.CommitLSN, Seq: e.Seq, CommitTime: e.CommitTime, Version: -1})
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("topic %q file %s: %w", name, add.Path, err)
+		}
+	}
+	sortRows(rows)
+	return rows, nil
+}
+
+func readChanges(ctx context.Context, root storage.Store, name string) ([]Logged, error) {
 	st := storage.Sub(root, name)
 	var rows []Logged
 	err := delta.ReadChanges(ctx, st, 0, -1, func(cf delta.ChangeFile) error {
@@ -53,6 +86,12 @@ func ReadTopic(ctx context.Context, root storage.Store, name string) ([]Logged, 
 	if err != nil {
 		return nil, err
 	}
+	sortRows(rows)
+	return rows, nil
+}
+
+// sortRows orders rows by version, then (commit_lsn, seq).
+func sortRows(rows []Logged) {
 	sort.SliceStable(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
 		if a.Version != b.Version {
@@ -63,7 +102,6 @@ func ReadTopic(ctx context.Context, root storage.Store, name string) ([]Logged, 
 		}
 		return a.Seq < b.Seq
 	})
-	return rows, nil
 }
 
 // Report is the outcome of Compare.

@@ -55,6 +55,10 @@ func init() {
 		"consume":   {"read a topic as a consumer group, checkpointed, as JSON lines (--follow to keep reading)", cmdConsume},
 		"check":     {"check consumers: lag, retention headroom, completeness and duplicates per group and topic", cmdCheck},
 
+		"compact":   {"bin-pack small files of the topic tables (commits that change no data)", cmdCompact},
+		"vacuum":    {"delete expired log entries and data files no reader within the retention needs", cmdVacuum},
+		"retention": {"show or set a topic's log and file retention", cmdRetention},
+
 		"healthcheck": {"exit 0 if the relay at --addr (DELTABUS_METRICS_ADDR) is streaming (GET /readyz), 1 otherwise", cmdHealthcheck},
 	}
 }

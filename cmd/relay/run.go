@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/deltabus/deltabus/daemon"
+	"github.com/deltabus/deltabus/maintain"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
 )
@@ -26,6 +27,11 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	fs.DurationVar(&cfg.Heartbeat, "heartbeat", time.Minute, "write a tiny logical message this often so the slot advances while this database is idle and others write (negative disables)")
 	fs.BoolVar(&cfg.Standby, "standby", false, "wait while another process holds the slot, then take over (default: exit with an error)")
 	metricsAddr := fs.String("metrics-addr", envOr(env, "DELTABUS_METRICS_ADDR", "127.0.0.1:9464"), "serve /metrics, /healthz and /readyz here (empty disables)")
+	var mo maintain.Options
+	every := fs.Duration("maintenance", time.Hour, "compact, clean up the log and vacuum every topic this often while streaming (0 disables; `relay compact` and `relay vacuum` do it by hand)")
+	fs.DurationVar(&mo.LogRetention, "maintenance-log-retention", 0, "override every table's delta.logRetentionDuration (default: the table's, 30 days)")
+	fs.DurationVar(&mo.FileRetention, "maintenance-file-retention", 0, "override every table's delta.deletedFileRetentionDuration (default: the table's, 7 days)")
+	fs.Int64Var(&mo.Compact.TargetFileBytes, "compact-target-file-bytes", 0, "size of the files compaction writes (default 128 MiB)")
 	pprof := fs.Bool("pprof", false, "also serve /debug/pprof/ on --metrics-addr (exposes internals: keep the address private)")
 	if code, ok := parseFlags(fs, args, sf.resolve); !ok {
 		return code
@@ -41,9 +47,20 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	r, _, err := daemon.New(ctx, cfg, daemon.Options{Log: log, Mappings: mappings, Registry: reg})
+	r, store, err := daemon.New(ctx, cfg, daemon.Options{Log: log, Mappings: mappings, Registry: reg})
 	if err != nil {
 		return fail(env, exitUsage, err)
+	}
+	if *every > 0 {
+		mo.Logger = log
+		mm := maintain.NewMetrics(reg)
+		go func() {
+			select { // a standby maintains nothing until it streams
+			case <-r.Started():
+				maintain.Loop(ctx, store, *every, mo, mm)
+			case <-ctx.Done():
+			}
+		}()
 	}
 	if *metricsAddr != "" {
 		addr, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: *metricsAddr, Gatherer: reg, Ready: r.Ready, Pprof: *pprof, Log: log})

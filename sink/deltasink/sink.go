@@ -97,11 +97,21 @@ func (s *Sink) Open(ctx context.Context, name string) (sink.Topic, error) {
 		if v, ok := tbl.TxnVersion(s.opts.AppID); ok {
 			t.Position = v
 		}
-		if got, want := tbl.Metadata().SchemaString, topic.SchemaString(name == outbox.DeadLetterTopic); got != want {
-			t.Status, t.Reason = s.notOurs(ctx, name, fmt.Sprintf("the table at %s has a schema DeltaBus did not write", s.sub(name)))
-			break
+		upgraded, err := topic.CheckOrUpgrade(ctx, tbl, name == outbox.DeadLetterTopic)
+		switch {
+		case errors.Is(err, topic.ErrForeignSchema):
+			t.Status, t.Reason = sink.Foreign, err.Error()
+			if t.Position >= 0 {
+				t.Status = sink.Incompatible
+			}
+		case err != nil:
+			return t, fmt.Errorf("open topic %q table: %w", name, err)
+		default:
+			if upgraded {
+				s.opts.Logger.Info("topic table upgraded to this release's schema (nullable columns added)", "topic", name)
+			}
+			s.keep(name, tbl)
 		}
-		s.keep(name, tbl)
 	}
 	if name == outbox.DeadLetterTopic && (t.Status == sink.Foreign || t.Status == sink.Incompatible) {
 		return t, fmt.Errorf("the dead-letter table %s cannot be written (%s): move it away so the relay can create its own", s.sub(name), t.Reason)

@@ -1,0 +1,107 @@
+package maintain
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/deltasink"
+	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/verify"
+)
+
+// write commits n batches of 10 events to each topic through the relay's
+// sink, as the relay does: one small file and one commit per batch.
+func write(t *testing.T, root storage.Store, topics []string, n int) map[string][]string {
+	t.Helper()
+	ctx := context.Background()
+	s := deltasink.New(root, deltasink.Options{AppID: "deltabus-test", SyncCheckpoints: true})
+	want := map[string][]string{}
+	id := 0
+	for b := range n {
+		batch := s.NewBatch()
+		pos := int64(1000 + b*100)
+		for _, tp := range topics {
+			for range 10 {
+				id++
+				ev := &outbox.Event{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", id), Topic: tp, Key: "k", Type: "t",
+					SchemaVersion: 1, Payload: `{"n":1}`, OccurredAt: time.Unix(1700000000, 0).UTC(), CommitLSN: pos, Seq: int32(id), CommitTime: time.Now().UTC()}
+				if err := batch.Append(ev); err != nil {
+					t.Fatal(err)
+				}
+				want[tp] = append(want[tp], ev.ID)
+			}
+		}
+		for _, tp := range topics {
+			if _, err := batch.Commit(ctx, tp, pos); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s.Close(ctx)
+	return want
+}
+
+func ids(t *testing.T, root storage.Store, topic string) []string {
+	t.Helper()
+	rows, err := verify.ReadTopic(context.Background(), root, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rows {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+// TestRunKeepsEveryRowAndTheTxn: compaction, clean-up and vacuum at
+// accelerated retention leave few files and log entries, every row once in
+// order, and the relay's position; a held topic is left alone.
+func TestRunKeepsEveryRowAndTheTxn(t *testing.T) {
+	ctx := context.Background()
+	root, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := write(t, root, []string{"orders", "payments"}, 230)
+	if err := catalog.WriteRebuildState(ctx, root, catalog.RebuildState{Topic: "payments", Paused: catalog.HoldMissingTable, PausedAt: "0/10"}); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(48 * time.Hour)
+	rep, err := Run(ctx, root, Options{LogRetention: time.Hour, FileRetention: time.Hour, Now: func() time.Time { return later }})
+	if err != nil || rep.Failed() {
+		t.Fatalf("Run: %v %+v", err, rep)
+	}
+	byTopic := map[string]TopicReport{}
+	for _, tr := range rep.Topics {
+		byTopic[tr.Topic] = tr
+	}
+	if o := byTopic["orders"]; o.Compacted != 230 || o.ActiveFiles > 2 || o.LogDeleted == 0 || o.FilesDeleted != 230 {
+		t.Fatalf("orders: %+v; want 230 files compacted and vacuumed, at most 2 left, log entries deleted", o)
+	}
+	if p := byTopic["payments"]; p.Skipped == "" || p.Compacted != 0 {
+		t.Fatalf("payments is held but was maintained: %+v", p)
+	}
+	if got := ids(t, root, "orders"); !slices.Equal(got, want["orders"]) {
+		t.Fatalf("orders after maintenance: %d rows, want %d in order", len(got), len(want["orders"]))
+	}
+	snap, err := delta.LoadSnapshot(ctx, storage.Sub(root, "orders"), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txn, ok := snap.Txns["deltabus-test"]; !ok || txn.Version != 1000+229*100 {
+		t.Fatalf("the relay's txn after maintenance: %+v %v", txn, ok)
+	}
+	// Kept: the checkpoint at 200 (the newest before the horizon), its
+	// commit and every commit after it, and _last_checkpoint.
+	logs, _ := storage.Sub(root, "orders").List(ctx, delta.LogDir, "")
+	if o := byTopic["orders"]; o.Earliest != 200 || len(logs) != int(snap.Version-200)+3 {
+		t.Fatalf("after clean-up: earliest version %d, %d log entries at version %d", o.Earliest, len(logs), snap.Version)
+	}
+}

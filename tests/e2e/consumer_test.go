@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,14 +32,15 @@ func consumerEvents() int {
 // materialises topic "orders" into its own PostgreSQL table, checkpointing
 // in the same transaction, while producers write and the relay streams;
 // it is SIGKILLed at 10 random moments (all while the producers write, at
-// 1,000 events/s) and restarted. The table must end
-// equal to the topic: every event once, in the topic's order.
+// 1,000 events/s, and the relay compacts the topic tables every second)
+// and restarted. The table must end equal to the topic: every event once,
+// in the topic's order.
 func TestConsumerKilledMaterialisesExactlyOnce(t *testing.T) {
 	storeURL, store := localStore(t)
 	db := setup(t)
 	cdb := pgtest.NewDB(t)
 	env := []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + storeURL}
-	relay := startRelay(t, env, "--batch-max-delay", "20ms", "--batch-max-events", "300")
+	relay := startRelay(t, env, "--batch-max-delay", "20ms", "--batch-max-events", "300", "--maintenance", "1s")
 	waitSlotActive(t, db.DSN, "deltabus", relay)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -81,7 +83,11 @@ func TestConsumerKilledMaterialisesExactlyOnce(t *testing.T) {
 			t.Fatalf("row %d is %s, the topic's event %d is %s (a duplicate, a gap or out of order)", i, got[i], i, want[i].ID)
 		}
 	}
-	t.Logf("%d events materialised once each, in topic order, across 10 kills", len(want))
+	compactions := regexp.MustCompile(`files_compacted=[1-9]`).FindAllString(relay.output(), -1)
+	if len(compactions) == 0 {
+		t.Error("the relay never compacted while the consumer ran")
+	}
+	t.Logf("%d events materialised once each, in topic order, across 10 kills and %d compaction runs", len(want), len(compactions))
 }
 
 // waitRows waits until table holds n rows (or a minute passes with no

@@ -51,8 +51,15 @@ func (u *unit) label() string {
 	return *u.topic
 }
 
+// tablesQuery lists the publication's tables with a row estimate for
+// progress: the statistics' density (reltuples / relpages) scaled to the
+// table's current size, as the planner does; -1 when the table was never
+// analyzed or vacuumed (estimateRows then samples it).
 const tablesQuery = `
-	SELECT c.oid, n.nspname, c.relname, greatest(c.reltuples, 0)::bigint
+	SELECT c.oid, n.nspname, c.relname,
+	       CASE WHEN c.reltuples >= 0 AND c.relpages > 0
+	            THEN (c.reltuples / c.relpages * (pg_relation_size(c.oid) / current_setting('block_size')::int))::bigint
+	            ELSE -1 END
 	FROM pg_publication_tables p
 	JOIN pg_namespace n ON n.nspname = p.schemaname
 	JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = p.tablename
@@ -89,8 +96,32 @@ func publishedSources(ctx context.Context, conn *pgx.Conn, pub string, ms outbox
 			return nil, err
 		}
 		s.chooseFormat(iso, utc)
+		if s.estRows < 0 {
+			if s.estRows, err = s.estimateRows(ctx, conn); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return srcs, nil
+}
+
+// estimateRows estimates the rows of a table without statistics (never
+// analyzed: its progress would read "100%" from the start) from its size
+// and the width of its first rows: pages × usable page bytes / (row width
+// + tuple header and line pointer).
+func (s *source) estimateRows(ctx context.Context, conn *pgx.Conn) (int64, error) {
+	var pages, sampled int64
+	var width float64
+	err := conn.QueryRow(ctx, `SELECT pg_relation_size($1::oid) / current_setting('block_size')::int,
+		count(*), coalesce(avg(pg_column_size(t.*)), 0)
+		FROM (SELECT * FROM `+pgx.Identifier{s.rel.Namespace, s.rel.Name}.Sanitize()+` LIMIT 1000) t`, s.rel.ID).Scan(&pages, &sampled, &width)
+	if err != nil {
+		return 0, fmt.Errorf("estimate rows of %s: %w", s.qualified(), err)
+	}
+	if sampled == 0 {
+		return 0, nil
+	}
+	return max(sampled, int64(float64(pages)*8168/(width+28))), nil
 }
 
 func (s *source) qualified() string { return s.rel.Namespace + "." + s.rel.Name }

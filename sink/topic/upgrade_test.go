@@ -20,16 +20,20 @@ const fixtureDir = "testdata/orders-v1"
 
 func fixtureEvents() []outbox.Event { return testEvents(30, 3, 0x2000) }
 
-// TestWriteFixture rewrites the fixture; run it only when the schema
-// fixture must change: DELTABUS_WRITE_FIXTURES=1 go test -run TestWriteFixture.
+// TestWriteFixture writes the fixture's table with today's code into a
+// temporary directory and checks it has the committed fixture's shape (the
+// same schema is written until a release changes it). With
+// DELTABUS_WRITE_FIXTURES=1 it rewrites testdata/orders-v1 instead: only
+// when the schema fixture must change.
 func TestWriteFixture(t *testing.T) {
-	if os.Getenv("DELTABUS_WRITE_FIXTURES") != "1" {
-		t.Skip("set DELTABUS_WRITE_FIXTURES=1 to rewrite " + fixtureDir)
+	dir := filepath.Join(t.TempDir(), "orders")
+	if os.Getenv("DELTABUS_WRITE_FIXTURES") == "1" {
+		if err := os.RemoveAll(fixtureDir); err != nil {
+			t.Fatal(err)
+		}
+		dir = fixtureDir
 	}
-	if err := os.RemoveAll(fixtureDir); err != nil {
-		t.Fatal(err)
-	}
-	root, err := storage.NewLocal(fixtureDir)
+	root, err := storage.NewLocal(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +50,24 @@ func TestWriteFixture(t *testing.T) {
 		if err := relayCommit(t, root, tbl, FileOptions{}, batch); err != nil {
 			t.Fatal(err)
 		}
+	}
+	written, err := delta.LoadSnapshot(t.Context(), root, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixture, err := storage.NewLocal(fixtureDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, err := delta.LoadSnapshot(t.Context(), fixture, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if written.Version != committed.Version || written.StatsRecords() != committed.StatsRecords() ||
+		written.Metadata.SchemaString != committed.Metadata.SchemaString {
+		t.Fatalf("today's writer gives version %d, %d rows, schema %s; the fixture has version %d, %d rows, schema %s",
+			written.Version, written.StatsRecords(), written.Metadata.SchemaString,
+			committed.Version, committed.StatsRecords(), committed.Metadata.SchemaString)
 	}
 }
 

@@ -86,7 +86,7 @@ func TestCheckConsumers(t *testing.T) {
 }
 
 // runMaterialize runs the example consumer to completion.
-func runMaterialize(t *testing.T, args []string) {
+func runMaterialize(t testing.TB, args []string) {
 	t.Helper()
 	p := startConsumer(t, nil, args...)
 	select {

@@ -49,7 +49,7 @@ func buildBinary(tb testing.TB, pkg string) string {
 
 // startConsumer starts the example consumer as an OS process (so it can be
 // SIGKILLed).
-func startConsumer(t *testing.T, env []string, args ...string) *relayProc {
+func startConsumer(t testing.TB, env []string, args ...string) *relayProc {
 	t.Helper()
 	return startProc(t, buildBinary(t, "examples/materialize"), env, args...)
 }
@@ -76,7 +76,7 @@ func startProc(tb testing.TB, bin string, env []string, args ...string) *relayPr
 }
 
 // runRelayCmd runs a relay command to completion: stdout, stderr, exit code.
-func runRelayCmd(t *testing.T, env []string, args ...string) (string, string, int) {
+func runRelayCmd(t testing.TB, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -95,7 +95,7 @@ func runRelayCmd(t *testing.T, env []string, args ...string) (string, string, in
 }
 
 // latestVersion is the newest commit of a topic, -1 when it has no table.
-func latestVersion(t *testing.T, root storage.Store, topic string) int64 {
+func latestVersion(t testing.TB, root storage.Store, topic string) int64 {
 	t.Helper()
 	v, err := subscribe.ListLog(context.Background(), storage.Sub(root, topic), 0)
 	if err != nil {
@@ -107,7 +107,7 @@ func latestVersion(t *testing.T, root storage.Store, topic string) int64 {
 // produceUntilVersion inserts one event per transaction into topic, paced
 // so the relay commits most of them as their own version, until the
 // topic's table reaches version want.
-func produceUntilVersion(t *testing.T, dsn string, root storage.Store, topic string, want int64) {
+func produceUntilVersion(t testing.TB, dsn string, root storage.Store, topic string, want int64) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -129,7 +129,7 @@ func produceUntilVersion(t *testing.T, dsn string, root storage.Store, topic str
 }
 
 // checkRows runs `relay check consumers --json` and indexes the rows by group.
-func checkRows(t *testing.T, env []string, args ...string) (map[string]check.Row, string, int) {
+func checkRows(t testing.TB, env []string, args ...string) (map[string]check.Row, string, int) {
 	t.Helper()
 	out, errOut, code := runRelayCmd(t, env, append([]string{"check", "consumers", "--json"}, args...)...)
 	var rows []check.Row

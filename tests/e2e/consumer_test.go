@@ -92,7 +92,7 @@ func TestConsumerKilledMaterialisesExactlyOnce(t *testing.T) {
 
 // waitRows waits until table holds n rows (or a minute passes with no
 // change) and returns its event ids in insertion order.
-func waitRows(t *testing.T, dsn, table string, n int, c *relayProc) []string {
+func waitRows(t testing.TB, dsn, table string, n int, c *relayProc) []string {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -175,7 +175,7 @@ func TestConsumerBehindRetentionFails(t *testing.T) {
 
 // checkConsumeLines: `relay consume` prints one JSON object per event, in
 // (commit_lsn, seq) order, payload nested.
-func checkConsumeLines(t *testing.T, out string) {
+func checkConsumeLines(t testing.TB, out string) {
 	t.Helper()
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) < 10 {

@@ -49,7 +49,7 @@ func TestCrashExactlyOnceS3(t *testing.T) {
 	crashTest(t, b.URL("bus"), store, env)
 }
 
-func crashTest(t *testing.T, storeURL string, store storage.Store, extraEnv []string) {
+func crashTest(t testing.TB, storeURL string, store storage.Store, extraEnv []string) {
 	events, kills := crashScale()
 	db := setup(t)
 	truth := newTruthSlot(t, db, "deltabus")
@@ -91,7 +91,7 @@ func crashTest(t *testing.T, storeURL string, store storage.Store, extraEnv []st
 
 // logProblems prints, after a failure, every warning and error the relay
 // processes logged.
-func logProblems(t *testing.T, procs []*relayProc) {
+func logProblems(t testing.TB, procs []*relayProc) {
 	if !t.Failed() {
 		return
 	}

@@ -87,7 +87,7 @@ func TestDeltaWriterCrashS3(t *testing.T) {
 	deltaCrash(t, b.URL("crash"), st, env)
 }
 
-func deltaCrash(t *testing.T, url string, st storage.Store, env []string) {
+func deltaCrash(t testing.TB, url string, st storage.Store, env []string) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	kills := 0
 	for attempt := 0; attempt < 200; attempt++ {
@@ -119,7 +119,7 @@ func deltaCrash(t *testing.T, url string, st storage.Store, env []string) {
 	t.Fatal("writer never finished")
 }
 
-func checkCrashTable(t *testing.T, st storage.Store) {
+func checkCrashTable(t testing.TB, st storage.Store) {
 	t.Helper()
 	ctx := context.Background()
 	snap, err := delta.LoadSnapshot(ctx, st, -1)

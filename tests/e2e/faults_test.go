@@ -23,7 +23,7 @@ import (
 
 // s3Scenario is a scenario whose relays reach their bucket through a fault
 // proxy; the test's own store reads the bucket directly.
-func s3Scenario(t *testing.T) (*scenario, *faultproxy.Proxy) {
+func s3Scenario(t testing.TB) (*scenario, *faultproxy.Proxy) {
 	b := s3test.NewBucket(t)
 	proxy := faultproxy.New(t, b.Endpoint)
 	store, err := storage.Open(context.Background(), b.URL("bus"), b.Options())
@@ -33,7 +33,7 @@ func s3Scenario(t *testing.T) (*scenario, *faultproxy.Proxy) {
 	return newScenario(t, b.URL("bus"), store, s3Env(b, proxy.URL())), proxy
 }
 
-func setFault(t *testing.T, p *faultproxy.Proxy, f faultproxy.Fault) {
+func setFault(t testing.TB, p *faultproxy.Proxy, f faultproxy.Fault) {
 	t.Helper()
 	if err := p.Set(f); err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestFaultLocalDiskFull(t *testing.T) {
 	s.finish(p)
 }
 
-func mountTmpfs(t *testing.T, dir, size string) {
+func mountTmpfs(t testing.TB, dir, size string) {
 	t.Helper()
 	if err := exec.Command("mkdir", "-p", dir).Run(); err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func mountTmpfs(t *testing.T, dir, size string) {
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
 }
 
-func remount(t *testing.T, dir, size string) {
+func remount(t testing.TB, dir, size string) {
 	t.Helper()
 	if out, err := exec.Command("mount", "-o", "remount,size="+size, dir).CombinedOutput(); err != nil {
 		t.Fatalf("remount %s: %v: %s", dir, err, out)

@@ -101,7 +101,7 @@ func TestForeignIncompatibleSchemaChange(t *testing.T) {
 
 // forceSchemaChange commits, as another engine would, a metaData whose
 // "key" column is an integer instead of a string.
-func forceSchemaChange(t *testing.T, table storage.Store) {
+func forceSchemaChange(t testing.TB, table storage.Store) {
 	t.Helper()
 	ctx := context.Background()
 	for range 100 {

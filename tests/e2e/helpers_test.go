@@ -43,7 +43,7 @@ func (w withS3) Run() int { return s3test.Run(w.m) }
 var topics = []string{"orders", "payments", "tenants", "ingestion", "quality"}
 
 // setup migrates a fresh database and returns it.
-func setup(t *testing.T) *pgtest.DB {
+func setup(t testing.TB) *pgtest.DB {
 	t.Helper()
 	db := pgtest.NewDB(t)
 	ctx := context.Background()
@@ -63,7 +63,7 @@ type producers struct {
 	workers atomic.Int64
 }
 
-func (p *producers) run(ctx context.Context, t *testing.T, dsn string, workers, n int) {
+func (p *producers) run(ctx context.Context, t testing.TB, dsn string, workers, n int) {
 	p.workers.Store(int64(workers))
 	var wg sync.WaitGroup
 	per := n / workers
@@ -77,7 +77,7 @@ func (p *producers) run(ctx context.Context, t *testing.T, dsn string, workers, 
 	wg.Wait()
 }
 
-func (p *producers) worker(ctx context.Context, t *testing.T, dsn string, w, n int) {
+func (p *producers) worker(ctx context.Context, t testing.TB, dsn string, w, n int) {
 	rng := rand.New(rand.NewPCG(uint64(w), 42))
 	start, perWorker := time.Now(), float64(p.rate)/float64(max(1, p.workers.Load()))
 	var conn *pgx.Conn
@@ -127,7 +127,7 @@ func (p *producers) worker(ctx context.Context, t *testing.T, dsn string, w, n i
 // Rows a bootstrap copied from a snapshot carry the snapshot's position
 // instead; they must all precede the streamed rows and be exactly the rows
 // committed before the seam (the snapshot itself has no commit order).
-func checkAgainstTruth(t *testing.T, root storage.Store, truth []truthRow) {
+func checkAgainstTruth(t testing.TB, root storage.Store, truth []truthRow) {
 	t.Helper()
 	ctx := context.Background()
 	want := map[string][]truthRow{}
@@ -147,7 +147,7 @@ func checkAgainstTruth(t *testing.T, root storage.Store, truth []truthRow) {
 	}
 }
 
-func checkTopicAgainstTruth(t *testing.T, tp string, got []verify.Logged, want []truthRow) {
+func checkTopicAgainstTruth(t testing.TB, tp string, got []verify.Logged, want []truthRow) {
 	t.Helper()
 	byID := make(map[string]truthRow, len(want))
 	for _, r := range want {
@@ -203,7 +203,7 @@ var (
 )
 
 // buildRelay builds cmd/relay once per test binary.
-func buildRelay(t *testing.T) string {
+func buildRelay(t testing.TB) string {
 	t.Helper()
 	relayBinOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "deltabus-relay-bin-")
@@ -224,7 +224,7 @@ func buildRelay(t *testing.T) string {
 }
 
 // localStore returns a file:// URL and the store under a temp dir.
-func localStore(t *testing.T) (string, storage.Store) {
+func localStore(t testing.TB) (string, storage.Store) {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := storage.NewLocal(dir)
@@ -235,7 +235,7 @@ func localStore(t *testing.T) (string, storage.Store) {
 }
 
 // waitDrained waits until the slot confirmed the current WAL insert position.
-func waitDrained(t *testing.T, dsn, slot string, timeout time.Duration) {
+func waitDrained(t testing.TB, dsn, slot string, timeout time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -261,7 +261,7 @@ func waitDrained(t *testing.T, dsn, slot string, timeout time.Duration) {
 	t.Fatalf("slot %s did not confirm %s within %v", slot, target, timeout)
 }
 
-func migrate(t *testing.T, conn *pgx.Conn) {
+func migrate(t testing.TB, conn *pgx.Conn) {
 	t.Helper()
 	if _, err := migrations.Apply(context.Background(), conn, migrations.Options{}); err != nil {
 		t.Fatal(err)

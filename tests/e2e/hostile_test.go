@@ -15,7 +15,7 @@ import (
 
 // evilDSN creates a role with no privilege beyond LOGIN (no REPLICATION,
 // no right on the outbox) and returns a DSN for it on the test database.
-func evilDSN(t *testing.T, s *scenario) string {
+func evilDSN(t testing.TB, s *scenario) string {
 	t.Helper()
 	s.db.Exec(t, `DO $$ BEGIN
 		IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'nobody_special') THEN CREATE ROLE nobody_special LOGIN; END IF;
@@ -24,7 +24,7 @@ func evilDSN(t *testing.T, s *scenario) string {
 }
 
 // emitAs writes a transactional logical message as the role of dsn.
-func emitAs(t *testing.T, dsn, prefix, content string) {
+func emitAs(t testing.TB, dsn, prefix, content string) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -37,7 +37,7 @@ func emitAs(t *testing.T, dsn, prefix, content string) {
 	}
 }
 
-func topicRows(t *testing.T, s *scenario, topic string) int {
+func topicRows(t testing.TB, s *scenario, topic string) int {
 	rows, err := verify.ReadTopic(context.Background(), s.store, topic)
 	if err != nil {
 		return 0

@@ -62,7 +62,7 @@ func TestInvalidatedSlotRefusesAndRecovers(t *testing.T) {
 
 // invalidateSlot writes WAL past max_slot_wal_keep_size while the slot is
 // idle, with outbox rows among it, until PostgreSQL marks the slot lost.
-func invalidateSlot(t *testing.T, db *pgtest.DB, conn *pgx.Conn) {
+func invalidateSlot(t testing.TB, db *pgtest.DB, conn *pgx.Conn) {
 	t.Helper()
 	ctx := context.Background()
 	for round := 0; round < 20; round++ {

@@ -12,7 +12,7 @@ import (
 
 // runCLI runs the relay binary to completion and returns exit code and
 // stderr.
-func runCLI(t *testing.T, env []string, args ...string) (int, string, string) {
+func runCLI(t testing.TB, env []string, args ...string) (int, string, string) {
 	t.Helper()
 	cmd := exec.Command(buildRelay(t), args...)
 	cmd.Env = append(os.Environ(), env...)

@@ -20,7 +20,7 @@ import (
 )
 
 // rolesSQL is the repository's least-privilege script (deploy/sql).
-func rolesSQL(t *testing.T) string {
+func rolesSQL(t testing.TB) string {
 	_, file, _, _ := runtime.Caller(0)
 	p := filepath.Join(filepath.Dir(file), "..", "..", "deploy", "sql", "roles.sql")
 	if _, err := os.Stat(p); err != nil {
@@ -36,7 +36,7 @@ func asRole(db *pgtest.DB, role string) string {
 }
 
 // applyRoles runs deploy/sql/roles.sql with psql as the superuser.
-func applyRoles(t *testing.T, db *pgtest.DB, producer string) {
+func applyRoles(t testing.TB, db *pgtest.DB, producer string) {
 	t.Helper()
 	db.Exec(t, `DO $$ BEGIN
 		IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '`+producer+`') THEN CREATE ROLE `+producer+` LOGIN; END IF;
@@ -120,7 +120,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	checkRebuiltTopic(t, topics[1], got, rebuilt, rec)
 }
 
-func pgxQueryRow(t *testing.T, dsn, sql string, dest ...any) error {
+func pgxQueryRow(t testing.TB, dsn, sql string, dest ...any) error {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {

@@ -16,14 +16,14 @@ import (
 
 // relayProc is a relay running as a real OS process, so tests can SIGKILL it.
 type relayProc struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	log  string
 	done chan error
 }
 
 // startRelay starts `relay run` with env (KEY=VALUE) and extra args.
-func startRelay(t *testing.T, env []string, args ...string) *relayProc {
+func startRelay(t testing.TB, env []string, args ...string) *relayProc {
 	t.Helper()
 	bin := buildRelay(t)
 	logPath := filepath.Join(t.TempDir(), "relay.log")
@@ -101,7 +101,7 @@ func (p *relayProc) tail() string {
 }
 
 // waitSlotActive waits until the slot exists and a relay streams from it.
-func waitSlotActive(t *testing.T, dsn, slot string, p *relayProc) {
+func waitSlotActive(t testing.TB, dsn, slot string, p *relayProc) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)

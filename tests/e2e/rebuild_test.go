@@ -87,7 +87,7 @@ func TestRebuildLostTopicS3(t *testing.T) {
 // rebuild's txn version) first; streamed rows in source commit order; every
 // row committed before the pause watermark in the snapshot, every row
 // committed at or after the seam's end streamed.
-func checkRebuiltTopic(t *testing.T, tp string, got []verify.Logged, want []truthRow, rec catalog.RebuildRecord) {
+func checkRebuiltTopic(t testing.TB, tp string, got []verify.Logged, want []truthRow, rec catalog.RebuildRecord) {
 	t.Helper()
 	seamEnd, err := pglogrepl.ParseLSN(rec.SeamEnd)
 	if err != nil {
@@ -136,7 +136,7 @@ func checkRebuiltTopic(t *testing.T, tp string, got []verify.Logged, want []trut
 	}
 }
 
-func deleteAll(t *testing.T, st storage.Store) {
+func deleteAll(t testing.TB, st storage.Store) {
 	t.Helper()
 	objs, err := st.List(context.Background(), "", "")
 	if err != nil {

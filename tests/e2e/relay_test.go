@@ -20,7 +20,7 @@ import (
 )
 
 // runRelay runs a relay in-process until the test ends.
-func runRelay(t *testing.T, dsn, storeURL string, store storage.Store) (stop func() error) {
+func runRelay(t testing.TB, dsn, storeURL string, store storage.Store) (stop func() error) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	r, _, err := daemon.New(context.Background(), relay.Config{Source: dsn, Store: storeURL, BatchMaxDelay: 20 * time.Millisecond},
@@ -231,7 +231,7 @@ func TestStatusShowsSlotAndTopics(t *testing.T) {
 }
 
 // deadLetterReasons reads the reason and raw row of every dead letter.
-func deadLetterReasons(t *testing.T, root storage.Store) []string {
+func deadLetterReasons(t testing.TB, root storage.Store) []string {
 	t.Helper()
 	ctx := context.Background()
 	st := storage.Sub(root, outbox.DeadLetterTopic)

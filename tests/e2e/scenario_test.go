@@ -22,7 +22,7 @@ import (
 // processes, each serving /readyz) that the test stops, kills and
 // restarts while it injects a fault.
 type scenario struct {
-	t        *testing.T
+	t        testing.TB
 	db       *pgtest.DB
 	truth    *truthSlot
 	storeURL string
@@ -51,7 +51,7 @@ func faultDuration() time.Duration {
 }
 
 // newScenario prepares the database and the truth slot; start begins.
-func newScenario(t *testing.T, storeURL string, store storage.Store, env []string, args ...string) *scenario {
+func newScenario(t testing.TB, storeURL string, store storage.Store, env []string, args ...string) *scenario {
 	db := setup(t)
 	s := &scenario{t: t, db: db, truth: newTruthSlot(t, db, "deltabus"), storeURL: storeURL, store: store,
 		env:  append([]string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + storeURL}, env...),
@@ -166,7 +166,7 @@ func (s *scenario) finish(p *relayProc) {
 }
 
 // freeAddr returns a free 127.0.0.1 port.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -177,7 +177,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // eventually polls cond every 100 ms until it holds or limit passes.
-func eventually(t *testing.T, limit time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {

@@ -31,7 +31,7 @@ type truthSlot struct {
 	pub  string
 }
 
-func newTruthSlot(t *testing.T, db *pgtest.DB, pub string) *truthSlot {
+func newTruthSlot(t testing.TB, db *pgtest.DB, pub string) *truthSlot {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -49,7 +49,7 @@ func newTruthSlot(t *testing.T, db *pgtest.DB, pub string) *truthSlot {
 
 // read drains the slot up to the current WAL insert position and returns
 // every outbox insert in commit order.
-func (s *truthSlot) read(t *testing.T) []truthRow {
+func (s *truthSlot) read(t testing.TB) []truthRow {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -44,9 +44,10 @@ func setFault(t testing.TB, p *faultproxy.Proxy, f faultproxy.Fault) {
 // refused) for a minute while producers write: the relay turns not ready,
 // keeps its slot, and resumes by itself when the server is back.
 func TestFaultS3ServerDown(t *testing.T) {
+	t.Parallel() // a unique slot: runs beside the other fault tests
 	s, proxy := s3Scenario(t)
 	p := s.relay()
-	waitSlotActive(t, s.db.DSN, "deltabus", p)
+	waitSlotActive(t, s.db.DSN, s.slot, p)
 	outage := faultDuration()
 	s.produce(int(200*(outage.Seconds()+20)), 200)
 	eventually(t, time.Minute, "first events", func() bool { return s.written() > 500 })
@@ -66,9 +67,10 @@ func TestFaultS3ServerDown(t *testing.T) {
 // ends on SIGTERM within its shutdown timeout even with requests hung, and
 // a new relay resumes once the server answers again.
 func TestFaultS3Errors(t *testing.T) {
+	t.Parallel() // a unique slot: runs beside the other fault tests
 	s, proxy := s3Scenario(t)
 	p := s.relay()
-	waitSlotActive(t, s.db.DSN, "deltabus", p)
+	waitSlotActive(t, s.db.DSN, s.slot, p)
 	s.produce(12000, 200)
 	eventually(t, time.Minute, "first events", func() bool { return s.written() > 500 })
 	phase := max(faultDuration()/4, 10*time.Second)
@@ -81,7 +83,7 @@ func TestFaultS3Errors(t *testing.T) {
 	s.stopWithin(p, 15*time.Second)
 	setFault(t, proxy, faultproxy.Fault{})
 	p = s.relay()
-	waitSlotActive(t, s.db.DSN, "deltabus", p)
+	waitSlotActive(t, s.db.DSN, s.slot, p)
 	s.waitReady(p, true, time.Minute)
 	s.finish(p)
 }
@@ -90,6 +92,7 @@ func TestFaultS3Errors(t *testing.T) {
 // turns not ready and acknowledges nothing it could not write; SIGTERM
 // ends it; once there is space again a new relay resumes.
 func TestFaultLocalDiskFull(t *testing.T) {
+	t.Parallel() // a unique slot: runs beside the other fault tests
 	dir := filepath.Join(t.TempDir(), "store")
 	mountTmpfs(t, dir, "2m")
 	store, err := storage.NewLocal(dir)
@@ -98,14 +101,14 @@ func TestFaultLocalDiskFull(t *testing.T) {
 	}
 	s := newScenario(t, "file://"+dir, store, nil)
 	p := s.relay()
-	waitSlotActive(t, s.db.DSN, "deltabus", p)
+	waitSlotActive(t, s.db.DSN, s.slot, p)
 	s.produce(15000, 400)
 	s.waitReady(p, false, 2*time.Minute) // 2 MiB fill up
 	t.Logf("store full after %d events", s.written())
 	s.stopWithin(p, 15*time.Second)
 	remount(t, dir, "512m")
 	p = s.relay()
-	waitSlotActive(t, s.db.DSN, "deltabus", p)
+	waitSlotActive(t, s.db.DSN, s.slot, p)
 	s.waitReady(p, true, time.Minute)
 	s.finish(p)
 }
@@ -132,6 +135,7 @@ func remount(t testing.TB, dir, size string) {
 // mid-stream and comes back after crash recovery: the relay reconnects by
 // itself and the topics end equal to the source.
 func TestFaultPostgresKilled(t *testing.T) {
+	t.Parallel() // a unique slot: runs beside the other fault tests
 	// A killed server keeps what it wrote to the OS (fsync off is fine),
 	// but asynchronous commits still in its WAL buffers die with it.
 	srv := pgtest.NewServer(t, "synchronous_commit = on")
@@ -139,7 +143,7 @@ func TestFaultPostgresKilled(t *testing.T) {
 	db := &pgtest.DB{Name: "postgres", DSN: dsn, ReplDSN: dsn + "&replication=database"}
 	migrate(t, db.Conn(t))
 	url, store := localStore(t)
-	s := &scenario{t: t, db: db, truth: newTruthSlot(t, db, "deltabus"), storeURL: url, store: store,
+	s := &scenario{t: t, db: db, truth: newTruthSlot(t, db, "deltabus"), storeURL: url, store: store, slot: "deltabus",
 		env:  []string{"DELTABUS_SOURCE=" + dsn, "DELTABUS_STORE=" + url},
 		args: []string{"--batch-max-delay", "20ms", "--shutdown-timeout", "5s"}, addrs: map[*relayProc]string{}}
 	p := s.relay()
@@ -163,10 +167,11 @@ func TestFaultPostgresKilled(t *testing.T) {
 // too: the last takes over. There is always a relay left streaming, and
 // no standby gives up.
 func TestFaultStandbyTakeovers(t *testing.T) {
+	t.Parallel() // a unique slot: runs beside the other fault tests
 	url, store := localStore(t)
 	s := newScenario(t, url, store, nil, "--standby")
 	a := s.relay()
-	waitSlotActive(t, s.db.DSN, "deltabus", a)
+	waitSlotActive(t, s.db.DSN, s.slot, a)
 	b, c := s.relay(), s.relay()
 	s.produce(8000, 400)
 	time.Sleep(time.Second)

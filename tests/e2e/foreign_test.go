@@ -19,10 +19,11 @@ import (
 // SET TBLPROPERTIES, delta-rs set_table_properties): normal operations, the
 // relay follows the change and goes on committing without a restart.
 func TestForeignCompatibleMetadataChange(t *testing.T) {
+	t.Parallel() // a unique slot: runs beside the other fault tests
 	url, store := localStore(t)
 	s := newScenario(t, url, store, nil)
 	p := s.relay()
-	waitSlotActive(t, s.db.DSN, "deltabus", p)
+	waitSlotActive(t, s.db.DSN, s.slot, p)
 	s.produce(6000, 400)
 	tp := topics[0]
 	eventually(t, time.Minute, "first events of "+tp, func() bool { return topicRows(t, s, tp) > 100 })
@@ -52,10 +53,11 @@ func TestForeignCompatibleMetadataChange(t *testing.T) {
 // stream; once the operator moves the table away, `relay rebuild` restores
 // it and every topic ends equal to the source.
 func TestForeignIncompatibleSchemaChange(t *testing.T) {
+	t.Parallel() // a unique slot: runs beside the other fault tests
 	url, store := localStore(t)
 	s := newScenario(t, url, store, nil)
 	p := s.relay()
-	waitSlotActive(t, s.db.DSN, "deltabus", p)
+	waitSlotActive(t, s.db.DSN, s.slot, p)
 	s.produce(6000, 400)
 	tp := topics[0]
 	eventually(t, time.Minute, "first events of "+tp, func() bool { return topicRows(t, s, tp) > 100 })
@@ -76,7 +78,7 @@ func TestForeignIncompatibleSchemaChange(t *testing.T) {
 		t.Fatalf("rebuild: exit %d\n%s%s\n%s", code, stdout, stderr, p.tail())
 	}
 	<-s.produced
-	waitDrained(t, s.db.DSN, "deltabus", 3*time.Minute)
+	waitDrained(t, s.db.DSN, s.slot, 3*time.Minute)
 	s.stopWithin(p, 30*time.Second)
 	rows := s.truth.read(t)
 	rec, ok, err := catalog.ReadRebuildRecord(ctx, store, tp)

@@ -17,6 +17,7 @@ var heartbeatFlag = "2s"
 // so the WAL it retains stays bounded instead of growing with the other
 // database's writes.
 func TestIdleDatabaseDoesNotPinWAL(t *testing.T) {
+	t.Parallel() // a unique slot: runs beside the other fault tests
 	// wal_sender_timeout = 0: the walsender sends no keepalive of its own,
 	// so only the heartbeat gives the relay a position to acknowledge.
 	srv := pgtest.NewServer(t, "wal_sender_timeout = 0")

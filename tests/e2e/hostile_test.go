@@ -51,13 +51,14 @@ func topicRows(t testing.TB, s *scenario, topic string) int {
 // neither (the store holds no intent for them), never echoes their content,
 // and the topics end equal to the source.
 func TestForgedWatermarksHaveNoEffect(t *testing.T) {
+	t.Parallel() // a unique slot: runs beside the other fault tests
 	url, store := localStore(t)
 	s := newScenario(t, url, store, nil)
 	p := s.relay()
-	waitSlotActive(t, s.db.DSN, "deltabus", p)
+	waitSlotActive(t, s.db.DSN, s.slot, p)
 	s.produce(6000, 300)
 	evil := evilDSN(t, s)
-	appID := catalog.AppID("deltabus")
+	appID := catalog.AppID(s.slot)
 	eventually(t, time.Minute, "first events of orders", func() bool { return topicRows(t, s, "orders") > 50 })
 
 	// A forged pause of orders: orders keeps streaming.
@@ -110,10 +111,11 @@ func TestForgedWatermarksHaveNoEffect(t *testing.T) {
 // the others; `relay rebuild --topic` then restores every event once, with
 // no manual step.
 func TestTableDeletedMidStreamThenRebuilt(t *testing.T) {
+	t.Parallel() // a unique slot: runs beside the other fault tests
 	url, store := localStore(t)
 	s := newScenario(t, url, store, nil)
 	p := s.relay()
-	waitSlotActive(t, s.db.DSN, "deltabus", p)
+	waitSlotActive(t, s.db.DSN, s.slot, p)
 	s.produce(8000, 400)
 	lost := topics[0]
 	eventually(t, time.Minute, "first events of "+lost, func() bool { return topicRows(t, s, lost) > 100 })
@@ -133,7 +135,7 @@ func TestTableDeletedMidStreamThenRebuilt(t *testing.T) {
 		t.Fatalf("rebuild: exit %d\n%s\n%s\nrelay:\n%s", code, stdout, stderr, p.tail())
 	}
 	<-s.produced
-	waitDrained(t, s.db.DSN, "deltabus", 3*time.Minute)
+	waitDrained(t, s.db.DSN, s.slot, 3*time.Minute)
 	s.stopWithin(p, 30*time.Second)
 	rows := s.truth.read(t)
 	rec, ok, err := catalog.ReadRebuildRecord(ctx, store, lost)

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -27,6 +29,7 @@ type scenario struct {
 	truth    *truthSlot
 	storeURL string
 	store    storage.Store
+	slot     string // the relay's slot: unique, so scenarios can run in parallel on one cluster
 	env      []string
 	args     []string
 
@@ -53,8 +56,9 @@ func faultDuration() time.Duration {
 // newScenario prepares the database and the truth slot; start begins.
 func newScenario(t testing.TB, storeURL string, store storage.Store, env []string, args ...string) *scenario {
 	db := setup(t)
-	s := &scenario{t: t, db: db, truth: newTruthSlot(t, db, "deltabus"), storeURL: storeURL, store: store,
-		env:  append([]string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + storeURL}, env...),
+	slot := fmt.Sprintf("relay_%08x", rand.Uint32())
+	s := &scenario{t: t, db: db, truth: newTruthSlot(t, db, "deltabus"), storeURL: storeURL, store: store, slot: slot,
+		env:  append([]string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + storeURL, "DELTABUS_SLOT=" + slot}, env...),
 		args: append([]string{"--batch-max-delay", "20ms", "--shutdown-timeout", "5s"}, args...), addrs: map[*relayProc]string{}}
 	t.Cleanup(func() {
 		s.mu.Lock()
@@ -154,7 +158,7 @@ func (s *scenario) finish(p *relayProc) {
 	case <-time.After(10 * time.Minute):
 		s.t.Fatal("producers did not finish")
 	}
-	waitDrained(s.t, s.db.DSN, "deltabus", 3*time.Minute)
+	waitDrained(s.t, s.db.DSN, s.slot, 3*time.Minute)
 	s.stopWithin(p, 30*time.Second)
 	rows := s.truth.read(s.t)
 	// More rows than events: a producer's commit whose acknowledgement was

@@ -41,7 +41,7 @@ func BenchmarkSoak(b *testing.B) {
 		s := newScenario(b, url, store, env, "--maintenance", "30s", "--maintenance-log-retention", "2m",
 			"--maintenance-file-retention", "2m")
 		p := s.relay()
-		waitSlotActive(b, s.db.DSN, "deltabus", p)
+		waitSlotActive(b, s.db.DSN, s.slot, p)
 		ctx, stop := context.WithCancel(context.Background())
 		cons := followAll(ctx, b, store)
 		s.produce(rate*60*minutes, rate)
@@ -51,7 +51,7 @@ func BenchmarkSoak(b *testing.B) {
 		case <-time.After(10 * time.Minute):
 			b.Fatal("producers did not finish")
 		}
-		waitDrained(b, s.db.DSN, "deltabus", 5*time.Minute)
+		waitDrained(b, s.db.DSN, s.slot, 5*time.Minute)
 		rows := s.truth.read(b)
 		cons.waitFor(b, len(rows), 5*time.Minute)
 		stop()

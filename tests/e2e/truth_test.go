@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ func newTruthSlot(t testing.TB, db *pgtest.DB, pub string) *truthSlot {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	name := "truth"
+	name := fmt.Sprintf("truth_%08x", rand.Uint32()) // slot names are cluster-wide: tests may run in parallel
 	if _, err := pglogrepl.CreateReplicationSlot(ctx, conn, name, "pgoutput", pglogrepl.CreateReplicationSlotOptions{}); err != nil {
 		t.Fatal(err)
 	}

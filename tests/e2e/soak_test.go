@@ -116,7 +116,7 @@ func (s *scenario) sample(b testing.TB, p *relayProc, store storage.Store, minut
 		smp.rssMiB, smp.peakMiB = procMemMiB(p.cmd.Process.Pid)
 		var lag int64
 		if err := pgxQueryRow(b, s.db.DSN, `SELECT coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), 0)::bigint
-			FROM pg_replication_slots WHERE slot_name = 'deltabus'`, &lag); err != nil {
+			FROM pg_replication_slots WHERE slot_name = '`+s.slot+`'`, &lag); err != nil {
 			b.Fatal(err)
 		}
 		smp.lagMiB = float64(lag) / (1 << 20)

@@ -137,23 +137,5 @@ func TestTableDeletedMidStreamThenRebuilt(t *testing.T) {
 	<-s.produced
 	waitDrained(t, s.db.DSN, s.slot, 3*time.Minute)
 	s.stopWithin(p, 30*time.Second)
-	rows := s.truth.read(t)
-	rec, ok, err := catalog.ReadRebuildRecord(ctx, store, lost)
-	if err != nil || !ok {
-		t.Fatalf("rebuild record: %v", err)
-	}
-	var others, rebuilt []truthRow
-	for _, r := range rows {
-		if r.Topic == lost {
-			rebuilt = append(rebuilt, r)
-		} else {
-			others = append(others, r)
-		}
-	}
-	checkAgainstTruth(t, store, others)
-	got, err := verify.ReadTopic(ctx, store, lost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkRebuiltTopic(t, lost, got, rebuilt, rec)
+	checkAfterRebuild(t, store, s.truth.read(t), lost)
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/deltabus/deltabus/pgcluster"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/tests/pgtest"
-	"github.com/deltabus/deltabus/verify"
 )
 
 // rolesSQL is the repository's least-privilege script (deploy/sql).
@@ -100,24 +99,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	if len(rows) != 3600 {
 		t.Fatalf("truth saw %d rows, producers wrote 3600", len(rows))
 	}
-	var others, rebuilt []truthRow
-	for _, r := range rows {
-		if r.Topic == topics[1] {
-			rebuilt = append(rebuilt, r)
-		} else {
-			others = append(others, r)
-		}
-	}
-	checkAgainstTruth(t, store, others)
-	rec, ok, err := catalog.ReadRebuildRecord(ctx, store, topics[1])
-	if err != nil || !ok {
-		t.Fatalf("rebuild record: %v", err)
-	}
-	got, err := verify.ReadTopic(ctx, store, topics[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkRebuiltTopic(t, topics[1], got, rebuilt, rec)
+	checkAfterRebuild(t, store, rows, topics[1])
 }
 
 func pgxQueryRow(t testing.TB, dsn, sql string, dest ...any) error {

@@ -61,26 +61,33 @@ func TestRebuildLostTopicS3(t *testing.T) {
 	if err := p.stop(time.Minute); err != nil {
 		t.Fatalf("relay: %v\n%s", err, p.tail())
 	}
-	rows := truth.read(t)
-	rec, ok, err := catalog.ReadRebuildRecord(ctx, store, lost)
+	checkAfterRebuild(t, store, truth.read(t), lost)
+}
+
+// checkAfterRebuild checks every topic against the source after topic tp
+// was rebuilt: the others exactly in source commit order, tp with
+// checkRebuiltTopic's rules for its rebuild record.
+func checkAfterRebuild(t testing.TB, store storage.Store, rows []truthRow, tp string) {
+	t.Helper()
+	ctx := context.Background()
+	rec, ok, err := catalog.ReadRebuildRecord(ctx, store, tp)
 	if err != nil || !ok {
-		t.Fatalf("rebuild record: %v", err)
+		t.Fatalf("rebuild record of %s: %v", tp, err)
 	}
-	var others []truthRow
-	var rebuilt []truthRow
+	var others, rebuilt []truthRow
 	for _, r := range rows {
-		if r.Topic == lost {
+		if r.Topic == tp {
 			rebuilt = append(rebuilt, r)
 		} else {
 			others = append(others, r)
 		}
 	}
 	checkAgainstTruth(t, store, others)
-	got, err := verify.ReadTopic(ctx, store, lost)
+	got, err := verify.ReadTopic(ctx, store, tp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRebuiltTopic(t, lost, got, rebuilt, rec)
+	checkRebuiltTopic(t, tp, got, rebuilt, rec)
 }
 
 // checkRebuiltTopic: each source row once; snapshot rows (commit_lsn = the

@@ -77,3 +77,29 @@ func TestBadInputGetsOneClearLine(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectionErrorsAreOneLine: every command that talks to PostgreSQL
+// reports an unreachable server the same way: one line, the address and
+// the cause once, no tabs, and no advice about an environment variable the
+// user did not use.
+func TestConnectionErrorsAreOneLine(t *testing.T) {
+	dsn := "postgres://app@127.0.0.1:1/app?connect_timeout=2"
+	store := "file://" + t.TempDir()
+	for _, args := range [][]string{
+		{"run", "--metrics-addr", ""}, {"migrate"}, {"status"}, {"reconcile", "--last", "1h"}, {"janitor"}, {"bootstrap"},
+	} {
+		code, stdout, stderr := runCLI(t, nil, append(args, "--source", dsn, "--store", store)...)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		last := lines[len(lines)-1]
+		switch {
+		case code == 0:
+			t.Errorf("relay %s: exit 0 against an unreachable server", args[0])
+		case !strings.HasPrefix(last, "relay: cannot connect to PostgreSQL at 127.0.0.1:1: connection refused"):
+			t.Errorf("relay %s: %q", args[0], last)
+		case strings.Contains(last, "\t"), strings.Count(last, "refused") != 1, strings.Contains(last, "DELTABUS_SOURCE"):
+			t.Errorf("relay %s: not one clean line: %q", args[0], last)
+		case stdout != "":
+			t.Errorf("relay %s printed %q on stdout", args[0], stdout)
+		}
+	}
+}

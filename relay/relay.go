@@ -65,8 +65,9 @@ func (r *Relay) Ready() (ok bool, why string) { return r.health.ready(time.Now()
 // and Run returns anyway. A transient failure (PostgreSQL restart, network,
 // a commit that fails) ends the current session: Run logs it, reports not
 // ready and starts a new session from the slot's confirmed position with
-// exponential backoff (250 ms to 30 s). Before the first session streams,
-// and for errors a restart cannot cure, Run returns the error.
+// exponential backoff (250 ms to 30 s). Before the first session streams
+// (except with Standby), and for errors a restart cannot cure, Run returns
+// the error.
 func (r *Relay) Run(ctx context.Context) error {
 	if err := r.cfg.Validate(); err != nil {
 		return usererr.New(err, "%s", err)
@@ -92,7 +93,10 @@ func (r *Relay) Run(ctx context.Context) error {
 			return nil
 		case errors.Is(err, pgsource.ErrSlotBusy) && r.cfg.Standby:
 			backoff = 0 // lost a race for the slot: wait for it again at once
-		case !retryable(err) || !r.isStarted():
+		case !retryable(err) || (!r.isStarted() && !r.cfg.Standby):
+			// Before its first session a relay fails fast (let the
+			// supervisor restart it); a standby is there to take over, so
+			// it rides out a store or database that is down meanwhile.
 			return err
 		}
 		if time.Since(began) > time.Minute {

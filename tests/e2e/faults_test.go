@@ -41,24 +41,32 @@ func setFault(t testing.TB, p *faultproxy.Proxy, f faultproxy.Fault) {
 }
 
 // TestFaultS3ServerDown: the S3 server stops answering (connections
-// refused) for a minute while producers write: the relay turns not ready,
-// keeps its slot, and resumes by itself when the server is back.
+// refused) for a minute while producers write: the relay turns not ready
+// and keeps its slot; SIGTERM still ends it within its shutdown timeout; a
+// standby that takes over meanwhile rides out the outage and resumes by
+// itself when the server is back.
 func TestFaultS3ServerDown(t *testing.T) {
 	t.Parallel() // a unique slot: runs beside the other fault tests
 	s, proxy := s3Scenario(t)
 	p := s.relay()
 	waitSlotActive(t, s.db.DSN, s.slot, p)
+	standby := s.relay("--standby")
 	outage := faultDuration()
 	s.produce(int(200*(outage.Seconds()+20)), 200)
 	eventually(t, time.Minute, "first events", func() bool { return s.written() > 500 })
 	setFault(t, proxy, faultproxy.Fault{Mode: faultproxy.Refuse})
 	t.Logf("S3 down after %d events", s.written())
 	s.waitReady(p, false, 30*time.Second)
-	time.Sleep(outage)
+	s.stopWithin(p, 15*time.Second)
+	time.Sleep(outage / 2)
+	if ok, _ := s.ready(standby); ok {
+		t.Fatal("the standby is ready while S3 is down")
+	}
+	time.Sleep(outage / 2)
 	setFault(t, proxy, faultproxy.Fault{})
 	t.Logf("S3 back after %d events", s.written())
-	s.waitReady(p, true, 90*time.Second)
-	s.finish(p)
+	s.waitReady(standby, true, 90*time.Second)
+	s.finish(standby)
 }
 
 // TestFaultS3Errors: the S3 server answers every other request with 500,
@@ -148,6 +156,7 @@ func TestFaultPostgresKilled(t *testing.T) {
 		args: []string{"--batch-max-delay", "20ms", "--shutdown-timeout", "5s"}, addrs: map[*relayProc]string{}}
 	p := s.relay()
 	waitSlotActive(t, dsn, "deltabus", p)
+	standby := s.relay("--standby")
 	s.produce(8000, 400)
 	eventually(t, time.Minute, "first events", func() bool { return s.written() > 1000 })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -158,8 +167,19 @@ func TestFaultPostgresKilled(t *testing.T) {
 	t.Logf("PostgreSQL killed after %d events", s.written())
 	s.waitReady(p, false, 30*time.Second)
 	eventually(t, time.Minute, "PostgreSQL restart after crash recovery", func() bool { return srv.StartAgain(ctx) == nil })
-	s.waitReady(p, true, 2*time.Minute)
-	s.finish(p)
+	// Whichever relay reconnects first holds the slot; the other waits.
+	active := s.waitTakeover([]*relayProc{p, standby}, 2*time.Minute)
+	other := without([]*relayProc{p, standby}, active)[0]
+	// Down again: SIGTERM ends the streaming relay while it cannot reach
+	// the server, and the other resumes once the server is back.
+	if err := srv.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.waitReady(active, false, 30*time.Second)
+	s.stopWithin(active, 15*time.Second)
+	eventually(t, time.Minute, "PostgreSQL restart after crash recovery", func() bool { return srv.StartAgain(ctx) == nil })
+	s.waitReady(other, true, 2*time.Minute)
+	s.finish(other)
 }
 
 // TestFaultStandbyTakeovers: three relays with --standby: A streams, B and

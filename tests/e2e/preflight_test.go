@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
@@ -102,4 +103,28 @@ func TestConnectionErrorsAreOneLine(t *testing.T) {
 			t.Errorf("relay %s printed %q on stdout", args[0], stdout)
 		}
 	}
+}
+
+// TestScheduledChecksThatCheckNothingSayIt: a reconcile run whose windows
+// are all still open is not a pass (exit 3, "NOTHING CHECKED"), and
+// `relay migrate` on a server without wal_level=logical warns that the
+// relay will not start.
+func TestScheduledChecksThatCheckNothingSayIt(t *testing.T) {
+	url, store := localStore(t)
+	s := newScenario(t, url, store, nil)
+	p := s.relay()
+	waitSlotActive(t, s.db.DSN, s.slot, p)
+	code, stdout, _ := runCLI(t, s.env, "reconcile", "--last", "30m", "--no-record")
+	if code != 3 || !strings.Contains(stdout, "NOTHING CHECKED") {
+		t.Errorf("reconcile with only open windows: exit %d\n%s", code, stdout)
+	}
+	if code, _, stderr := runCLI(t, s.env, "reconcile", "--lateness", "0s"); code == 0 || !strings.Contains(stderr, "--lateness") {
+		t.Errorf("reconcile --lateness 0s: exit %d, %q", code, stderr)
+	}
+	replica := pgtest.NewServer(t, "wal_level = replica")
+	code, _, stderr := runCLI(t, []string{"DELTABUS_SOURCE=" + replica.DSN("postgres")}, "migrate")
+	if code != 0 || !strings.Contains(stderr, "warning: wal_level is \"replica\"") {
+		t.Errorf("migrate on wal_level=replica: exit %d, %q", code, stderr)
+	}
+	s.stopWithin(p, 30*time.Second)
 }

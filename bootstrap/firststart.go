@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
-	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
@@ -56,7 +56,7 @@ type Options struct {
 	// ProgressEvery is the period of the progress log line (default 5s).
 	ProgressEvery time.Duration
 	// Metrics, if set, receives the deltabus_bootstrap_* metrics.
-	Metrics prometheus.Registerer
+	Metrics metric.MeterProvider
 }
 
 func (o Options) withDefaults() Options {

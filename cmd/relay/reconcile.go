@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/reconcile"
@@ -148,10 +146,17 @@ func cmdReconcile(ctx context.Context, env *cliEnv, args []string) int {
 }
 
 func reconcileLoop(ctx context.Context, env *cliEnv, f *reconcileFlags, store storage.Store, opts reconcile.Options, log *slog.Logger) int {
-	reg := prometheus.NewRegistry()
-	m := reconcile.NewMetrics(reg)
+	tel, flush, err := startTelemetry(ctx, "deltabus-reconcile", false, 5*time.Second, log)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	defer flush()
+	m, err := reconcile.NewMetrics(tel.Meter)
+	if err != nil {
+		return fail(env, reconcile.ExitCannotRun, err)
+	}
 	if f.metricsAddr != "" {
-		_, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: f.metricsAddr, Gatherer: reg, Log: log})
+		_, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: f.metricsAddr, Gatherer: tel.Gatherer, Log: log})
 		if err != nil {
 			return fail(env, exitUsage, err)
 		}

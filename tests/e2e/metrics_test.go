@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/tests/metricstest"
@@ -43,7 +41,7 @@ func TestMetricsNamesUnchanged(t *testing.T) {
 	metricstest.Golden(t, "testdata/relay_metrics.golden", metricstest.Shape(mfs))
 	for name, want := range map[string]float64{"deltabus_events_committed_total": 50, "deltabus_bootstrap_events_added_total": 1} {
 		for _, topic := range []string{"orders", "payments"} {
-			if got := value(mfs[name], "topic", topic); got != want {
+			if got := metricstest.Value(mfs[name], "topic", topic); got != want {
 				t.Errorf("%s{topic=%q} = %v, want %v", name, topic, got, want)
 			}
 		}
@@ -51,19 +49,4 @@ func TestMetricsNamesUnchanged(t *testing.T) {
 	if err := p.stop(30 * time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.tail())
 	}
-}
-
-// value is the value of the family's sample whose label has that value.
-func value(mf *dto.MetricFamily, label, v string) float64 {
-	for _, m := range mf.GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == label && l.GetValue() == v {
-				if c := m.GetCounter(); c != nil {
-					return c.GetValue()
-				}
-				return m.GetGauge().GetValue()
-			}
-		}
-	}
-	return -1
 }

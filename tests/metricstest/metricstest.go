@@ -105,6 +105,22 @@ func Gathered(t testing.TB, g interface {
 	return mfs
 }
 
+// Value is the value of the family's first sample whose label name has
+// value v (a counter's or a gauge's), or -1 when there is none.
+func Value(mf *dto.MetricFamily, name, v string) float64 {
+	for _, m := range mf.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == name && l.GetValue() == v {
+				if c := m.GetCounter(); c != nil {
+					return c.GetValue()
+				}
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
 // Golden compares lines with the file at path (one line each), or writes
 // the file when DELTABUS_UPDATE_GOLDEN=1. It reports every line missing
 // and every line added.

@@ -65,6 +65,7 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (*relay.Relay, sto
 	}
 	snk := deltasink.New(store, deltasink.Options{AppID: cfg.AppID, Logger: opts.Log})
 	r := relay.New(cfg, store, snk, opts.Mappings, opts.Log, m)
+	r.Tracer = opts.Tracer
 	r.FirstStart = bootstrap.FirstStart(BootstrapConfig(cfg), store,
 		bootstrap.Options{Log: opts.Log, Mappings: opts.Mappings, Metrics: opts.Meter})
 	return r, store, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
@@ -57,6 +58,9 @@ type Options struct {
 	ProgressEvery time.Duration
 	// Metrics, if set, receives the deltabus_bootstrap_* metrics.
 	Metrics metric.MeterProvider
+	// Tracer, if set, traces the phases of a bootstrap or rebuild
+	// (trace.go).
+	Tracer trace.TracerProvider
 }
 
 func (o Options) withDefaults() Options {

@@ -67,7 +67,7 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (*relay.Relay, sto
 	r := relay.New(cfg, store, snk, opts.Mappings, opts.Log, m)
 	r.Tracer = opts.Tracer
 	r.FirstStart = bootstrap.FirstStart(BootstrapConfig(cfg), store,
-		bootstrap.Options{Log: opts.Log, Mappings: opts.Mappings, Metrics: opts.Meter})
+		bootstrap.Options{Log: opts.Log, Mappings: opts.Mappings, Metrics: opts.Meter, Tracer: opts.Tracer})
 	return r, store, nil
 }
 

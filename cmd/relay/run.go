@@ -52,7 +52,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitUsage, err)
 	}
 	if *every > 0 {
-		mo.Logger = log
+		mo.Logger, mo.Tracer = log, tel.Tracer
 		mm, err := maintain.NewMetrics(tel.Meter)
 		if err != nil {
 			return fail(env, exitFailure, err)

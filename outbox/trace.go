@@ -90,13 +90,6 @@ func withTraceFields(headers *string, fields map[string]string) *string {
 	return &out
 }
 
-// traceHeaders are the header fields TraceContext reads.
-type traceHeaders struct {
-	TraceParent string `json:"traceparent"`
-	TraceState  string `json:"tracestate"`
-	Baggage     string `json:"baggage"`
-}
-
 // HasTraceContext reports, without parsing, whether headers (JSON text)
 // may carry a producer's trace context.
 func HasTraceContext(headers string) bool {
@@ -104,29 +97,41 @@ func HasTraceContext(headers string) bool {
 }
 
 // TraceContext returns ctx carrying the producer's trace context that
-// headers (an event's headers, JSON text) hold: its span as the remote
-// parent (trace.SpanContextFromContext) and its baggage. ctx comes back
+// headers (an event's headers, JSON text) hold in their top-level fields
+// traceparent, tracestate and baggage: its span as the remote parent
+// (trace.SpanContextFromContext) and its baggage. ctx comes back
 // unchanged when headers hold no valid traceparent.
 func TraceContext(ctx context.Context, headers string) context.Context {
-	if !HasTraceContext(headers) {
+	c := propagation.MapCarrier{}
+	for _, k := range []string{"traceparent", "tracestate", "baggage"} {
+		if v, ok := headerField(headers, k); ok {
+			c[k] = v
+		}
+	}
+	if c["traceparent"] == "" {
 		return ctx
-	}
-	var h traceHeaders
-	_ = json.Unmarshal([]byte(headers), &h) // fields of the wrong type stay empty
-	c := propagation.MapCarrier{"traceparent": h.TraceParent}
-	if h.TraceState != "" {
-		c["tracestate"] = h.TraceState
-	}
-	if h.Baggage != "" {
-		c["baggage"] = h.Baggage
 	}
 	return w3c.Extract(ctx, c)
 }
 
 // ProducerSpan returns the span context of the producer recorded in
-// headers, invalid when there is none.
+// headers (the one TraceContext returns), invalid when there is none. It
+// reads the headers once and allocates only for a tracestate.
 func ProducerSpan(headers string) trace.SpanContext {
-	return trace.SpanContextFromContext(TraceContext(context.Background(), headers))
+	v, ok := headerField(headers, "traceparent")
+	if !ok {
+		return trace.SpanContext{}
+	}
+	sc, ok := parseTraceparent(v)
+	if !ok {
+		return trace.SpanContext{}
+	}
+	if ts, ok := headerField(headers, "tracestate"); ok && ts != "" {
+		if state, err := trace.ParseTraceState(ts); err == nil {
+			sc = sc.WithTraceState(state)
+		}
+	}
+	return sc
 }
 
 // TraceContext returns ctx carrying the producer's trace context from the

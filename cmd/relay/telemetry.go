@@ -12,7 +12,8 @@ import (
 // startTelemetry builds the command's providers (package telemetry) from
 // the OTEL_* environment, logging the SDK's export errors, and returns a
 // flush for the end of the command: it ends within what remains of grace
-// after ctx ended (the SIGTERM), and gets at least 2 s.
+// after ctx ended (the SIGTERM), at most 10 s (an unreachable collector
+// must not hold the exit), at least 2 s.
 func startTelemetry(ctx context.Context, service string, runtime bool, grace time.Duration, log *slog.Logger) (*telemetry.Telemetry, func(), error) {
 	tel, err := telemetry.New(ctx, telemetry.Options{Service: service, Version: Version, Runtime: runtime})
 	if err != nil {
@@ -30,10 +31,8 @@ func startTelemetry(ctx context.Context, service string, runtime bool, grace tim
 		if at := stoppedAt.Load(); at != 0 {
 			deadline = time.Unix(0, at).Add(grace)
 		}
-		if min := time.Now().Add(2 * time.Second); deadline.Before(min) {
-			deadline = min
-		}
-		fctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+		left := min(max(time.Until(deadline), 2*time.Second), 10*time.Second)
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), left)
 		defer cancel()
 		if err := tel.Shutdown(fctx); err != nil {
 			log.Warn("telemetry: flush at exit failed", "err", err)

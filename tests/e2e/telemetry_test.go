@@ -15,8 +15,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
 	"github.com/deltabus/deltabus/tests/otlptest"
+	"github.com/deltabus/deltabus/verify"
 )
 
 // producerSpan returns a context carrying a fresh sampled span, as an
@@ -137,4 +139,54 @@ func TestTracesReachOTLP(t *testing.T) {
 	if len(consumed) != 1 || len(consumed[0].Links()) != 1 || consumed[0].Links()[0].SpanContext.TraceID() != producer.TraceID() {
 		t.Errorf("consumer spans %v: want one handler span linked to the producer's trace", consumed)
 	}
+}
+
+// TestUnreachableCollectorDoesNotHoldTheRelay: with the OTLP endpoint
+// pointing at a port nobody listens on, the relay streams as usual, logs
+// the failed exports without echoing OTEL_EXPORTER_OTLP_HEADERS, and a
+// SIGTERM still ends it within --shutdown-timeout plus the 2 s the last
+// flush may take.
+func TestUnreachableCollectorDoesNotHoldTheRelay(t *testing.T) {
+	db := setup(t)
+	url, store := localStore(t)
+	env := []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + url, "OTEL_EXPORTER_OTLP_ENDPOINT=http://" + freeAddr(t),
+		"OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20s3cr3t-token", "OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_METRIC_EXPORT_INTERVAL=200"}
+	p := startRelay(t, env, "--batch-max-delay", "20ms", "--shutdown-timeout", "2s")
+	waitSlotActive(t, db.DSN, "deltabus", p)
+	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) SELECT 'orders', 'o' || i, 'Placed', '{}' FROM generate_series(1, 50) i`)
+	waitDrained(t, db.DSN, "deltabus", time.Minute)
+	if n := topicCount(t, store, "orders"); n != 50 {
+		t.Fatalf("orders holds %d events, want 50", n)
+	}
+	time.Sleep(time.Second) // exports fail meanwhile
+	began := time.Now()
+	if err := p.stop(30 * time.Second); err != nil {
+		t.Fatalf("SIGTERM: %v\n%s", err, p.tail())
+	}
+	took := time.Since(began)
+	t.Logf("exited %s after SIGTERM", took.Round(time.Millisecond))
+	if took > 5*time.Second {
+		t.Errorf("the relay took %s to exit after SIGTERM with an unreachable collector (shutdown timeout 2s)", took)
+	}
+	out := p.output()
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "telemetry") {
+			t.Log(l)
+		}
+	}
+	if !strings.Contains(out, "telemetry: export failed") {
+		t.Errorf("no log line about the failed exports:\n%s", p.tail())
+	}
+	if strings.Contains(out, "s3cr3t-token") {
+		t.Error("the relay's log echoes OTEL_EXPORTER_OTLP_HEADERS")
+	}
+}
+
+func topicCount(t *testing.T, store storage.Store, topic string) int {
+	t.Helper()
+	rows, err := verify.ReadTopic(context.Background(), store, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(rows)
 }

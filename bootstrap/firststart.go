@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
-	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
@@ -56,7 +57,10 @@ type Options struct {
 	// ProgressEvery is the period of the progress log line (default 5s).
 	ProgressEvery time.Duration
 	// Metrics, if set, receives the deltabus_bootstrap_* metrics.
-	Metrics prometheus.Registerer
+	Metrics metric.MeterProvider
+	// Tracer, if set, traces the phases of a bootstrap or rebuild
+	// (trace.go).
+	Tracer trace.TracerProvider
 }
 
 func (o Options) withDefaults() Options {

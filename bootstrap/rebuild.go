@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
@@ -56,6 +57,11 @@ func Rebuild(ctx context.Context, cfg Config, store storage.Store, name string, 
 	opts.CommitWait = cmpOr(opts.CommitWait, 10*time.Minute)
 	res = RebuildResult{ID: catalog.NewID(), Topic: name}
 	log := opts.Log.With("topic", name, "rebuild", res.ID)
+	ctx, sp := opts.startSpan(ctx, "rebuild", attribute.String("deltabus.topic", name), attribute.String("deltabus.rebuild", res.ID))
+	defer func() {
+		sp.end(err, attribute.Int64("deltabus.rows", res.Rows), attribute.Int64("deltabus.added", res.Added),
+			attribute.String("deltabus.txn_version", res.TxnVersion.String()), attribute.Bool("deltabus.committed", res.Committed))
+	}()
 	if err := checkRebuildable(ctx, cfg, store, name); err != nil {
 		return res, err
 	}
@@ -73,8 +79,9 @@ func Rebuild(ctx context.Context, cfg Config, store storage.Store, name string, 
 	if err := catalog.WriteIntent(ctx, store, catalog.Intent{ID: res.ID, Topic: name, AppID: cfg.AppID, Kind: catalog.IntentRebuild}); err != nil {
 		return res, fmt.Errorf("rebuild: %w", err)
 	}
-	pauseLSN, err := emitWatermark(ctx, sql, wm, catalog.WatermarkPause)
-	if err != nil {
+	pctx, ps := opts.startSpan(ctx, "rebuild.pause")
+	pauseLSN, err := emitWatermark(pctx, sql, wm, catalog.WatermarkPause)
+	if ps.end(err, attribute.String("deltabus.watermark", pauseLSN.String())); err != nil {
 		return res, err
 	}
 	handedOver := false
@@ -85,30 +92,41 @@ func Rebuild(ctx context.Context, cfg Config, store storage.Store, name string, 
 		}
 	}()
 	log.Info("rebuild: pause watermark written; waiting for the relay to reach it", "watermark", pauseLSN)
-	if err := waitPaused(ctx, store, wm, pauseLSN, opts.PauseWait, log); err != nil {
+	pctx, ps = opts.startSpan(ctx, "rebuild.wait_relay")
+	err = waitPaused(pctx, store, wm, pauseLSN, opts.PauseWait, log)
+	if ps.end(err); err != nil {
 		return res, err
 	}
-	if err := waitOlderTransactions(ctx, sql, log); err != nil {
+	pctx, ps = opts.startSpan(ctx, "rebuild.wait_transactions")
+	err = waitOlderTransactions(pctx, sql, log)
+	if ps.end(err); err != nil {
 		return res, err
 	}
-	rec, err := copyRebuild(ctx, cfg, store, name, pauseLSN, opts.Options, log)
-	if err != nil {
+	pctx, ps = opts.startSpan(ctx, "rebuild.copy")
+	rec, err := copyRebuild(pctx, cfg, store, name, pauseLSN, opts.Options, log)
+	if ps.end(err, attribute.Int64("deltabus.rows", rec.Rows), attribute.Int64("deltabus.added", rec.Added)); err != nil {
 		return res, err
 	}
 	rec.ID = res.ID
 	res.Rows, res.Added, res.Present = rec.Rows, rec.Added, rec.Present
 	res.TxnVersion = pglogrepl.LSN(rec.TxnVersion)
 	res.SeamEnd, _ = pglogrepl.ParseLSN(rec.SeamEnd)
-	if err := catalog.WriteRebuildRecord(ctx, store, rec); err != nil {
+	pctx, ps = opts.startSpan(ctx, "rebuild.record")
+	err = catalog.WriteRebuildRecord(pctx, store, rec)
+	if ps.end(err); err != nil {
 		return res, fmt.Errorf("rebuild: %w", err)
 	}
-	if _, err := emitWatermark(ctx, sql, wm, catalog.WatermarkCommit); err != nil {
+	pctx, ps = opts.startSpan(ctx, "rebuild.commit_watermark")
+	_, err = emitWatermark(pctx, sql, wm, catalog.WatermarkCommit)
+	if ps.end(err); err != nil {
 		return res, err
 	}
 	handedOver = true
 	log.Info("rebuild: snapshot handed to the relay", "rows", rec.Rows, "added", rec.Added, "present", rec.Present,
 		"txn_version", res.TxnVersion, "seam_end", res.SeamEnd)
-	res.Committed, err = waitCommitted(ctx, store, name, cfg.AppID, rec.TxnVersion, opts.CommitWait)
+	pctx, ps = opts.startSpan(ctx, "rebuild.wait_commit")
+	res.Committed, err = waitCommitted(pctx, store, name, cfg.AppID, rec.TxnVersion, opts.CommitWait)
+	ps.end(err)
 	res.Took = time.Since(start)
 	return res, err
 }

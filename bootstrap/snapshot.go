@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/attribute"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/deltabus/deltabus/catalog"
@@ -23,28 +24,36 @@ import (
 // writes the relay marker. It is the first start, the redo of an
 // interrupted first start, and the core of Recover. Repeating it after a
 // failure at any point is safe.
-func Snapshot(ctx context.Context, cfg Config, store storage.Store, opts Options) (Result, error) {
+func Snapshot(ctx context.Context, cfg Config, store storage.Store, opts Options) (res Result, err error) {
 	start := time.Now()
 	cfg, opts = cfg.withDefaults(), opts.withDefaults()
 	log := opts.Log.With("slot", cfg.Slot)
+	ctx, sp := opts.startSpan(ctx, "bootstrap", attribute.String("deltabus.slot", cfg.Slot))
+	defer func() {
+		sp.end(err, attribute.Int64("deltabus.rows", res.Rows), attribute.Int("deltabus.topics", len(res.Topics)),
+			attribute.String("deltabus.consistent_point", res.ConsistentPoint.String()))
+	}()
 	sql, err := pgsource.Connect(ctx, cfg.Source)
 	if err != nil {
 		return Result{}, err
 	}
 	defer sql.Close(context.WithoutCancel(ctx))
-	var res Result
-	if res.DroppedSlot, err = dropSlot(ctx, sql, cfg.Slot); err != nil {
+	pctx, ps := opts.startSpan(ctx, "bootstrap.drop_slot")
+	res.DroppedSlot, err = dropSlot(pctx, sql, cfg.Slot)
+	if ps.end(err); err != nil {
 		return res, fmt.Errorf("bootstrap: %w", err)
 	}
 	if res.DroppedSlot {
 		log.Warn("bootstrap: dropped the existing replication slot: its snapshot was never committed, or it was lost; copying again")
 	}
-	existing, err := existingIDs(ctx, store, cfg.AppID)
-	if err != nil {
+	pctx, ps = opts.startSpan(ctx, "bootstrap.existing_ids")
+	existing, err := existingIDs(pctx, store, cfg.AppID)
+	if ps.end(err, attribute.Int("deltabus.topics", len(existing))); err != nil {
 		return res, fmt.Errorf("bootstrap: read events already in the topics: %w", err)
 	}
-	slot, err := createExportedSlot(ctx, cfg.Source, cfg.Slot)
-	if err != nil {
+	pctx, ps = opts.startSpan(ctx, "bootstrap.create_slot")
+	slot, err := createExportedSlot(pctx, cfg.Source, cfg.Slot)
+	if ps.end(err); err != nil {
 		return res, fmt.Errorf("bootstrap: %w", err)
 	}
 	defer slot.close()
@@ -59,15 +68,21 @@ func Snapshot(ctx context.Context, cfg Config, store storage.Store, opts Options
 		"snapshot", slot.snapshotName, "topics_with_events", len(existing))
 	job := &copyJob{root: store, opts: opts, lsn: slot.consistentPoint - 1, takenAt: slot.takenAt, existing: existing,
 		metrics: newMetrics(opts.Metrics), results: map[string][]unitFiles{}, added: map[string]int64{}, skipped: map[string]int64{}}
-	if err := job.copyAll(ctx, cfg, slot, log); err != nil {
+	pctx, ps = opts.startSpan(ctx, "bootstrap.copy")
+	err = job.copyAll(pctx, cfg, slot, log)
+	if ps.end(err, attribute.Int64("deltabus.rows", job.rows.Load())); err != nil {
 		return res, fmt.Errorf("bootstrap: %w", err)
 	}
-	if res.Topics, err = job.commitTopics(ctx, cfg.AppID, version); err != nil {
+	pctx, ps = opts.startSpan(ctx, "bootstrap.commit", attribute.Int64("deltabus.txn_version", version))
+	res.Topics, err = job.commitTopics(pctx, cfg.AppID, version)
+	if ps.end(err, attribute.Int("deltabus.topics", len(res.Topics))); err != nil {
 		return res, fmt.Errorf("bootstrap: %w", err)
 	}
 	m := catalog.Marker{AppID: cfg.AppID, Slot: cfg.Slot, Publication: cfg.Publication, SystemID: slot.systemID,
 		Database: sql.Config().Database, ConsistentPoint: slot.consistentPoint.String()}
-	if err := writeMarker(ctx, store, m); err != nil {
+	pctx, ps = opts.startSpan(ctx, "bootstrap.marker")
+	err = writeMarker(pctx, store, m)
+	if ps.end(err); err != nil {
 		return res, fmt.Errorf("bootstrap: %w", err)
 	}
 	res.Rows, res.Took = job.rows.Load(), time.Since(start)

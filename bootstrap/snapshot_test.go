@@ -13,6 +13,7 @@ import (
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/telemetry"
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
 
@@ -29,8 +30,12 @@ func TestSnapshotCopiesEveryRowOnceAndRedoIsIdempotent(t *testing.T) {
 	cfg := testConfig(db, url)
 	ctx := testCtx(t, 2*time.Minute)
 
-	reg := prometheus.NewRegistry()
-	res, err := bootstrap.Snapshot(ctx, cfg, store, bootstrap.Options{Log: testLog(t), Connections: 3, Metrics: reg})
+	tel, err := telemetry.New(ctx, telemetry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := tel.Gatherer
+	res, err := bootstrap.Snapshot(ctx, cfg, store, bootstrap.Options{Log: testLog(t), Connections: 3, Metrics: tel.Meter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +145,7 @@ func checkEventFields(t *testing.T, db *pgtest.DB, store storage.Store, name str
 }
 
 // gathered sums the values of a counter family.
-func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+func gathered(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -10,7 +10,8 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deltabus/deltabus/bootstrap"
 	"github.com/deltabus/deltabus/outbox"
@@ -24,9 +25,13 @@ import (
 type Options struct {
 	Log      *slog.Logger    // nil = slog.Default()
 	Mappings outbox.Mappings // outbox column layouts (zero = DeltaBus layout)
-	// Registry, if set, receives the relay's and the bootstrap's metrics.
-	Registry prometheus.Registerer
-	S3       storage.S3Options
+	// Meter, if set, creates the relay's and the bootstrap's metrics
+	// (package telemetry builds it).
+	Meter metric.MeterProvider
+	// Tracer, if set, creates the relay's and the bootstrap's spans; nil
+	// traces nothing.
+	Tracer trace.TracerProvider
+	S3     storage.S3Options
 	// Store, if set, is used instead of opening cfg.Store (which must
 	// still name it, for messages).
 	Store storage.Store
@@ -52,13 +57,17 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (*relay.Relay, sto
 		}
 	}
 	var m *relay.Metrics
-	if opts.Registry != nil {
-		m = relay.NewMetrics(opts.Registry)
+	if opts.Meter != nil {
+		var err error
+		if m, err = relay.NewMetrics(opts.Meter); err != nil {
+			return nil, nil, fmt.Errorf("relay metrics: %w", err)
+		}
 	}
 	snk := deltasink.New(store, deltasink.Options{AppID: cfg.AppID, Logger: opts.Log})
 	r := relay.New(cfg, store, snk, opts.Mappings, opts.Log, m)
+	r.Tracer = opts.Tracer
 	r.FirstStart = bootstrap.FirstStart(BootstrapConfig(cfg), store,
-		bootstrap.Options{Log: opts.Log, Mappings: opts.Mappings, Metrics: opts.Registry})
+		bootstrap.Options{Log: opts.Log, Mappings: opts.Mappings, Metrics: opts.Meter, Tracer: opts.Tracer})
 	return r, store, nil
 }
 

@@ -2,51 +2,68 @@ package maintain
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/deltabus/deltabus/storage"
 )
 
 // Metrics are the maintenance counters. A nil *Metrics records nothing.
 type Metrics struct {
-	Runs, Errors, Compacted, LogDeleted, FilesDeleted prometheus.Counter
-	LastRun                                           prometheus.Gauge
+	runs, errors, compacted, logDeleted, filesDeleted metric.Int64Counter
+	lastRun                                           metric.Float64Gauge
 }
 
-// NewMetrics registers the maintenance metrics with reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	c := func(name, help string) prometheus.Counter {
-		return prometheus.NewCounter(prometheus.CounterOpts{Name: "deltabus_maintenance_" + name, Help: help})
+// NewMetrics creates the maintenance instruments from mp.
+func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
+	meter := mp.Meter("github.com/deltabus/deltabus/maintain")
+	var errs [6]error
+	c := func(i int, name, help string) metric.Int64Counter {
+		var ctr metric.Int64Counter
+		ctr, errs[i] = meter.Int64Counter("deltabus_maintenance_"+name, metric.WithDescription(help))
+		return ctr
 	}
 	m := &Metrics{
-		Runs:         c("runs_total", "Maintenance runs over every topic."),
-		Errors:       c("errors_total", "Maintenance steps that failed (retried at the next run)."),
-		Compacted:    c("files_compacted_total", "Small data files rewritten into larger ones."),
-		LogDeleted:   c("log_files_deleted_total", "Expired log files deleted."),
-		FilesDeleted: c("data_files_deleted_total", "Unreferenced data files deleted by VACUUM."),
-		LastRun:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltabus_maintenance_last_run_timestamp_seconds", Help: "Unix time the last maintenance run ended."}),
+		runs:         c(0, "runs_total", "Maintenance runs over every topic."),
+		errors:       c(1, "errors_total", "Maintenance steps that failed (retried at the next run)."),
+		compacted:    c(2, "files_compacted_total", "Small data files rewritten into larger ones."),
+		logDeleted:   c(3, "log_files_deleted_total", "Expired log files deleted."),
+		filesDeleted: c(4, "data_files_deleted_total", "Unreferenced data files deleted by VACUUM."),
 	}
-	if reg != nil {
-		reg.MustRegister(m.Runs, m.Errors, m.Compacted, m.LogDeleted, m.FilesDeleted, m.LastRun)
+	m.lastRun, errs[5] = meter.Float64Gauge("deltabus_maintenance_last_run_timestamp_seconds",
+		metric.WithDescription("Unix time the last maintenance run ended."), metric.WithUnit("s"))
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
 	}
-	return m
+	m.add(Report{}) // every series shown from the start, at 0
+	m.runs.Add(context.Background(), 0)
+	m.lastRun.Record(context.Background(), 0)
+	return m, nil
+}
+
+func (m *Metrics) add(r Report) {
+	ctx := context.Background()
+	var errs, compacted, logs, files int
+	for _, t := range r.Topics {
+		errs, compacted = errs+len(t.Errors), compacted+t.Compacted
+		logs, files = logs+t.LogDeleted, files+t.FilesDeleted
+	}
+	m.errors.Add(ctx, int64(errs))
+	m.compacted.Add(ctx, int64(compacted))
+	m.logDeleted.Add(ctx, int64(logs))
+	m.filesDeleted.Add(ctx, int64(files))
 }
 
 func (m *Metrics) observe(r Report) {
 	if m == nil {
 		return
 	}
-	m.Runs.Inc()
-	m.LastRun.SetToCurrentTime()
-	for _, t := range r.Topics {
-		m.Errors.Add(float64(len(t.Errors)))
-		m.Compacted.Add(float64(t.Compacted))
-		m.LogDeleted.Add(float64(t.LogDeleted))
-		m.FilesDeleted.Add(float64(t.FilesDeleted))
-	}
+	m.runs.Add(context.Background(), 1)
+	m.lastRun.Record(context.Background(), float64(time.Now().UnixNano())/1e9)
+	m.add(r)
 }
 
 // Loop runs Run every interval (the first run after a random part of it, so

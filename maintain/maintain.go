@@ -25,7 +25,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/sink/delta"
@@ -50,6 +54,7 @@ type Options struct {
 	TempAge time.Duration
 	Now     func() time.Time
 	Logger  *slog.Logger
+	Tracer  trace.TracerProvider // spans of runs, topics and steps (trace.go); nil: none
 }
 
 // TopicReport is what one run did to one topic.
@@ -102,9 +107,11 @@ func (o Options) withDefaults() Options {
 }
 
 // Run maintains each topic once.
-func Run(ctx context.Context, root storage.Store, opts Options) (Report, error) {
+func Run(ctx context.Context, root storage.Store, opts Options) (rep Report, err error) {
 	opts = opts.withDefaults()
 	start := time.Now()
+	ctx, span := opts.startSpan(ctx, "")
+	defer func() { endSpan(span, err, attribute.Int("deltabus.topics", len(rep.Topics))) }()
 	names := opts.Topics
 	if len(names) == 0 {
 		var err error
@@ -112,7 +119,6 @@ func Run(ctx context.Context, root storage.Store, opts Options) (Report, error) 
 			return Report{}, err
 		}
 	}
-	var rep Report
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -123,10 +129,18 @@ func Run(ctx context.Context, root storage.Store, opts Options) (Report, error) 
 	return rep, nil
 }
 
-func maintainTopic(ctx context.Context, root storage.Store, name string, opts Options) TopicReport {
+func maintainTopic(ctx context.Context, root storage.Store, name string, opts Options) (tr TopicReport) {
 	start := time.Now()
-	tr := TopicReport{Topic: name, Earliest: -1}
-	defer func() { tr.Took = time.Since(start) }()
+	tr = TopicReport{Topic: name, Earliest: -1}
+	ctx, span := opts.startSpan(ctx, ".topic", attribute.String("deltabus.topic", name))
+	defer func() {
+		tr.Took = time.Since(start)
+		var err error
+		if len(tr.Errors) > 0 {
+			err = errors.New(strings.Join(tr.Errors, "; "))
+		}
+		endSpan(span, err, attribute.String("deltabus.skipped", tr.Skipped))
+	}()
 	st, _, err := catalog.ReadRebuildState(ctx, root, name)
 	if err != nil {
 		tr.Errors = append(tr.Errors, err.Error())
@@ -146,14 +160,18 @@ func maintainTopic(ctx context.Context, root storage.Store, name string, opts Op
 		opts.Logger.Warn("maintenance step failed (the next run tries again)", "topic", name, "step", step, "err", err)
 	}
 	if !opts.SkipCompact && !opts.DryRun {
-		res, err := topic.Compact(ctx, table, opts.Compact)
+		sctx, span := opts.startSpan(ctx, ".compact")
+		res, err := topic.Compact(sctx, table, opts.Compact)
+		endSpan(span, err, attribute.Int("deltabus.files_removed", res.FilesRemoved), attribute.Int("deltabus.files_added", res.FilesAdded))
 		tr.Compacted, tr.Written, tr.compactVersion = res.FilesRemoved, res.FilesAdded, res.Versions
 		if err != nil && !errors.Is(err, delta.ErrRewriteConflict) {
 			fail("compact", err)
 		}
 	}
 	if !opts.SkipCleanup {
-		res, err := delta.CleanupLog(ctx, table, delta.CleanupOptions{Now: opts.Now(), Retention: opts.LogRetention, DryRun: opts.DryRun, Logger: opts.Logger})
+		sctx, span := opts.startSpan(ctx, ".cleanup")
+		res, err := delta.CleanupLog(sctx, table, delta.CleanupOptions{Now: opts.Now(), Retention: opts.LogRetention, DryRun: opts.DryRun, Logger: opts.Logger})
+		endSpan(span, err, attribute.Int("deltabus.log_files_deleted", len(res.Deleted)), attribute.Int64("deltabus.earliest_version", res.Earliest))
 		if err != nil {
 			fail("clean up the log", err)
 		}
@@ -171,7 +189,9 @@ func maintainTopic(ctx context.Context, root storage.Store, name string, opts Op
 				return err
 			}
 		}
-		res, err := delta.Vacuum(ctx, table, vo)
+		sctx, span := opts.startSpan(ctx, ".vacuum")
+		res, err := delta.Vacuum(sctx, table, vo)
+		endSpan(span, err, attribute.Int("deltabus.data_files_deleted", len(res.Deleted)), attribute.Int64("deltabus.bytes_deleted", res.DeletedBytes))
 		if err != nil {
 			fail("vacuum", err)
 		}

@@ -46,5 +46,9 @@
 // Write (or Writer.Write for another table or layout) inserts events
 // inside the caller's transaction, all in one statement, in argument
 // order; it checks every event before sending and writes nothing if one
-// is invalid. See example/producer.
+// is invalid. It records the caller's W3C trace context (traceparent,
+// tracestate, baggage) in each event's headers without replacing a field
+// the caller set (see TraceContext); the relay keeps headers unchanged, so
+// consumers continue the producer's trace (Event.TraceContext). See
+// example/producer.
 package outbox

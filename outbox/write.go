@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // DefaultTable is the outbox table Write inserts into.
@@ -23,7 +24,7 @@ type NewEvent struct {
 	Type          string    // what happened
 	SchemaVersion int32     // 0 means 1
 	Payload       any       // json.RawMessage or []byte (JSON text, sent as is) or a value to marshal; required
-	Headers       any       // nil, map[string]string, json.RawMessage, or a value to marshal
+	Headers       any       // nil, map[string]string, json.RawMessage, or a value to marshal; Write adds the caller's trace context (see TraceContext)
 	OccurredAt    time.Time // zero: the transaction's now()
 }
 
@@ -40,6 +41,10 @@ func NewID() string {
 type Writer struct {
 	Table   string  // "schema.table" or "table"; empty means DefaultTable
 	Mapping Mapping // its columns; the zero Mapping is the DeltaBus layout
+	// Propagator writes the caller's trace context into the headers of
+	// each event (tables with a headers column); nil means W3C Trace
+	// Context and Baggage. See TraceContext.
+	Propagator propagation.TextMapPropagator
 }
 
 // Write inserts events into DefaultTable within tx. See Writer.Write.
@@ -51,7 +56,8 @@ func Write(ctx context.Context, tx pgx.Tx, events ...NewEvent) error {
 // in argument order, so they reach their topics in that order. Every
 // event is checked first (topic name, id, JSON of payload and headers);
 // if any is invalid nothing is sent and the error names the event. The
-// events become visible to the relay when tx commits.
+// caller's trace context (ctx) is recorded in each event's headers (see
+// TraceContext). The events become visible to the relay when tx commits.
 func (w Writer) Write(ctx context.Context, tx pgx.Tx, events ...NewEvent) error {
 	if len(events) == 0 {
 		return nil
@@ -63,6 +69,13 @@ func (w Writer) Write(ctx context.Context, tx pgx.Tx, events ...NewEvent) error 
 	cols, err := buildColumns(m, events)
 	if err != nil {
 		return err
+	}
+	if m.Headers != "" {
+		if fields := w.traceFields(ctx); fields != nil {
+			for i := range cols.headers {
+				cols.headers[i] = withTraceFields(cols.headers[i], fields)
+			}
+		}
 	}
 	sql, args := w.insertSQL(m, cols)
 	// QueryExecModeExec sends parse, bind and execute in one flight: no

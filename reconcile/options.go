@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/deltabus/deltabus/outbox"
 )
 
@@ -58,6 +60,8 @@ type Options struct {
 	VerifyIDs bool
 	// MaxIDs caps the ids listed per kind and window (counts stay exact).
 	MaxIDs int
+	// Tracer traces the run and each window (trace.go); nil: no spans.
+	Tracer trace.TracerProvider
 }
 
 // WithDefaults fills zero fields.

@@ -77,12 +77,14 @@ func (c *checker) prefetchLogs(ctx context.Context, candidates []Window) {
 // Run reconciles the closed windows of [From, To) for every topic. An error
 // means the run could not be made (connection, snapshot, source query); a
 // topic whose log cannot be read gives StatusError results instead.
-func Run(ctx context.Context, dsn string, root storage.Store, opts Options, log *slog.Logger) (*Report, error) {
+func Run(ctx context.Context, dsn string, root storage.Store, opts Options, log *slog.Logger) (rep *Report, err error) {
 	started := time.Now()
 	opts = opts.WithDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	ctx, span := opts.tracer().Start(ctx, "deltabus.reconcile")
+	defer func() { endRun(span, rep, err) }()
 	if log == nil {
 		log = slog.Default()
 	}
@@ -90,7 +92,7 @@ func Run(ctx context.Context, dsn string, root storage.Store, opts Options, log 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) { conn, err = connect(gctx, dsn); return err })
 	g.Go(func() (err error) { aux, err = connect(gctx, dsn); return err })
-	err := g.Wait()
+	err = g.Wait()
 	for _, c := range []*pgx.Conn{conn, aux} {
 		if c != nil {
 			defer c.Close(context.WithoutCancel(ctx))
@@ -109,7 +111,7 @@ func Run(ctx context.Context, dsn string, root storage.Store, opts Options, log 
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	c := &checker{opts: opts, src: &source{tx: tx, tables: sts}, aux: aux, root: root, log: log}
-	rep, err := c.run(ctx)
+	rep, err = c.run(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -45,29 +45,38 @@ func (c *checker) checkTopic(ctx context.Context, topic string, closed []Window,
 		return fail(err), ctxErr(ctx)
 	}
 	for i := range out {
-		res := &out[i]
-		if len(unreadable[i]) > 0 {
-			res.Status, res.Unreadable = StatusUnreadable, unreadable[i]
-			continue
-		}
-		lc := counts[i]
-		res.LogCount = &lc
-		if err := c.verify(ctx, tl, res); err != nil {
-			if cerr := ctxErr(ctx); cerr != nil {
-				return nil, cerr
-			}
-			var ue *unreadableError
-			if errors.As(err, &ue) {
-				res.Status, res.Unreadable = StatusUnreadable, []string{ue.Error()}
-				continue
-			}
-			if isSourceErr(err) {
-				return nil, err
-			}
-			res.Status, res.Error = StatusError, err.Error()
+		if err := c.checkWindow(ctx, tl, &out[i], counts[i], unreadable[i]); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// checkWindow sets the status of one window of a topic, in its span. An
+// error ends the run (ctx ended, the source failed).
+func (c *checker) checkWindow(ctx context.Context, tl *topicLog, res *Result, lc int64, unreadable []string) (err error) {
+	ctx, span := c.startWindow(ctx, res)
+	defer func() { endWindow(span, res, err) }()
+	if len(unreadable) > 0 {
+		res.Status, res.Unreadable = StatusUnreadable, unreadable
+		return nil
+	}
+	res.LogCount = &lc
+	if err := c.verify(ctx, tl, res); err != nil {
+		if cerr := ctxErr(ctx); cerr != nil {
+			return cerr
+		}
+		var ue *unreadableError
+		if errors.As(err, &ue) {
+			res.Status, res.Unreadable = StatusUnreadable, []string{ue.Error()}
+			return nil
+		}
+		if isSourceErr(err) {
+			return err
+		}
+		res.Status, res.Error = StatusError, err.Error()
+	}
+	return nil
 }
 
 func ctxErr(ctx context.Context) error { return ctx.Err() }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink"
@@ -27,10 +28,11 @@ type batch struct {
 	endLSN    pglogrepl.LSN // end LSN of the last complete transaction
 	firstTime time.Time     // commit time of the first transaction (for latency metrics)
 	lastTime  time.Time     // commit time of the last transaction
+	trace     batchTrace    // its span and producer links (trace.go)
 }
 
-func newBatch(s sink.Sink, seq int64) *batch {
-	return &batch{sb: s.NewBatch(), seq: seq, topics: make(map[string]bool)}
+func newBatch(s sink.Sink, seq int64, tr trace.Tracer) *batch {
+	return &batch{sb: s.NewBatch(), seq: seq, topics: make(map[string]bool), trace: batchTrace{tracer: tr}}
 }
 
 func (b *batch) opened(topic string, size int) {
@@ -50,6 +52,7 @@ func (b *batch) addEvent(ev *outbox.Event) error {
 		return err
 	}
 	b.opened(ev.Topic, len(ev.Payload))
+	b.trace.event(ev, b.openedAt)
 	return nil
 }
 
@@ -74,4 +77,4 @@ func (b *batch) commitTx(commitLSN, endLSN pglogrepl.LSN, commitTime time.Time) 
 }
 
 // abort discards the batch's rows.
-func (b *batch) abort() { b.sb.Abort() }
+func (b *batch) abort() { b.sb.Abort(); b.trace.abort(b) }

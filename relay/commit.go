@@ -135,8 +135,10 @@ func (c *committer) advance(lsn pglogrepl.LSN) {
 
 func (c *committer) durableLSN() pglogrepl.LSN { return pglogrepl.LSN(c.durable.Load()) }
 
-func (c *committer) commitBatch(ctx context.Context, b *batch) error {
+func (c *committer) commitBatch(ctx context.Context, b *batch) (err error) {
 	start := time.Now()
+	ctx = b.trace.commitContext(ctx, b)
+	defer func() { b.trace.end(b, err) }()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for _, name := range b.order {
@@ -153,8 +155,11 @@ func (c *committer) commitBatch(ctx context.Context, b *batch) error {
 	return nil
 }
 
-func (c *committer) commitTopic(ctx context.Context, b *batch, name string) error {
-	res, err := b.sb.Commit(ctx, name, int64(b.lastLSN))
+func (c *committer) commitTopic(ctx context.Context, b *batch, name string) (err error) {
+	ctx, span := c.startTopicCommit(ctx, b, name)
+	var res sink.Commit
+	defer func() { endTopicCommit(span, name, b.lastLSN, res, err) }()
+	res, err = b.sb.Commit(ctx, name, int64(b.lastLSN))
 	if errors.Is(err, sink.ErrFenced) {
 		return fatalError{fmt.Errorf("topic %q: another relay with appId %q already committed up to LSN %s; this instance is a zombie and stops: %w",
 			name, c.r.cfg.AppID, b.lastLSN, err)}

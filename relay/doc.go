@@ -20,4 +20,11 @@
 // backoff. A graceful stop (ctx cancelled) commits and acknowledges the
 // current batch; past Config.ShutdownTimeout every blocking call is
 // cancelled, so a stop never hangs on a hung store or database.
+//
+// Observability: Metrics are OpenTelemetry instruments served on /metrics
+// under their Prometheus names (package telemetry); per-row updates are
+// atomics. With Relay.Tracer set, each batch is a span and each topic
+// commit a child span linked to the producer spans found in its events'
+// headers (trace.go); headers are read only for sampled batches and never
+// changed.
 package relay

@@ -1,75 +1,130 @@
 package relay
 
 import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
-// Metrics are the relay's Prometheus metrics. A nil *Metrics records nothing.
+// Metrics are the relay's metrics (OpenTelemetry instruments, served on
+// /metrics under their Prometheus names; package telemetry). A nil
+// *Metrics records nothing. Per-row counts and positions are atomics read
+// at collection time, so the receive loop pays an atomic add per row.
 type Metrics struct {
-	Events       *prometheus.CounterVec // events committed, by topic
-	DeadLetters  prometheus.Counter
-	Skipped      prometheus.Counter // events dropped because their topic already held them
-	Commits      *prometheus.CounterVec
-	BatchSeconds prometheus.Histogram
-	Latency      prometheus.Histogram // source commit -> Delta commit, per batch's last transaction
-	DurableLSN   prometheus.Gauge
-	ReceivedLSN  prometheus.Gauge
-	Reconnects   prometheus.Counter
-	LastCommit   *prometheus.GaugeVec // unix seconds of the last commit, by topic
-	// PausedSince is the pause watermark LSN of a topic waiting for its
-	// rebuild (the slot is held there), by topic; absent when not paused.
-	PausedSince *prometheus.GaugeVec
-	// WatermarksIgnored counts rebuild watermarks without a matching
-	// intent in the store (forged, or malformed).
-	WatermarksIgnored prometheus.Counter
+	events, commits metric.Int64Counter // by topic
+	lastCommit      metric.Float64Gauge // unix seconds of the last commit, by topic
+	batchSeconds    metric.Float64Histogram
+	latency         metric.Float64Histogram // source commit -> Delta commit, per batch's last transaction
+
+	deadLetters, skippedEvents, reconnects, watermarksIgnored atomic.Int64
+	durableLSN, receivedLSN                                   atomic.Uint64
+
+	mu sync.Mutex
+	// paused is the pause watermark LSN of each topic waiting for its
+	// rebuild (the slot is held there); absent when not paused.
+	pausedAt map[string]uint64
 }
 
-// NewMetrics registers the relay's metrics with reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
-		Events:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltabus_events_committed_total", Help: "Events committed to Delta topic tables."}, []string{"topic"}),
-		DeadLetters: prometheus.NewCounter(prometheus.CounterOpts{Name: "deltabus_dead_letters_total", Help: "Outbox rows sent to the _dead_letter topic."}),
-		Skipped:     prometheus.NewCounter(prometheus.CounterOpts{Name: "deltabus_events_skipped_total", Help: "Events re-sent by PostgreSQL after a restart and dropped because their topic already holds them."}),
-		Commits:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "deltabus_delta_commits_total", Help: "Delta commits, by topic."}, []string{"topic"}),
-		BatchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "deltabus_batch_commit_seconds", Help: "Time to commit one batch to every topic.",
-			Buckets: prometheus.ExponentialBuckets(0.002, 2, 14)}),
-		Latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "deltabus_end_to_end_seconds", Help: "Source commit to Delta commit, for the last transaction of each batch.",
-			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
-		DurableLSN:        prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltabus_durable_lsn", Help: "Highest LSN acknowledged to PostgreSQL (all events below it are in Delta)."}),
-		ReceivedLSN:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "deltabus_received_lsn", Help: "Highest LSN received from PostgreSQL."}),
-		Reconnects:        prometheus.NewCounter(prometheus.CounterOpts{Name: "deltabus_reconnects_total", Help: "Replication sessions restarted after an error."}),
-		LastCommit:        prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltabus_last_commit_timestamp_seconds", Help: "Unix time of the last Delta commit, by topic."}, []string{"topic"}),
-		PausedSince:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "deltabus_rebuild_paused_since_lsn", Help: "Position a held topic (waiting for its rebuild, or whose table is missing or incompatible) holds the slot at."}, []string{"topic"}),
-		WatermarksIgnored: prometheus.NewCounter(prometheus.CounterOpts{Name: "deltabus_watermarks_ignored_total", Help: "Rebuild watermarks ignored: malformed, or without a matching intent in the store."}),
+// NewMetrics creates the relay's instruments from mp.
+func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
+	meter := mp.Meter("github.com/deltabus/deltabus/relay")
+	m := &Metrics{pausedAt: map[string]uint64{}}
+	var errs [16]error
+	m.events, errs[0] = meter.Int64Counter("deltabus_events_committed_total", metric.WithDescription("Events committed to Delta topic tables."))
+	m.commits, errs[1] = meter.Int64Counter("deltabus_delta_commits_total", metric.WithDescription("Delta commits, by topic."))
+	m.lastCommit, errs[2] = meter.Float64Gauge("deltabus_last_commit_timestamp_seconds", metric.WithDescription("Unix time of the last Delta commit, by topic."), metric.WithUnit("s"))
+	m.batchSeconds, errs[3] = meter.Float64Histogram("deltabus_batch_commit_seconds", metric.WithDescription("Time to commit one batch to every topic."),
+		metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(exponentialBuckets(0.002, 2, 14)...))
+	m.latency, errs[4] = meter.Float64Histogram("deltabus_end_to_end_seconds", metric.WithDescription("Source commit to Delta commit, for the last transaction of each batch."),
+		metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(exponentialBuckets(0.005, 2, 14)...))
+	counters := []struct {
+		name, help string
+		v          *atomic.Int64
+	}{
+		{"deltabus_dead_letters_total", "Outbox rows sent to the _dead_letter topic.", &m.deadLetters},
+		{"deltabus_events_skipped_total", "Events re-sent by PostgreSQL after a restart and dropped because their topic already holds them.", &m.skippedEvents},
+		{"deltabus_reconnects_total", "Replication sessions restarted after an error.", &m.reconnects},
+		{"deltabus_watermarks_ignored_total", "Rebuild watermarks ignored: malformed, or without a matching intent in the store.", &m.watermarksIgnored},
 	}
-	if reg != nil {
-		reg.MustRegister(m.Events, m.DeadLetters, m.Skipped, m.Commits, m.BatchSeconds, m.Latency,
-			m.DurableLSN, m.ReceivedLSN, m.Reconnects, m.LastCommit, m.PausedSince, m.WatermarksIgnored)
+	for i, c := range counters {
+		_, errs[5+i] = meter.Int64ObservableCounter(c.name, metric.WithDescription(c.help),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				o.Observe(c.v.Load())
+				return nil
+			}))
 	}
-	return m
+	gauges := []struct {
+		name, help string
+		v          *atomic.Uint64
+	}{
+		{"deltabus_durable_lsn", "Highest LSN acknowledged to PostgreSQL (all events below it are in Delta).", &m.durableLSN},
+		{"deltabus_received_lsn", "Highest LSN received from PostgreSQL.", &m.receivedLSN},
+	}
+	for i, g := range gauges {
+		_, errs[9+i] = meter.Float64ObservableGauge(g.name, metric.WithDescription(g.help),
+			metric.WithFloat64Callback(func(_ context.Context, o metric.Float64Observer) error {
+				o.Observe(float64(g.v.Load()))
+				return nil
+			}))
+	}
+	_, errs[11] = meter.Float64ObservableGauge("deltabus_rebuild_paused_since_lsn",
+		metric.WithDescription("Position a held topic (waiting for its rebuild, or whose table is missing or incompatible) holds the slot at."),
+		metric.WithFloat64Callback(m.observePaused))
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// exponentialBuckets returns n bucket bounds from start, each factor times
+// the previous (prometheus.ExponentialBuckets).
+func exponentialBuckets(start, factor float64, n int) []float64 {
+	b := make([]float64, n)
+	for i := range b {
+		b[i] = start
+		start *= factor
+	}
+	return b
+}
+
+func topicAttr(topic string) metric.MeasurementOption {
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String("topic", topic)))
+}
+
+func (m *Metrics) observePaused(_ context.Context, o metric.Float64Observer) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for topic, lsn := range m.pausedAt {
+		o.Observe(float64(lsn), topicAttr(topic))
+	}
+	return nil
 }
 
 func (m *Metrics) batchCommitted(b *batch, took time.Duration) {
 	if m == nil {
 		return
 	}
-	m.BatchSeconds.Observe(took.Seconds())
+	ctx := context.Background()
+	m.batchSeconds.Record(ctx, took.Seconds())
 	if !b.lastTime.IsZero() && b.events > 0 {
-		m.Latency.Observe(time.Since(b.lastTime).Seconds())
+		m.latency.Record(ctx, time.Since(b.lastTime).Seconds())
 	}
 }
 
 func (m *Metrics) acknowledged(lsn uint64) {
 	if m != nil {
-		m.DurableLSN.Set(float64(lsn))
+		m.durableLSN.Store(lsn)
 	}
 }
 
 func (m *Metrics) watermarkIgnored() {
 	if m != nil {
-		m.WatermarksIgnored.Inc()
+		m.watermarksIgnored.Add(1)
 	}
 }
 
@@ -77,32 +132,33 @@ func (m *Metrics) topicCommitted(topic string, events int) {
 	if m == nil {
 		return
 	}
-	m.Events.WithLabelValues(topic).Add(float64(events))
-	m.Commits.WithLabelValues(topic).Inc()
-	m.LastCommit.WithLabelValues(topic).SetToCurrentTime()
+	ctx, attr := context.Background(), topicAttr(topic)
+	m.events.Add(ctx, int64(events), attr)
+	m.commits.Add(ctx, 1, attr)
+	m.lastCommit.Record(ctx, float64(time.Now().UnixNano())/1e9, attr)
 }
 
 func (m *Metrics) deadLetter() {
 	if m != nil {
-		m.DeadLetters.Inc()
+		m.deadLetters.Add(1)
 	}
 }
 
 func (m *Metrics) skipped() {
 	if m != nil {
-		m.Skipped.Inc()
+		m.skippedEvents.Add(1)
 	}
 }
 
 func (m *Metrics) received(lsn uint64) {
 	if m != nil {
-		m.ReceivedLSN.Set(float64(lsn))
+		m.receivedLSN.Store(lsn)
 	}
 }
 
 func (m *Metrics) reconnect() {
 	if m != nil {
-		m.Reconnects.Inc()
+		m.reconnects.Add(1)
 	}
 }
 
@@ -110,9 +166,11 @@ func (m *Metrics) paused(topic string, since uint64, on bool) {
 	if m == nil {
 		return
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if on {
-		m.PausedSince.WithLabelValues(topic).Set(float64(since))
+		m.pausedAt[topic] = since
 	} else {
-		m.PausedSince.DeleteLabelValues(topic)
+		delete(m.pausedAt, topic)
 	}
 }

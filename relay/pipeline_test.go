@@ -122,6 +122,13 @@ type harness struct {
 
 func newHarness(t *testing.T, mem *sinktest.Memory, start pglogrepl.LSN, tweak func(*Config)) *harness {
 	t.Helper()
+	return newHarnessWith(t, mem, start, tweak, nil)
+}
+
+// newHarnessWith is newHarness with a last change to the relay (setR)
+// before it streams.
+func newHarnessWith(t *testing.T, mem *sinktest.Memory, start pglogrepl.LSN, tweak func(*Config), setR func(*Relay)) *harness {
+	t.Helper()
 	store, err := storage.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +144,9 @@ func newHarness(t *testing.T, mem *sinktest.Memory, start pglogrepl.LSN, tweak f
 	}
 	h := &harness{t: t, mem: mem, conn: newFakeConn(), store: store, errc: make(chan error, 1)}
 	h.r = New(cfg, store, mem, outbox.Mappings{}, log, nil)
+	if setR != nil {
+		setR(h.r)
+	}
 	h.src = newSource(h.conn, start)
 	ctx, stop := context.WithCancel(context.Background())
 	hard, cancel := afterStop(ctx, h.r.cfg.ShutdownTimeout)

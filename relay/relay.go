@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pgsource"
@@ -28,8 +29,13 @@ type Relay struct {
 	metrics  *Metrics
 	health   health
 
+	tracer      trace.Tracer
 	started     chan struct{}
 	startedOnce sync.Once
+
+	// Tracer, if set before Run, traces batches and topic commits (see
+	// trace.go); nil records no span.
+	Tracer trace.TracerProvider
 
 	// FirstStart runs when the slot does not exist and the store holds no
 	// marker (package bootstrap): it creates the slot, copies the rows its
@@ -46,7 +52,7 @@ func New(cfg Config, store storage.Store, snk sink.Sink, mappings outbox.Mapping
 		log = slog.Default()
 	}
 	r := &Relay{cfg: cfg, store: store, sink: snk, router: outbox.NewRouter(mappings), mappings: mappings,
-		log: log, metrics: m, started: make(chan struct{})}
+		log: log, metrics: m, tracer: tracerOf(nil), started: make(chan struct{})}
 	r.health.stall = cfg.ReadyStall
 	return r
 }
@@ -180,6 +186,7 @@ func (r *Relay) runSession(ctx, hard context.Context) error {
 // serve streams from conn, positioned at start, until ctx ends (graceful)
 // or an error ends the session.
 func (r *Relay) serve(ctx, hard context.Context, conn replicationConn, start pglogrepl.LSN) error {
+	r.tracer = tracerOf(r.Tracer)
 	com := newCommitter(r, start)
 	go com.run(hard)
 	s := newSession(r, conn, com)

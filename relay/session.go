@@ -54,7 +54,7 @@ type session struct {
 
 func newSession(r *Relay, conn replicationConn, com *committer) *session {
 	return &session{r: r, conn: conn, dec: decoding.NewDecoder(), com: com, topics: newTopics(r),
-		cur: newBatch(r.sink, 0), lastStatus: time.Now(), holds: holds{m: map[string]*hold{}}}
+		cur: newBatch(r.sink, 0, r.tracer), lastStatus: time.Now(), holds: holds{m: map[string]*hold{}}}
 }
 
 // stream runs the receive loop until stop is closed (graceful: the current
@@ -231,7 +231,7 @@ func (s *session) maybeHandoff(ctx context.Context, force bool) error {
 	for {
 		if s.com.trySubmit(s.cur) {
 			s.batchSeq++
-			s.cur = newBatch(s.r.sink, s.batchSeq)
+			s.cur = newBatch(s.r.sink, s.batchSeq, s.r.tracer)
 			return nil
 		}
 		if err := s.com.failed(); err != nil {

@@ -74,6 +74,14 @@
 // once; re-copies by hand or by another writer do not). It is per process:
 // it does not stand in for pgcheckpoint against redelivery after a crash.
 //
+// # Tracing
+//
+// Each handler call runs in a span, "deltabus.subscribe.handle"
+// (Options.Tracer, default the global provider), linked to the producer
+// spans whose W3C trace context the events carry in their headers (at
+// most MaxProducerLinks). A handler continues one event's producer trace
+// with Event.TraceContext(ctx).
+//
 // # Checkpoint stores
 //
 // Checkpoints is the interface; StoreCheckpoints keeps

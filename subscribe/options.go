@@ -3,6 +3,8 @@ package subscribe
 import (
 	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults of Options.
@@ -38,6 +40,10 @@ type Options struct {
 	MaxFileBytes int64
 	// Logger receives progress and warnings; nil: slog.Default().
 	Logger *slog.Logger
+	// Tracer traces each handler call (see handle in trace.go); nil: the
+	// global provider (otel.GetTracerProvider), a no-op unless the
+	// program installed one.
+	Tracer trace.TracerProvider
 }
 
 func (o Options) withDefaults() Options {

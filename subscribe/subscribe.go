@@ -212,7 +212,7 @@ func (s *subscription) flush(ctx context.Context) error {
 		b := &Batch{Topic: s.topic, Group: s.group, Events: s.batch, From: from, To: s.pos}
 		apply = func(ctx context.Context, tx pgx.Tx) error {
 			b.Tx = tx
-			if err := s.h(ctx, b); err != nil {
+			if err := s.handle(ctx, b); err != nil {
 				return fmt.Errorf("group %q topic %q: handler failed on the batch at %s: %w", s.group, s.topic, from, err)
 			}
 			return nil

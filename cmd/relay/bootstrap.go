@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/deltabus/deltabus/bootstrap"
 	"github.com/deltabus/deltabus/daemon"
@@ -27,9 +28,13 @@ func cmdBootstrap(ctx context.Context, env *cliEnv, args []string) int {
 		return code
 	}
 	cfg, store := daemon.BootstrapConfig(env2.cfg), env2.store
-	opts := bootstrap.Options{Log: env2.log, Mappings: env2.mappings, Connections: *conns, Workers: *workers}
+	tel, flush, err := startTelemetry(ctx, "deltabus-bootstrap", false, 5*time.Second, env2.log)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	defer flush()
+	opts := bootstrap.Options{Log: env2.log, Mappings: env2.mappings, Connections: *conns, Workers: *workers, Tracer: tel.Tracer}
 	var res bootstrap.Result
-	var err error
 	if *doRecover {
 		res, err = bootstrap.Recover(ctx, cfg, store, opts)
 	} else {

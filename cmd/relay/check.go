@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe/check"
@@ -49,10 +47,17 @@ func cmdCheck(ctx context.Context, env *cliEnv, args []string) int {
 	if cfg.Store, err = daemon.OpenStore(ctx, *storeURL, storage.S3Options{Logger: cfg.Logger}); err != nil {
 		return fail(env, exitUsage, err)
 	}
-	reg := prometheus.NewRegistry()
-	m := check.NewMetrics(reg)
+	tel, flush, err := startTelemetry(ctx, "deltabus-check", false, 5*time.Second, cfg.Logger)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	defer flush()
+	m, err := check.NewMetrics(tel.Meter)
+	if err != nil {
+		return fail(env, exitFailure, err)
+	}
 	if *every > 0 && *metricsAddr != "" {
-		_, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: *metricsAddr, Gatherer: reg, Log: cfg.Logger})
+		_, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: *metricsAddr, Gatherer: tel.Gatherer, Log: cfg.Logger})
 		if err != nil {
 			return fail(env, exitUsage, err)
 		}

@@ -111,7 +111,8 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun `relay <command> --help` for a command's flags.")
 	fmt.Fprintln(w, "Environment: DELTABUS_SOURCE (PostgreSQL DSN; keep the password in PGPASSWORD or ~/.pgpass / PGPASSFILE),")
 	fmt.Fprintln(w, "DELTABUS_STORE (file:///path or s3://bucket/prefix), DELTABUS_SLOT, DELTABUS_PUBLICATION,")
-	fmt.Fprintln(w, "DELTABUS_S3_ENDPOINT, DELTABUS_S3_PATH_STYLE, AWS_* credentials.")
+	fmt.Fprintln(w, "DELTABUS_S3_ENDPOINT, DELTABUS_S3_PATH_STYLE, AWS_* credentials;")
+	fmt.Fprintln(w, "OTEL_EXPORTER_OTLP_ENDPOINT and the other standard OTEL_* variables export traces and metrics by OTLP/HTTP.")
 }
 
 func cmdVersion(_ context.Context, env *cliEnv, _ []string) int {

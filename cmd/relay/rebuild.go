@@ -40,7 +40,12 @@ func cmdRebuild(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stdout, "abort watermark written at %s: the relay resumes topic %q from its pause when it reaches it\n", lsn, *name)
 		return exitOK
 	}
-	opts := bootstrap.RebuildOptions{Options: bootstrap.Options{Log: se.log, Mappings: se.mappings, Connections: *conns},
+	tel, flush, err := startTelemetry(ctx, "deltabus-rebuild", false, 5*time.Second, se.log)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	defer flush()
+	opts := bootstrap.RebuildOptions{Options: bootstrap.Options{Log: se.log, Mappings: se.mappings, Connections: *conns, Tracer: tel.Tracer},
 		PauseWait: *pauseWait, CommitWait: *commitWait}
 	res, err := bootstrap.Rebuild(ctx, daemon.BootstrapConfig(se.cfg), se.store, *name, opts)
 	if err != nil {

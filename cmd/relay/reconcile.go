@@ -8,12 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/reconcile"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/telemetry"
 )
 
 const reconcileHelp = `[--from T --to T | --last 24h] [--window 1h] [--topic T ...] [--json] [flags]
@@ -141,17 +140,25 @@ func cmdReconcile(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
+	tel, flush, err := startTelemetry(ctx, "deltabus-reconcile", false, 5*time.Second, log)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	defer flush()
+	opts.Tracer = tel.Tracer
 	if f.every <= 0 {
 		return reconcileOnce(ctx, env, &f, store, opts, log, nil)
 	}
-	return reconcileLoop(ctx, env, &f, store, opts, log)
+	return reconcileLoop(ctx, env, &f, store, opts, log, tel)
 }
 
-func reconcileLoop(ctx context.Context, env *cliEnv, f *reconcileFlags, store storage.Store, opts reconcile.Options, log *slog.Logger) int {
-	reg := prometheus.NewRegistry()
-	m := reconcile.NewMetrics(reg)
+func reconcileLoop(ctx context.Context, env *cliEnv, f *reconcileFlags, store storage.Store, opts reconcile.Options, log *slog.Logger, tel *telemetry.Telemetry) int {
+	m, err := reconcile.NewMetrics(tel.Meter)
+	if err != nil {
+		return fail(env, reconcile.ExitCannotRun, err)
+	}
 	if f.metricsAddr != "" {
-		_, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: f.metricsAddr, Gatherer: reg, Log: log})
+		_, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: f.metricsAddr, Gatherer: tel.Gatherer, Log: log})
 		if err != nil {
 			return fail(env, exitUsage, err)
 		}

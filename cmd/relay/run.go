@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
 	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/maintain"
 	"github.com/deltabus/deltabus/outbox"
@@ -45,15 +42,21 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitUsage, fmt.Errorf("--mapping: %w", err))
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	r, store, err := daemon.New(ctx, cfg, daemon.Options{Log: log, Mappings: mappings, Registry: reg})
+	tel, flush, err := startTelemetry(ctx, "deltabus-relay", true, cfg.WithDefaults().ShutdownTimeout, log)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	defer flush()
+	r, store, err := daemon.New(ctx, cfg, daemon.Options{Log: log, Mappings: mappings, Meter: tel.Meter, Tracer: tel.Tracer})
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
 	if *every > 0 {
-		mo.Logger = log
-		mm := maintain.NewMetrics(reg)
+		mo.Logger, mo.Tracer = log, tel.Tracer
+		mm, err := maintain.NewMetrics(tel.Meter)
+		if err != nil {
+			return fail(env, exitFailure, err)
+		}
 		go func() {
 			select { // a standby maintains nothing until it streams
 			case <-r.Started():
@@ -63,7 +66,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		}()
 	}
 	if *metricsAddr != "" {
-		addr, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: *metricsAddr, Gatherer: reg, Ready: r.Ready, Pprof: *pprof, Log: log})
+		addr, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: *metricsAddr, Gatherer: tel.Gatherer, Ready: r.Ready, Pprof: *pprof, Log: log})
 		if err != nil {
 			return fail(env, exitUsage, err)
 		}

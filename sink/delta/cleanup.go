@@ -78,7 +78,11 @@ const cleanupParallelism = 16
 // Without such a checkpoint nothing is deleted. Nothing outside _delta_log
 // and no other _delta_log file is touched. Readers asking for a deleted
 // version get a LogCleanedError. Tables with delta.enableExpiredLogCleanup
-// set to false are left alone unless opts.Retention is given.
+// set to false are left alone unless opts.Retention is given, and a
+// property below MinRetention is refused: a writer handle idle for up to
+// Options.ReloadAfter (a minute) commits at the version after the last it
+// knows, which must not be a cleaned-up one (an explicit opts.Retention
+// must stay above the writers' ReloadAfter too).
 func CleanupLog(ctx context.Context, store storage.Store, opts CleanupOptions) (CleanupResult, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -110,6 +114,10 @@ func CleanupLog(ctx context.Context, store storage.Store, opts CleanupOptions) (
 			return res, nil
 		}
 		retention = Retention(snap.Metadata, PropLogRetention, DefaultLogRetention)
+		if retention < MinRetention {
+			return res, fmt.Errorf("clean up log of %s: %s is %s, below the safe minimum of %s; pass an explicit retention to override",
+				store, PropLogRetention, retention, MinRetention)
+		}
 	}
 	res.Horizon = cleanupHorizon(opts.Now, retention)
 	cp, err := keptCheckpoint(ctx, store, l, expiredThrough(l, res.Horizon))

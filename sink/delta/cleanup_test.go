@@ -148,3 +148,36 @@ func TestCleanupHorizon(t *testing.T) {
 		t.Errorf("90 minutes: %v", h)
 	}
 }
+
+// TestIdleWriterAfterCleanup: a writer handle idle while another writer
+// moves on and the log is cleaned up past its last known version reloads
+// before committing, so it commits at the tip instead of re-creating a
+// cleaned-up version.
+func TestIdleWriterAfterCleanup(t *testing.T) {
+	ctx := context.Background()
+	store := newDirStore(t, "")
+	other := newTestTable(t, store, 5)
+	idle, err := OpenTable(ctx, store, Options{ReloadAfter: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendRange(t, idle, 1, 2)
+	for i := int64(3); i <= 12; i++ { // checkpoints 5 and 10
+		if _, err := other.Commit(ctx, CommitActions{Adds: []Add{testAdd(i)}, Txn: &Txn{AppID: "other", Version: i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := CleanupLog(ctx, store, CleanupOptions{Now: time.Now().Add(time.Hour), Retention: time.Hour}); err != nil || res.Checkpoint != 10 {
+		t.Fatalf("cleanup: %+v %v", res, err)
+	}
+	time.Sleep(60 * time.Millisecond)
+	if v, err := appendOne(ctx, idle, 13); err != nil || v != 13 {
+		t.Fatalf("idle writer committed at %d (%v), want 13", v, err)
+	}
+	if _, err := store.Get(ctx, CommitKey(3)); err == nil {
+		t.Fatalf("a cleaned-up version was written again")
+	}
+	if _, err := LoadSnapshot(ctx, store, -1); err != nil {
+		t.Fatal(err)
+	}
+}

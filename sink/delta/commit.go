@@ -58,9 +58,10 @@ func (t *Table) Commit(ctx context.Context, ca CommitActions) (int64, error) {
 	return t.commitLoop(ctx, render, check)
 }
 
-// ready reloads the log when the in-memory state may be behind or wrong.
+// ready reloads the log when the in-memory state may be behind or wrong,
+// or has not been synced for Options.ReloadAfter.
 func (t *Table) ready(ctx context.Context) error {
-	if !t.stale {
+	if !t.stale && time.Since(t.synced) <= t.opts.ReloadAfter {
 		return nil
 	}
 	return t.reload(ctx)
@@ -83,6 +84,7 @@ func (t *Table) commitLoop(ctx context.Context, render func() ([]Action, error),
 		err = t.put(ctx, v, data)
 		if err == nil {
 			t.snap.applyCommit(v, acts, t.opts.Now())
+			t.synced = time.Now()
 			t.maybeCheckpoint(ctx)
 			return v, nil
 		}

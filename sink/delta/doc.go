@@ -75,6 +75,10 @@
 //   - An unknown storage outcome is retried with the same bytes (the Store
 //     resolves it), then reported; the handle reloads the log before its
 //     next commit, so a retried batch is deduplicated by its txn.
+//   - A handle idle for more than Options.ReloadAfter (a minute) reloads
+//     the log before it commits: log clean-up frees old version numbers
+//     for PutIfAbsent, and a handle that slept through one must not
+//     commit at a cleaned-up version.
 //   - Only tables whose writer protocol we honour are written: writer ≤ 7,
 //     known features only, legacy 3–6 and feature-listed constraints,
 //     generated/identity columns, invariants, column mapping and defaults

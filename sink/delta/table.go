@@ -27,12 +27,21 @@ var (
 	ErrBrokenLog = errors.New("delta: broken log")
 )
 
+// DefaultReloadAfter is Options.ReloadAfter's default.
+const DefaultReloadAfter = time.Minute
+
 // Options configure OpenTable.
 type Options struct {
 	Logger      *slog.Logger     // nil = slog.Default()
 	EngineInfo  string           // commitInfo.engineInfo; "" = "DeltaBus/<module version>"
 	Now         func() time.Time // nil = time.Now
 	MaxAttempts int              // commit attempts across conflicts; 0 = 1000
+	// ReloadAfter: a handle idle for longer (no commit, no reload) re-reads
+	// the log before it commits, so it never commits on top of a log that
+	// CleanupLog cleaned past its last known version (a cleaned version
+	// number is free for PutIfAbsent again). 0 = DefaultReloadAfter;
+	// CleanupLog's retention must stay longer.
+	ReloadAfter time.Duration
 	// AsyncCheckpoints writes checkpoints in the background instead of
 	// inside the Commit that reaches the interval (see Table.Wait).
 	AsyncCheckpoints bool
@@ -50,6 +59,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 1000
+	}
+	if o.ReloadAfter <= 0 {
+		o.ReloadAfter = DefaultReloadAfter
 	}
 }
 
@@ -70,6 +82,9 @@ type Table struct {
 	mu    sync.Mutex
 	snap  *Snapshot
 	stale bool // in-memory state may be behind or wrong: reload before use
+	// synced is when the state was last known to be the log's tip (a
+	// reload, a commit of ours, or a catch-up), by the monotonic clock.
+	synced time.Time
 
 	checkpointing atomic.Bool    // a background checkpoint is being written
 	checkpoints   sync.WaitGroup // background checkpoints in flight
@@ -103,7 +118,7 @@ func (t *Table) reload(ctx context.Context) error {
 		t.stale = true
 		return fmt.Errorf("open table %s: %w", t.store, err)
 	}
-	t.snap, t.stale = snap, false
+	t.snap, t.stale, t.synced = snap, false, time.Now()
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
 )
@@ -22,16 +23,17 @@ type monthTable struct {
 	openTable              time.Duration // OpenTable (the writer's load, every tombstone)
 }
 
-// buildMonth runs a relay handle through n commits of one event each, with
-// a simulated clock spanning 30 days (it ends at the real now), compacting
-// every simulated hour and, every simulated day, cleaning the log up and
-// vacuuming, as the relay's schedule would. Log clean-up and VACUUM judge
+// buildMonth runs a relay handle through n commits of one event each (a
+// ~210-byte payload), with a simulated clock spanning 30 days (it ends at
+// the real now), compacting every simulated hour and, every simulated day,
+// cleaning the log up and vacuuming, as the relay's schedule would. Log clean-up and VACUUM judge
 // by file modification times, which are real, so they run with an
 // accelerated retention (everything before the newest checkpoint, and
 // every file no longer referenced). The build uses a checkpoint interval
 // of n/100 (each checkpoint holds a simulated week of tombstones; at
 // interval 100 the build alone would take hours), then goes back to the
-// topic default of 100 and commits up to the next checkpoint.
+// topic default of 100, commits up to the version before the next
+// checkpoint and compacts, so the table ends compacted, at a checkpoint.
 func buildMonth(b *testing.B, dir string, n int) *monthTable {
 	ctx := context.Background()
 	local, err := storage.NewLocal(dir)
@@ -54,20 +56,26 @@ func buildMonth(b *testing.B, dir string, n int) *monthTable {
 	m := &monthTable{store: st}
 	began := time.Now()
 	hourly, daily := max(1, n/720), max(1, n/30)
+	g := newGen()
 	commit := func(i int) {
 		sim = start.Add(time.Duration(i) * step)
-		if err := relayCommit(b, st, tbl, FileOptions{}, testEvents(1, 1, int64(0x1000+i*0x100))); err != nil {
+		ev := *g.next(i)
+		ev.CommitLSN, ev.Seq = int64(0x1000+i*0x100), 0
+		if err := relayCommit(b, st, tbl, FileOptions{}, []outbox.Event{ev}); err != nil {
 			b.Fatal(err)
 		}
 		m.commits++
 	}
+	compact := func() {
+		if _, err := Compact(ctx, st, CompactOptions{Now: clock}); err != nil {
+			b.Fatal(err)
+		}
+		m.compactions++
+	}
 	for i := range n {
 		commit(i)
 		if (i+1)%hourly == 0 {
-			if _, err := Compact(ctx, st, CompactOptions{Now: clock}); err != nil {
-				b.Fatal(err)
-			}
-			m.compactions++
+			compact()
 		}
 		if (i+1)%daily == 0 {
 			m.vacuumed += maintain(b, st, time.Now(), time.Nanosecond)
@@ -76,14 +84,19 @@ func buildMonth(b *testing.B, dir string, n int) *monthTable {
 	if _, err := delta.SetProperties(ctx, tbl, map[string]string{delta.PropCheckpointInterval: "100"}); err != nil {
 		b.Fatal(err)
 	}
-	for i := n; tbl.Version()%100 != 0; i++ {
+	i := n
+	for ; tbl.Version()%100 != 99; i++ {
 		commit(i)
+	}
+	compact()
+	for ; latestVersion(b, st)%100 != 0; i++ {
+		commit(i) // the compaction found nothing to do: reach the checkpoint
 	}
 	tbl.Wait()
 	m.logBefore = countKeys(b, st, delta.LogDir)
 	m.vacuumed += maintain(b, st, time.Now(), time.Nanosecond)
 	m.build = time.Since(began)
-	m.logAfter, m.latest = countKeys(b, st, delta.LogDir), tbl.Version()
+	m.logAfter, m.latest = countKeys(b, st, delta.LogDir), latestVersion(b, st)
 	t0 := time.Now()
 	w, err := delta.OpenTable(ctx, st, delta.Options{})
 	if err != nil {
@@ -106,6 +119,14 @@ func maintain(b *testing.B, st storage.Store, now time.Time, retention time.Dura
 		b.Fatal(err)
 	}
 	return len(vac.Deleted)
+}
+
+func latestVersion(b *testing.B, st storage.Store) int64 {
+	snap, err := delta.LoadSnapshot(context.Background(), st, -1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return snap.Version
 }
 
 func countKeys(b *testing.B, st storage.Store, prefix string) int {
@@ -179,6 +200,7 @@ func BenchmarkMonthInMinutes(b *testing.B) {
 	b.ReportMetric(ms(tSmall), "20v-load-ms")
 	b.ReportMetric(float64(tMonth)/float64(tSmall), "ratio")
 	b.ReportMetric(float64(month.commits), "commits")
+	b.ReportMetric(float64(month.latest), "version")
 	b.ReportMetric(month.build.Seconds(), "build-s")
 	b.ReportMetric(float64(month.logBefore), "log-files-before")
 	b.ReportMetric(float64(month.logAfter), "log-files-after")

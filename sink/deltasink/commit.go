@@ -80,7 +80,7 @@ func (b *batch) Commit(ctx context.Context, name string, pos int64) (sink.Commit
 	if err != nil {
 		return c, err
 	}
-	if err := checkLog(ctx, b.s.sub(name), t.Version()); err != nil {
+	if err := checkLog(ctx, b.s.sub(name), t); err != nil {
 		b.s.forget(name)
 		return c, fmt.Errorf("commit topic %q: %w", name, err)
 	}
@@ -102,12 +102,19 @@ func (b *batch) Abort() {
 }
 
 // checkLog fails with sink.ErrTableGone when the commit of the version the
-// handle knows as latest is gone: the table was deleted under the relay,
-// and committing the next version would write a log without its beginning.
-func checkLog(ctx context.Context, table storage.Store, latest int64) error {
-	_, err := table.Get(ctx, delta.CommitKey(latest))
+// handle knows as latest is gone and a fresh read of the log finds no
+// table: it was deleted under the relay, and committing the next version
+// would write a log without its beginning. (A handle that was merely
+// behind, its version cleaned up after others committed past it, is
+// refreshed and goes on.)
+func checkLog(ctx context.Context, table storage.Store, t *delta.Table) error {
+	_, err := table.Get(ctx, delta.CommitKey(t.Version()))
 	if errors.Is(err, storage.ErrNotFound) {
-		return fmt.Errorf("%w: commit %d of %s is missing (the table was deleted or its log truncated)", sink.ErrTableGone, latest, table)
+		missing := t.Version()
+		err = t.Refresh(ctx)
+		if errors.Is(err, delta.ErrNoTable) || errors.Is(err, delta.ErrBrokenLog) {
+			return fmt.Errorf("%w: commit %d of %s is missing (the table was deleted or its log truncated)", sink.ErrTableGone, missing, table)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("check the log of %s: %w", table, err)

@@ -32,6 +32,9 @@ type Options struct {
 	LatencyStore   string // store URL for the latency run (default: a temp dir)
 	// RelayBin is the relay binary measured (default: this executable).
 	RelayBin string
+	// Loaded repeats each drain with a CPU hog spinning on one core,
+	// relay and pg_recvlogical alike (lines suffixed _loaded).
+	Loaded bool
 }
 
 func (o Options) want(name string) bool {
@@ -135,6 +138,15 @@ func (b *bench) line(name string, relay, ref float64, unit string) {
 		ratio = relay / ref
 	}
 	fmt.Fprintf(b.out, "%s relay=%.0f%s reference=%.0f%s ratio=%.2f\n", name, relay, unit, ref, unit, ratio)
+}
+
+// linef is line with two decimals (small units: µs per event).
+func (b *bench) linef(name string, relay, ref float64, unit string) {
+	ratio := 0.0
+	if ref > 0 {
+		ratio = relay / ref
+	}
+	fmt.Fprintf(b.out, "%s relay=%.2f%s reference=%.2f%s ratio=%.2f\n", name, relay, unit, ref, unit, ratio)
 }
 
 // migrate creates the outbox and the publication in a fresh database.

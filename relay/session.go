@@ -16,15 +16,62 @@ import (
 // replicationConn is the replication connection as a session uses it; the
 // pipeline's unit tests give the session a scripted one.
 type replicationConn interface {
-	ReceiveMessage(ctx context.Context) (pgproto3.BackendMessage, error)
+	// Receive returns the next message, or (nil, nil) when none arrived
+	// by until. It returns at once when ctx ends.
+	Receive(ctx context.Context, until time.Time) (pgproto3.BackendMessage, error)
 	SendStatus(ctx context.Context, write, flush pglogrepl.LSN) error
 	Close(ctx context.Context) error
 }
 
-// pgReplication is a replicationConn over a real connection.
-type pgReplication struct{ *pgconn.PgConn }
+// pgReplication is a replicationConn over a real connection. It waits with
+// the socket's read deadline rather than a context per message (a timer
+// and a context watch per message cost more than decoding one): the
+// deadline moves only when the wake-up time does, and ctx ending sets it
+// in the past, as pgconn's own cancellation does.
+type pgReplication struct {
+	*pgconn.PgConn
+	until   time.Time       // the read deadline set on the socket
+	watched context.Context // the context whose end interrupts a read
+	unwatch func() bool
+}
 
-func (c pgReplication) SendStatus(ctx context.Context, write, flush pglogrepl.LSN) error {
+func (c *pgReplication) Receive(ctx context.Context, until time.Time) (pgproto3.BackendMessage, error) {
+	if ctx != c.watched {
+		if c.unwatch != nil {
+			c.unwatch()
+		}
+		c.watched = ctx
+		c.unwatch = context.AfterFunc(ctx, func() { _ = c.Conn().SetReadDeadline(time.Unix(1, 0)) })
+	}
+	if !until.Equal(c.until) {
+		if err := c.Conn().SetReadDeadline(until); err != nil {
+			return nil, err
+		}
+		c.until = until
+	}
+	if err := ctx.Err(); err != nil { // checked after the deadline moved: a cancellation is never overwritten
+		return nil, err
+	}
+	msg, err := c.ReceiveMessage(context.Background())
+	switch {
+	case err == nil:
+		return msg, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case pgconn.Timeout(err):
+		return nil, nil // the wake-up deadline: nothing arrived
+	}
+	return nil, err
+}
+
+func (c *pgReplication) Close(ctx context.Context) error {
+	if c.unwatch != nil {
+		c.unwatch()
+	}
+	return c.PgConn.Close(ctx)
+}
+
+func (c *pgReplication) SendStatus(ctx context.Context, write, flush pglogrepl.LSN) error {
 	return pglogrepl.SendStandbyStatusUpdate(ctx, c.PgConn, pglogrepl.StandbyStatusUpdate{
 		WALWritePosition: write, WALFlushPosition: flush, WALApplyPosition: flush, ClientTime: time.Now(),
 	})
@@ -118,13 +165,8 @@ func (s *session) deadline() time.Time {
 }
 
 func (s *session) receiveOne(ctx context.Context) error {
-	rctx, cancel := context.WithDeadline(ctx, s.deadline())
-	msg, err := s.conn.ReceiveMessage(rctx)
-	cancel()
+	msg, err := s.conn.Receive(ctx, s.deadline())
 	if err != nil {
-		if (pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded)) && ctx.Err() == nil {
-			return nil // the wake-up deadline: nothing arrived
-		}
 		return fmt.Errorf("receive from replication stream: %w", err)
 	}
 	switch m := msg.(type) {

@@ -88,6 +88,7 @@ type session struct {
 	com  *committer
 
 	topics     *topics
+	pace       *pacer
 	cur        *batch
 	batchSeq   int64
 	received   pglogrepl.LSN
@@ -100,8 +101,8 @@ type session struct {
 }
 
 func newSession(r *Relay, conn replicationConn, com *committer) *session {
-	return &session{r: r, conn: conn, dec: decoding.NewDecoder(), com: com, topics: newTopics(r),
-		cur: newBatch(r.sink, 0), lastStatus: time.Now(), holds: holds{m: map[string]*hold{}}}
+	return &session{r: r, conn: conn, dec: decoding.NewDecoder(), com: com, topics: newTopics(r), pace: newPacer(r.cfg),
+		cur: newBatch(r.sink, 0, com.durableLSN()), lastStatus: time.Now(), holds: holds{m: map[string]*hold{}}}
 }
 
 // stream runs the receive loop until stop is closed (graceful: the current
@@ -144,7 +145,7 @@ func (s *session) stream(ctx context.Context, stop <-chan struct{}) error {
 // noteProgress tells the health check that nothing is waiting to be
 // committed (an idle relay is not stalled).
 func (s *session) noteProgress() {
-	if s.cur.txs == 0 && s.com.idle() {
+	if s.cur.empty() && s.com.idle() {
 		s.r.health.progress(time.Now())
 	}
 }
@@ -152,8 +153,8 @@ func (s *session) noteProgress() {
 // deadline is when the receive loop must wake up even without a message.
 func (s *session) deadline() time.Time {
 	d := s.lastStatus.Add(s.r.cfg.StatusInterval)
-	if s.cur.txs > 0 {
-		ready := s.cur.openedAt.Add(s.r.cfg.BatchMaxDelay)
+	if !s.cur.empty() {
+		ready := s.cur.wakeAt(s.r.cfg.BatchMaxDelay)
 		if s.batchFull() || time.Now().After(ready) {
 			ready = time.Now().Add(2 * time.Millisecond) // waiting for the committer
 		}
@@ -221,9 +222,10 @@ func (s *session) noteReceived(lsn pglogrepl.LSN) {
 	}
 }
 
-// idle: no open transaction, nothing batched, nothing being committed.
+// idle: no open transaction, nothing batched (carried rows included),
+// nothing being committed.
 func (s *session) idle() bool {
-	return !s.dec.InTransaction() && s.cur.txs == 0 && s.com.idle()
+	return !s.dec.InTransaction() && s.cur.empty() && s.com.idle()
 }
 
 func (s *session) handle(ctx context.Context, msg decoding.Message) error {
@@ -256,28 +258,42 @@ func (s *session) batchFull() bool {
 }
 
 // maybeHandoff gives the current batch to the committer when it is due and
-// ends on a transaction boundary. While the committer is busy the batch keeps
-// growing (bounded memory: rows stream into files); past four times the
-// limits, or when forced, it waits for the committer, and returns at once
-// when the committer fails or ctx ends.
+// ends on a transaction boundary; paced topics not yet allowed to commit
+// are carried into the next batch (pacer). While the committer is busy the
+// batch keeps growing (bounded memory: rows stream into files); past four
+// times the limits, or when forced, it waits for the committer, and
+// returns at once when the committer fails or ctx ends.
 func (s *session) maybeHandoff(ctx context.Context, force bool) error {
-	if s.dec.InTransaction() || s.cur.txs == 0 {
+	if s.dec.InTransaction() || s.cur.empty() {
 		return nil
 	}
-	due := force || s.batchFull() || time.Since(s.cur.openedAt) >= s.r.cfg.BatchMaxDelay
-	if !due {
+	full := s.batchFull()
+	if !force && !full && time.Now().Before(s.cur.wakeAt(s.r.cfg.BatchMaxDelay)) {
 		return nil
 	}
 	c := s.r.cfg
 	mustWait := force || s.cur.events >= 4*c.BatchMaxEvents || s.cur.bytes >= 4*c.BatchMaxBytes
 	for {
-		if s.com.trySubmit(s.cur) {
-			s.batchSeq++
-			s.cur = newBatch(s.r.sink, s.batchSeq)
-			return nil
-		}
 		if err := s.com.failed(); err != nil {
 			return err
+		}
+		// Only the session submits: an idle committer takes the batch.
+		if s.com.idle() {
+			next, err := s.pace.split(s.r.sink, s.cur, time.Now(), force || full)
+			if err != nil {
+				return err
+			}
+			if !s.com.trySubmit(s.cur) {
+				next.abort()
+				if err := s.com.failed(); err != nil {
+					return err
+				}
+				return errors.New("the committer refused a batch while idle")
+			}
+			s.batchSeq++
+			next.seq = s.batchSeq
+			s.cur = next
+			return nil
 		}
 		if !mustWait {
 			return nil

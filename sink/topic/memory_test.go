@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"testing"
 	"time"
 
@@ -141,5 +142,67 @@ func TestCompactBoundedMemory(t *testing.T) {
 	t.Logf("compacted %d MiB in %d files into %d files, peak live heap %d MiB", total>>20, res.FilesRemoved, res.FilesAdded, peak>>20)
 	if peak > liveCap {
 		t.Errorf("peak live heap %d MiB while compacting %d MiB, want < %d MiB", peak>>20, total>>20, liveCap>>20)
+	}
+}
+
+// TestBoundPendingSpillsEncodedFiles: encoded files held in memory count
+// against the budget like pending rows; BoundPending writes the largest to
+// the store, and every row still comes back in order after Close.
+func TestBoundPendingSpillsEncodedFiles(t *testing.T) {
+	const writers, rows, budget = 40, 300, 1 << 20
+	st := newLocalStore(t)
+	rnd := rand.NewChaCha8([32]byte{4})
+	raw := make([]byte, 256)
+	ws := make([]*FileWriter, writers)
+	for i := range ws {
+		ws[i] = NewFileWriter(st, FileOptions{})
+		for j := range rows {
+			_, _ = rnd.Read(raw)
+			ev := outbox.Event{ID: hex.EncodeToString(raw[:16]), Topic: "t", Key: "k", Type: "T", SchemaVersion: 1,
+				Payload: `{"blob":"` + hex.EncodeToString(raw) + `"}`, Seq: int32(j), CommitLSN: 1, CommitTime: base, OccurredAt: base}
+			if err := ws[i].Append(&ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ws[i].FlushRowGroup(); err != nil { // encoded, in memory
+			t.Fatal(err)
+		}
+	}
+	total := func() (n int64) {
+		for _, w := range ws {
+			n += w.MemoryBytes()
+		}
+		return n
+	}
+	before := total()
+	if before <= budget {
+		t.Fatalf("the writers hold %d bytes, want more than the %d budget for the test to mean anything", before, budget)
+	}
+	if err := BoundPending(budget, slices.Values(ws)); err != nil {
+		t.Fatal(err)
+	}
+	if after := total(); after > budget {
+		t.Fatalf("writers hold %d bytes after BoundPending(%d) (before: %d)", after, budget, before)
+	}
+	for i, w := range ws {
+		adds, err := w.Close(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var next int32
+		for _, a := range adds {
+			if err := ReadEventIDs(context.Background(), st, a, func(r EventRef) error {
+				if r.Seq != next {
+					t.Fatalf("writer %d: seq %d, want %d", i, r.Seq, next)
+				}
+				next++
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if next != rows {
+			t.Fatalf("writer %d: %d rows read back, want %d", i, next, rows)
+		}
 	}
 }

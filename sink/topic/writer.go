@@ -136,25 +136,83 @@ func (w *FileWriter) Bytes() int64 { return w.bytes }
 // encoded into a row group: the memory this writer holds for them.
 func (w *FileWriter) PendingBytes() int64 { return w.rows.rawSize }
 
-// BoundPending encodes the pending rows of the writer holding the most,
-// then the next, until the writers' unencoded rows total at most budget:
-// memory bounded across many writers (topics), whatever their number.
+// BufferedBytes returns the encoded bytes of this writer's files that are
+// held in memory (files not yet spilled to the store).
+func (w *FileWriter) BufferedBytes() int64 {
+	var n int64
+	if w.cur != nil {
+		n += w.cur.buf.InMemory()
+	}
+	for _, f := range w.done {
+		n += f.buf.InMemory()
+	}
+	return n
+}
+
+// MemoryBytes is what the writer holds in memory for its rows: pending
+// rows plus encoded files not yet spilled.
+func (w *FileWriter) MemoryBytes() int64 { return w.PendingBytes() + w.BufferedBytes() }
+
+// minSpill is the smallest in-memory file BoundPending writes to the store
+// early: each spilled file holds a temporary file (a descriptor) until the
+// commit.
+const minSpill = 64 << 10
+
+// SpillFiles writes the writer's in-memory files to the store now
+// (storage.Store.Create: local work until Close commits them), so they no
+// longer cost memory.
+func (w *FileWriter) SpillFiles() error {
+	if w.closed || w.err != nil {
+		return w.err
+	}
+	files := w.done
+	if w.cur != nil {
+		files = append(files[:len(files):len(files)], w.cur)
+	}
+	for _, f := range files {
+		if f.buf.InMemory() > 0 {
+			if err := f.buf.spill(); err != nil {
+				return w.fail(err)
+			}
+		}
+	}
+	return nil
+}
+
+// BoundPending keeps the memory of many writers (topics) under budget,
+// whatever their number: while their pending rows and in-memory encoded
+// files total more, it takes the writer holding the most and either
+// writes its in-memory files to the store (when they are the larger part)
+// or encodes its pending rows as a row group (which the next round may
+// then write out). Files smaller than 64 KiB are never written early, so a
+// batch over a great many topics may exceed the budget by that much per
+// topic rather than hold a temporary file for each.
 func BoundPending(budget int64, writers iter.Seq[*FileWriter]) error {
 	for {
-		var total int64
+		var total, most int64
 		var largest *FileWriter
 		for w := range writers {
-			p := w.PendingBytes()
-			total += p
-			if largest == nil || p > largest.PendingBytes() {
-				largest = w
+			m := w.MemoryBytes()
+			total += m
+			if largest == nil || m > most {
+				largest, most = w, m
 			}
 		}
 		if total <= budget || largest == nil {
 			return nil
 		}
-		if err := largest.FlushRowGroup(); err != nil {
-			return fmt.Errorf("encode rows for %s: %w", largest.store, err)
+		pending, buffered := largest.PendingBytes(), largest.BufferedBytes()
+		var err error
+		switch {
+		case buffered >= pending && buffered >= minSpill:
+			err = largest.SpillFiles()
+		case pending > 0:
+			err = largest.FlushRowGroup()
+		default:
+			return nil // only small in-memory files left: nothing worth a temporary file
+		}
+		if err != nil {
+			return fmt.Errorf("bound memory of %s: %w", largest.store, err)
 		}
 	}
 }

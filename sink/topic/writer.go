@@ -84,6 +84,7 @@ type FileWriter struct {
 	cols   []column
 	props  *parquet.WriterProperties
 	rows   *pendingRows
+	stage  *stage // rows moved out of memory, before the pending ones
 	cur    *dataFile
 	done   []*dataFile
 	total  int
@@ -158,6 +159,10 @@ func (w *FileWriter) MemoryBytes() int64 { return w.PendingBytes() + w.BufferedB
 // commit.
 const minSpill = 64 << 10
 
+// minRowGroup is the least of pending rows BoundPending encodes as a row
+// group; fewer are staged (stage.go) and encoded later with the others.
+const minRowGroup = 1 << 20
+
 // SpillFiles writes the writer's in-memory files to the store now
 // (storage.Store.Create: local work until Close commits them), so they no
 // longer cost memory.
@@ -181,12 +186,15 @@ func (w *FileWriter) SpillFiles() error {
 
 // BoundPending keeps the memory of many writers (topics) under budget,
 // whatever their number: while their pending rows and in-memory encoded
-// files total more, it takes the writer holding the most and either
-// writes its in-memory files to the store (when they are the larger part)
-// or encodes its pending rows as a row group (which the next round may
-// then write out). Files smaller than 64 KiB are never written early, so a
-// batch over a great many topics may exceed the budget by that much per
-// topic rather than hold a temporary file for each.
+// files total more, it takes the writer holding the most and writes its
+// in-memory files to the store (when they are the larger part), encodes
+// its pending rows as a row group (1 MiB or more, which the next round may
+// then write out), or stages fewer rows in a local temporary file until
+// the writer next encodes (a tiny row group's Parquet metadata would cost
+// more memory than its rows). Files smaller than 64 KiB are never written
+// early, so a batch over a great many topics may exceed the budget by that
+// much per topic rather than hold a temporary file for each. A writer
+// holds at most two temporary files (a spilled file, its stage).
 func BoundPending(budget int64, writers iter.Seq[*FileWriter]) error {
 	for {
 		var total, most int64
@@ -206,8 +214,10 @@ func BoundPending(budget int64, writers iter.Seq[*FileWriter]) error {
 		switch {
 		case buffered >= pending && buffered >= minSpill:
 			err = largest.SpillFiles()
-		case pending > 0:
+		case pending >= minRowGroup:
 			err = largest.FlushRowGroup()
+		case pending > 0:
+			err = largest.stageRows()
 		default:
 			return nil // only small in-memory files left: nothing worth a temporary file
 		}
@@ -221,7 +231,7 @@ func BoundPending(budget int64, writers iter.Seq[*FileWriter]) error {
 // file. A caller that runs many writers at once uses it to keep their total
 // memory bounded, whatever the number of topics.
 func (w *FileWriter) FlushRowGroup() error {
-	if w.closed || w.err != nil || w.rows.rows == 0 {
+	if w.closed || w.err != nil || (w.rows.rows == 0 && w.stage == nil) {
 		return w.err
 	}
 	if err := w.flushRowGroup(); err != nil {
@@ -300,8 +310,58 @@ func (w *FileWriter) fail(err error) error {
 	return err
 }
 
-// flushRowGroup encodes the pending rows as one row group of the open file.
+// stageRows moves the pending rows to the writer's stage (a local
+// temporary file), freeing their memory without encoding a row group.
+func (w *FileWriter) stageRows() error {
+	if w.closed || w.err != nil || w.rows.rows == 0 {
+		return w.err
+	}
+	if w.stage == nil {
+		w.stage = &stage{}
+	}
+	if err := w.stage.add(w.rows, len(w.cols)); err != nil {
+		return w.fail(err)
+	}
+	w.rows.release()
+	return nil
+}
+
+// flushRowGroup encodes the staged rows, then the pending ones, into the
+// open file: one row group, or several of restoreRowGroupBytes when rows
+// were staged.
 func (w *FileWriter) flushRowGroup() error {
+	if w.stage != nil {
+		return w.restoreStaged()
+	}
+	return w.encodePending()
+}
+
+// restoreStaged encodes every staged row, then the pending ones, in order.
+func (w *FileWriter) restoreStaged() error {
+	st := w.stage
+	w.stage = nil
+	defer st.close()
+	if w.rows.rows > 0 { // the newest rows: staged last
+		if err := st.add(w.rows, len(w.cols)); err != nil {
+			return err
+		}
+		w.rows.release()
+	}
+	for _, ch := range st.chunks {
+		if err := st.restore(ch, w.rows, len(w.cols)); err != nil {
+			return err
+		}
+		if w.rows.rows >= w.opts.RowGroupRows || w.rows.rawSize >= min(w.opts.RowGroupBytes, restoreRowGroupBytes) {
+			if err := w.encodePending(); err != nil {
+				return err
+			}
+		}
+	}
+	return w.encodePending()
+}
+
+// encodePending encodes the pending rows as one row group of the open file.
+func (w *FileWriter) encodePending() error {
 	if w.rows.rows == 0 {
 		return nil
 	}
@@ -416,4 +476,8 @@ func (w *FileWriter) Abort() {
 	}
 	w.done = nil
 	w.rows.release()
+	if w.stage != nil {
+		w.stage.close()
+		w.stage = nil
+	}
 }

@@ -2,6 +2,13 @@
 // the same run on the same WAL: pg_recvlogical draining a second slot made
 // before the load (`relay bench`, `make bench`). Each figure is one line:
 // name relay=… reference=… ratio=….
+//
+// A drain reports events per second, CPU per event of the process alone
+// (user+system of the relay, or of pg_recvlogical) and with the walsender
+// that served it (the server's logical decoding, sampled from /proc), and
+// the relay's peak RSS. With Options.Loaded (--loaded, on by default) each
+// drain is repeated, relay and reference alike, beside a goroutine that
+// spins on one core (lines suffixed _loaded).
 package bench
 
 import (

@@ -20,6 +20,8 @@ type stage struct {
 	f      *os.File
 	size   int64
 	chunks []stagedChunk
+	rows   int   // rows staged
+	raw    int64 // their pendingRows.rawSize
 }
 
 type stagedChunk struct {
@@ -74,6 +76,8 @@ func (s *stage) add(b *pendingRows, ncols int) error {
 	}
 	s.chunks = append(s.chunks, stagedChunk{off: s.size, n: int64(len(buf)), rows: b.rows, raw: b.rawSize})
 	s.size += int64(len(buf))
+	s.rows += b.rows
+	s.raw += b.rawSize
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -69,6 +70,9 @@ func runCost(b *testing.B, interval time.Duration, rate int, d time.Duration) {
 	}
 	store := storage.NewFaulty(inner)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("DELTABUS_COST_LOG") == "debug" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	snk := deltasink.New(store, deltasink.Options{AppID: "deltabus-cost", Logger: log})
 	cfg := Config{Source: "postgres://u@127.0.0.1/db", Store: bucket.URL("cost"), TopicCommitInterval: interval,
 		StatusInterval: 5 * time.Millisecond}
@@ -82,7 +86,7 @@ func runCost(b *testing.B, interval time.Duration, rate int, d time.Duration) {
 	conn.warmup(b) // the table's creation is not part of the steady state
 	store.Reset()
 	conn.start(d)
-	conn.drained(b, 30*time.Second+2*r.cfg.TopicCommitInterval)
+	conn.drained(b, 30*time.Second+2*r.cfg.TopicCommitInterval, errc)
 	puts := store.Calls(storage.OpPut) + store.Calls(storage.OpPutIfAbsent) + store.Calls(storage.OpList) + store.Calls(storage.OpDelete)
 	gets := store.Calls(storage.OpGet)
 	if testing.Verbose() {
@@ -214,7 +218,7 @@ func (c *pacedConn) Receive(ctx context.Context, until time.Time) (pgproto3.Back
 			continue
 		}
 		wake := until
-		if !c.next.IsZero() && c.next.Before(wake) && c.next.Before(end) {
+		if !c.next.IsZero() && now.Before(end) && c.next.Before(wake) && c.next.Before(end) {
 			wake = c.next
 		}
 		t := time.NewTimer(time.Until(wake))
@@ -255,7 +259,7 @@ func (c *pacedConn) Close(context.Context) error { return nil }
 
 // drained waits until every transaction sent so far, and every one still
 // to be sent, is acknowledged.
-func (c *pacedConn) drained(b *testing.B, grace time.Duration) {
+func (c *pacedConn) drained(b *testing.B, grace time.Duration, ended <-chan error) {
 	for {
 		c.mu.Lock()
 		done := len(c.pending) == 0 && (c.until.IsZero() || time.Now().After(c.until))
@@ -265,10 +269,18 @@ func (c *pacedConn) drained(b *testing.B, grace time.Duration) {
 			return
 		}
 		if time.Now().After(end.Add(grace)) && !end.IsZero() {
-			b.Fatalf("transactions not acknowledged %v after the load ended", grace)
+			if os.Getenv("DELTABUS_COST_LOG") != "" {
+				_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+			}
+			c.mu.Lock()
+			n, first, acked := len(c.pending), c.pending[0].end, c.acked
+			c.mu.Unlock()
+			b.Fatalf("%d transactions (the first ending at %s) not acknowledged %v after the load ended; acknowledged %s", n, first, grace, acked)
 		}
 		select {
 		case <-c.ackC:
+		case err := <-ended:
+			b.Fatalf("the session ended: %v", err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -154,7 +154,7 @@ func (s *session) noteProgress() {
 func (s *session) deadline() time.Time {
 	d := s.lastStatus.Add(s.r.cfg.StatusInterval)
 	if !s.cur.empty() {
-		ready := s.cur.wakeAt(s.r.cfg.BatchMaxDelay)
+		ready := s.dueAt()
 		if s.batchFull() || time.Now().After(ready) {
 			ready = time.Now().Add(2 * time.Millisecond) // waiting for the committer
 		}
@@ -257,6 +257,27 @@ func (s *session) batchFull() bool {
 	return s.cur.events >= c.BatchMaxEvents || s.cur.bytes >= c.BatchMaxBytes
 }
 
+// Catching up: when the batch's latest transaction committed more than
+// catchUpLag ago the relay is reading a backlog, where a batch's delay
+// costs no latency (its events are old already) and small batches cost a
+// commit per topic each (most of the relay's CPU at small batches): a
+// batch then closes when full or catchUpDelay old.
+const (
+	catchUpLag   = 5 * time.Second
+	catchUpDelay = time.Second
+)
+
+// dueAt is when the current batch is due by time (not by size).
+func (s *session) dueAt() time.Time {
+	at := s.cur.wakeAt(s.r.cfg.BatchMaxDelay)
+	if last := s.cur.lastTime; !last.IsZero() && time.Since(last) > catchUpLag {
+		if late := s.cur.openedAt.Add(catchUpDelay); late.After(at) {
+			at = late
+		}
+	}
+	return at
+}
+
 // maybeHandoff gives the current batch to the committer when it is due and
 // ends on a transaction boundary; paced topics not yet allowed to commit
 // are carried into the next batch (pacer). While the committer is busy the
@@ -268,7 +289,7 @@ func (s *session) maybeHandoff(ctx context.Context, force bool) error {
 		return nil
 	}
 	full := s.batchFull()
-	if !force && !full && time.Now().Before(s.cur.wakeAt(s.r.cfg.BatchMaxDelay)) {
+	if !force && !full && time.Now().Before(s.dueAt()) {
 		return nil
 	}
 	c := s.r.cfg

@@ -2,6 +2,13 @@
 // the same run on the same WAL: pg_recvlogical draining a second slot made
 // before the load (`relay bench`, `make bench`). Each figure is one line:
 // name relay=… reference=… ratio=….
+//
+// A drain reports events per second, CPU per event of the process alone
+// (user+system of the relay, or of pg_recvlogical) and with the walsender
+// that served it (the server's logical decoding, sampled from /proc), and
+// the relay's peak RSS. With Options.Loaded (--loaded, on by default) each
+// drain is repeated, relay and reference alike, beside a goroutine that
+// spins on one core (lines suffixed _loaded).
 package bench
 
 import (
@@ -32,6 +39,9 @@ type Options struct {
 	LatencyStore   string // store URL for the latency run (default: a temp dir)
 	// RelayBin is the relay binary measured (default: this executable).
 	RelayBin string
+	// Loaded repeats each drain with a CPU hog spinning on one core,
+	// relay and pg_recvlogical alike (lines suffixed _loaded).
+	Loaded bool
 }
 
 func (o Options) want(name string) bool {
@@ -135,6 +145,15 @@ func (b *bench) line(name string, relay, ref float64, unit string) {
 		ratio = relay / ref
 	}
 	fmt.Fprintf(b.out, "%s relay=%.0f%s reference=%.0f%s ratio=%.2f\n", name, relay, unit, ref, unit, ratio)
+}
+
+// linef is line with two decimals (small units: µs per event).
+func (b *bench) linef(name string, relay, ref float64, unit string) {
+	ratio := 0.0
+	if ref > 0 {
+		ratio = relay / ref
+	}
+	fmt.Fprintf(b.out, "%s relay=%.2f%s reference=%.2f%s ratio=%.2f\n", name, relay, unit, ref, unit, ratio)
 }
 
 // migrate creates the outbox and the publication in a fresh database.

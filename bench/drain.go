@@ -96,13 +96,20 @@ func (b *bench) drain(ctx context.Context, name string, events int, load func(co
 		return err
 	}
 	defer drop()
-	store := b.storeDir(name)
-	defer os.RemoveAll(store)
-	if err := b.createRelaySlot(ctx, dsn, store); err != nil {
-		return err
+	variants := []drainVariant{{suffix: "", slot: "deltabus", ref: "ref"}}
+	if b.o.Loaded {
+		variants = append(variants, drainVariant{suffix: "_loaded", slot: "deltabus_loaded", ref: "ref_loaded", hog: true})
 	}
-	if err := execSQL(ctx, dsn, `SELECT pg_create_logical_replication_slot('ref', 'pgoutput')`); err != nil {
-		return err
+	for i := range variants {
+		v := &variants[i]
+		v.store = b.storeDir(name + v.suffix)
+		defer os.RemoveAll(v.store)
+		if err := b.createRelaySlot(ctx, dsn, v.store, v.slot); err != nil {
+			return err
+		}
+		if err := execSQL(ctx, dsn, `SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, v.ref); err != nil {
+			return err
+		}
 	}
 	t0 := time.Now()
 	if err := load(ctx, dsn); err != nil {
@@ -113,18 +120,47 @@ func (b *bench) drain(ctx context.Context, name string, events int, load func(co
 		return err
 	}
 	fmt.Fprintf(b.out, "# %s: loaded %d events in %.1fs; WAL to drain ends at %s\n", name, events, time.Since(t0).Seconds(), end)
-	refSecs, err := b.recvlogical(ctx, dsn, end)
-	if err != nil {
-		return err
+	for _, v := range variants {
+		if err := b.drainOne(ctx, name, events, dsn, end, v); err != nil {
+			return err
+		}
 	}
-	relaySecs, rss, err := b.relayDrain(ctx, dsn, store, end)
-	if err != nil {
-		return err
-	}
-	b.line(name, float64(events)/relaySecs, float64(events)/refSecs, "ev/s")
-	fmt.Fprintf(b.out, "%s_peak_rss relay=%.0fMiB reference=200MiB ratio=%.2f\n", name, rss, rss/200)
 	return nil
 }
+
+// drainVariant is one side-by-side drain of the same WAL: the relay's slot
+// and store, pg_recvlogical's slot, and whether a CPU hog holds one core.
+type drainVariant struct {
+	suffix, slot, ref, store string
+	hog                      bool
+}
+
+func (b *bench) drainOne(ctx context.Context, name string, events int, dsn, end string, v drainVariant) error {
+	if v.hog {
+		stop := hogCore()
+		defer stop()
+	}
+	ref, err := b.recvlogical(ctx, dsn, v.ref, end)
+	if err != nil {
+		return err
+	}
+	rel, err := b.relayDrain(ctx, dsn, v.store, v.slot, end)
+	if err != nil {
+		return err
+	}
+	name += v.suffix
+	b.line(name, float64(events)/rel.secs, float64(events)/ref.secs, "ev/s")
+	fmt.Fprintf(b.out, "# %s: pg_recvlogical %.1fs wall, %.2fs CPU, walsender %.2fs CPU\n", name, ref.secs, ref.cpu, ref.server)
+	per := func(s float64) float64 { return s / float64(events) * 1e6 }
+	b.linef(name+"_cpu_per_event", per(rel.cpu), per(ref.cpu), "us")
+	b.linef(name+"_cpu_per_event_with_walsender", per(rel.cpu+rel.server), per(ref.cpu+ref.server), "us")
+	fmt.Fprintf(b.out, "%s_peak_rss relay=%.0fMiB reference=200MiB ratio=%.2f\n", name, rel.rss, rel.rss/200)
+	return nil
+}
+
+// drained is what one drain of a slot cost: wall seconds, CPU seconds
+// (user+system) and peak RSS in MiB.
+type drained struct{ secs, cpu, server, rss float64 }
 
 func (b *bench) storeDir(name string) string {
 	dir, _ := os.MkdirTemp("", "deltabus-bench-"+name+"-")
@@ -133,27 +169,27 @@ func (b *bench) storeDir(name string) string {
 
 // createRelaySlot lets the relay make its slot (first start) on the empty
 // outbox, then stops it: the slot then holds the WAL of the load.
-func (b *bench) createRelaySlot(ctx context.Context, dsn, store string) error {
-	p, err := b.startRelay(dsn, store)
+func (b *bench) createRelaySlot(ctx context.Context, dsn, store, slot string) error {
+	p, err := b.startRelay(dsn, store, slot)
 	if err != nil {
 		return err
 	}
-	if err := waitFirstStart(ctx, dsn, store); err != nil {
+	if err := waitFirstStart(ctx, dsn, store, slot); err != nil {
 		_ = p.Process.Kill()
 		return err
 	}
 	_ = p.Process.Signal(syscall.SIGTERM)
 	_ = p.Wait()
-	return waitSlot(ctx, dsn, "deltabus", false, time.Minute)
+	return waitSlot(ctx, dsn, slot, false, time.Minute)
 }
 
-func (b *bench) startRelay(dsn, store string) (*exec.Cmd, error) {
+func (b *bench) startRelay(dsn, store, slot string) (*exec.Cmd, error) {
 	if !strings.Contains(store, "://") {
 		store = "file://" + store
 	}
 	// DELTABUS_BENCH_METRICS=host:port exposes the measured relay's
 	// /metrics and /debug/pprof for profiling a run.
-	args := append([]string{"run", "--metrics-addr", os.Getenv("DELTABUS_BENCH_METRICS"), "--log-level", "warn"}, strings.Fields(b.o.RelayArgs)...)
+	args := append([]string{"run", "--metrics-addr", os.Getenv("DELTABUS_BENCH_METRICS"), "--log-level", "warn", "--slot", slot}, strings.Fields(b.o.RelayArgs)...)
 	cmd := exec.Command(b.self, args...)
 	cmd.Env = append(os.Environ(), "DELTABUS_SOURCE="+dsn, "DELTABUS_STORE="+store)
 	cmd.Stderr = os.Stderr
@@ -162,49 +198,51 @@ func (b *bench) startRelay(dsn, store string) (*exec.Cmd, error) {
 }
 
 // recvlogical times pg_recvlogical draining slot "ref" to end.
-func (b *bench) recvlogical(ctx context.Context, dsn, end string) (float64, error) {
+func (b *bench) recvlogical(ctx context.Context, dsn, slot, end string) (drained, error) {
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, b.o.RecvlogicalBin, "-d", dsn, "-S", "ref", "--start", "--endpos="+end, "--no-loop",
+	server := walsenderCPU(ctx, dsn, slot)
+	cmd := exec.CommandContext(ctx, b.o.RecvlogicalBin, "-d", dsn, "-S", slot, "--start", "--endpos="+end, "--no-loop",
 		"-o", "proto_version=1", "-o", "publication_names=deltabus", "-f", "/dev/null")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("pg_recvlogical: %v: %s", err, out)
+		return drained{}, fmt.Errorf("pg_recvlogical: %v: %s", err, out)
 	}
-	return time.Since(start).Seconds(), nil
+	st := cmd.ProcessState
+	return drained{secs: time.Since(start).Seconds(), cpu: (st.UserTime() + st.SystemTime()).Seconds(), server: server()}, nil
 }
 
-// relayDrain times a relay process from start until the slot confirmed end;
-// it returns the seconds and the process's peak RSS in MiB.
-func (b *bench) relayDrain(ctx context.Context, dsn, store, end string) (float64, float64, error) {
+// relayDrain times a relay process from start until the slot confirmed end.
+func (b *bench) relayDrain(ctx context.Context, dsn, store, slot, end string) (drained, error) {
 	start := time.Now()
-	p, err := b.startRelay(dsn, store)
+	server := walsenderCPU(ctx, dsn, slot)
+	p, err := b.startRelay(dsn, store, slot)
 	if err != nil {
-		return 0, 0, err
+		server()
+		return drained{}, err
 	}
 	defer func() { _ = p.Process.Kill(); _ = p.Wait() }()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		return 0, 0, err
+		return drained{}, err
 	}
 	defer conn.Close(ctx)
 	for {
 		var ok bool
-		err := conn.QueryRow(ctx, `SELECT coalesce(confirmed_flush_lsn >= $1::pg_lsn, false) FROM pg_replication_slots WHERE slot_name = 'deltabus'`, end).Scan(&ok)
+		err := conn.QueryRow(ctx, `SELECT coalesce(confirmed_flush_lsn >= $1::pg_lsn, false) FROM pg_replication_slots WHERE slot_name = $2`, end, slot).Scan(&ok)
 		if err != nil {
-			return 0, 0, err
+			return drained{}, err
 		}
 		if ok {
 			break
 		}
 		if p.ProcessState != nil {
-			return 0, 0, fmt.Errorf("relay exited")
+			return drained{}, fmt.Errorf("relay exited")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	secs := time.Since(start).Seconds()
-	rss := peakRSS(p.Process.Pid)
-	fmt.Fprintf(b.out, "# relay: %.1fs wall, %.1fs CPU\n", secs, cpuSeconds(p.Process.Pid))
+	d := drained{secs: time.Since(start).Seconds(), cpu: cpuSeconds(p.Process.Pid), rss: peakRSS(p.Process.Pid), server: server()}
+	fmt.Fprintf(b.out, "# relay: %.1fs wall, %.2fs CPU, walsender %.2fs CPU\n", d.secs, d.cpu, d.server)
 	_ = p.Process.Signal(syscall.SIGTERM)
-	return secs, rss, nil
+	return d, nil
 }
 
 // cpuSeconds reads a process's user+system CPU time.
@@ -262,8 +300,8 @@ func walInsertLSN(ctx context.Context, dsn string) (string, error) {
 
 // waitFirstStart waits until the relay's slot is active and its first-start
 // bootstrap has finished (the relay marker exists in the store).
-func waitFirstStart(ctx context.Context, dsn, store string) error {
-	if err := waitSlot(ctx, dsn, "deltabus", true, time.Minute); err != nil {
+func waitFirstStart(ctx context.Context, dsn, store, slot string) error {
+	if err := waitSlot(ctx, dsn, slot, true, time.Minute); err != nil {
 		return err
 	}
 	if !strings.Contains(store, "://") {
@@ -274,7 +312,7 @@ func waitFirstStart(ctx context.Context, dsn, store string) error {
 		return err
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if _, ok, err := catalog.ReadMarker(ctx, st, catalog.AppID("deltabus")); ok && err == nil {
+		if _, ok, err := catalog.ReadMarker(ctx, st, catalog.AppID(slot)); ok && err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -28,7 +28,7 @@ func (b *bench) bigTransaction(ctx context.Context) error {
 	defer drop()
 	store := b.storeDir("big")
 	defer os.RemoveAll(store)
-	if err := b.createRelaySlot(ctx, dsn, store); err != nil {
+	if err := b.createRelaySlot(ctx, dsn, store, "deltabus"); err != nil {
 		return err
 	}
 	t0 := time.Now()
@@ -40,12 +40,12 @@ func (b *bench) bigTransaction(ctx context.Context) error {
 		return err
 	}
 	fmt.Fprintf(b.out, "# big_tx: one transaction of %d rows loaded in %.1fs\n", b.o.Big, time.Since(t0).Seconds())
-	secs, rss, err := b.relayDrain(ctx, dsn, store, end)
+	d, err := b.relayDrain(ctx, dsn, store, "deltabus", end)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(b.out, "big_tx_rows_per_s relay=%.0fev/s reference=- ratio=-\n", float64(b.o.Big)/secs)
-	fmt.Fprintf(b.out, "big_tx_peak_rss relay=%.0fMiB reference=200MiB ratio=%.2f\n", rss, rss/200)
+	fmt.Fprintf(b.out, "big_tx_rows_per_s relay=%.0fev/s reference=- ratio=-\n", float64(b.o.Big)/d.secs)
+	fmt.Fprintf(b.out, "big_tx_peak_rss relay=%.0fMiB reference=200MiB ratio=%.2f\n", d.rss, d.rss/200)
 	return nil
 }
 
@@ -63,13 +63,13 @@ func (b *bench) latency(ctx context.Context) error {
 	if b.o.LatencyStore != "" {
 		dir = b.o.LatencyStore // e.g. s3://bucket/prefix, with DELTABUS_S3_* and AWS_* in the environment
 	}
-	p, err := b.startRelay(dsn, dir)
+	p, err := b.startRelay(dsn, dir, "deltabus")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = p.Process.Kill(); _ = p.Wait() }()
 	// Steady state: the first start is done, and a second to settle.
-	if err := waitFirstStart(ctx, dsn, dir); err != nil {
+	if err := waitFirstStart(ctx, dsn, dir, "deltabus"); err != nil {
 		return err
 	}
 	time.Sleep(time.Second)

@@ -54,6 +54,11 @@
 //     and the flush position it sends PostgreSQL is that durable position,
 //     capped by any hold (below). So every transaction that ends at or
 //     before P has each of its events in a committed version of its topic.
+//     A paced topic (relay --topic-commit-interval) may sit out a batch:
+//     its rows are carried, uncommitted and in order, into the next batch
+//     and committed with it (version = c(last transaction of that batch)),
+//     and until then the durable position stops at the end of the batch
+//     before the carried rows' first transaction.
 //  2. Replay everything after P. After any crash or restart PostgreSQL
 //     sends again every transaction that ends after P. With 1, no event is
 //     lost.

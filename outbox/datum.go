@@ -29,23 +29,27 @@ func parseTimestamp(b []byte, withoutZone bool) (time.Time, error) {
 
 // isUUID reports whether b is a uuid in 8-4-4-4-12 hex form (either case).
 func isUUID(b []byte) bool {
-	if len(b) != 36 {
+	if len(b) != 36 || b[8] != '-' || b[13] != '-' || b[18] != '-' || b[23] != '-' {
 		return false
 	}
-	for i, c := range b {
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if hexVal(c) < 0 {
-				return false
-			}
+	var bad byte
+	for _, part := range [...][]byte{b[:8], b[9:13], b[14:18], b[19:23], b[24:]} {
+		for _, c := range part {
+			bad |= notHex[c]
 		}
 	}
-	return true
+	return bad == 0
 }
+
+// notHex is 1 for every byte that is not a hex digit.
+var notHex = func() (t [256]byte) {
+	for c := range t {
+		if hexVal(byte(c)) < 0 {
+			t[c] = 1
+		}
+	}
+	return t
+}()
 
 func hexVal(c byte) int {
 	switch {

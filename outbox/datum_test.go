@@ -43,7 +43,8 @@ func TestIsUUID(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"", "abc", "0195c1a47b1e7c3d8e9f0a1b2c3d4e5f", "{0195c1a4-7b1e-7c3d-8e9f-0a1b2c3d4e5f}",
-		"0195c1a4-7b1e-7c3d-8e9f-0a1b2c3d4e5g", "0195c1a4+7b1e-7c3d-8e9f-0a1b2c3d4e5f"} {
+		"0195c1a4-7b1e-7c3d-8e9f-0a1b2c3d4e5g", "0195c1a4+7b1e-7c3d-8e9f-0a1b2c3d4e5f",
+		"0195c1a4-7b1e-7c3d-8e9f-0a1b2c3d4e-f", "-195c1a4-7b1e-7c3d-8e9f-0a1b2c3d4e5f", "0195c1a4-7b1e-7c3d-8e9f-0a1b2c3d4e5\xff"} {
 		if isUUID([]byte(s)) {
 			t.Errorf("isUUID(%q) = true", s)
 		}

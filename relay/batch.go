@@ -15,15 +15,23 @@ import (
 // transaction's commit LSN is the position every topic commit of the batch
 // records, and its end LSN is what may be acknowledged once every topic
 // commit is durable. Rows go to the sink's batch as they arrive.
+//
+// A topic whose commits are paced (pacer) may be carried: its rows move,
+// uncommitted, to the next batch, and the batch acknowledges no further
+// than the position before the carried rows' first transaction (ackCap).
 type batch struct {
 	sb        sink.Batch
 	seq       int64
-	topics    map[string]bool
+	shares    map[string]*share
 	order     []string // topics in first-seen order, for stable logs
 	events    int
 	bytes     int64
 	txs       int
 	openedAt  time.Time     // first event (or first transaction) of the batch
+	dueAt     time.Time     // earliest time one of its topics may be committed (pacer.readyAt)
+	prevEnd   pglogrepl.LSN // every transaction at or before it is in an earlier batch
+	ackCap    pglogrepl.LSN // when capped: topics were carried out, acknowledge no further
+	capped    bool
 	lastLSN   pglogrepl.LSN // commit LSN of the last complete transaction
 	endLSN    pglogrepl.LSN // end LSN of the last complete transaction
 	firstTime time.Time     // commit time of the first transaction (for latency metrics)
@@ -31,36 +39,62 @@ type batch struct {
 	trace     batchTrace    // its span and producer links (trace.go)
 }
 
-func newBatch(s sink.Sink, seq int64, tr trace.Tracer) *batch {
-	return &batch{sb: s.NewBatch(), seq: seq, topics: make(map[string]bool), trace: batchTrace{tracer: tr}}
+// share is one topic's rows in a batch.
+type share struct {
+	since  time.Time     // when its oldest row arrived
+	ackCap pglogrepl.LSN // acknowledge no further while these rows are uncommitted
+	events int
+	bytes  int64
 }
 
-func (b *batch) opened(topic string, size int) {
-	if !b.topics[topic] {
-		b.topics[topic] = true
-		b.order = append(b.order, topic)
+func newBatch(s sink.Sink, seq int64, prevEnd pglogrepl.LSN, tr trace.Tracer) *batch {
+	return &batch{sb: s.NewBatch(), seq: seq, shares: make(map[string]*share), prevEnd: prevEnd,
+		trace: batchTrace{tracer: tr}}
+}
+
+// empty reports whether the batch holds nothing: no transaction and no
+// carried rows.
+func (b *batch) empty() bool { return b.txs == 0 && len(b.order) == 0 }
+
+func (b *batch) opened(p *pacer, topic string, size int) {
+	sh := b.shares[topic]
+	if sh == nil {
+		now := time.Now()
+		sh = &share{since: now, ackCap: b.prevEnd}
+		b.adopt(topic, sh, p.readyAt(topic, now))
 	}
 	if b.openedAt.IsZero() {
-		b.openedAt = time.Now()
+		b.openedAt = sh.since
 	}
+	sh.events++
+	sh.bytes += int64(size)
 	b.events++
 	b.bytes += int64(size)
 }
 
-func (b *batch) addEvent(ev *outbox.Event) error {
+// adopt adds a topic's share (new, or carried from the previous batch).
+func (b *batch) adopt(topic string, sh *share, readyAt time.Time) {
+	b.shares[topic] = sh
+	b.order = append(b.order, topic)
+	if b.dueAt.IsZero() || readyAt.Before(b.dueAt) {
+		b.dueAt = readyAt
+	}
+}
+
+func (b *batch) addEvent(p *pacer, ev *outbox.Event) error {
 	if err := b.sb.Append(ev); err != nil {
 		return err
 	}
-	b.opened(ev.Topic, len(ev.Payload))
+	b.opened(p, ev.Topic, len(ev.Payload))
 	b.trace.event(ev, b.openedAt)
 	return nil
 }
 
-func (b *batch) addDeadLetter(dl *outbox.DeadLetter) error {
+func (b *batch) addDeadLetter(p *pacer, dl *outbox.DeadLetter) error {
 	if err := b.sb.AppendDeadLetter(dl); err != nil {
 		return err
 	}
-	b.opened(outbox.DeadLetterTopic, len(dl.RawRow))
+	b.opened(p, outbox.DeadLetterTopic, len(dl.RawRow))
 	return nil
 }
 
@@ -74,6 +108,23 @@ func (b *batch) commitTx(commitLSN, endLSN pglogrepl.LSN, commitTime time.Time) 
 	}
 	b.txs++
 	b.lastLSN, b.endLSN, b.lastTime = commitLSN, endLSN, commitTime
+}
+
+// wakeAt is when the batch becomes due by time (not by size).
+func (b *batch) wakeAt(delay time.Duration) time.Time {
+	if len(b.order) == 0 {
+		return b.openedAt.Add(delay)
+	}
+	return b.dueAt
+}
+
+// ackLSN is the position the relay may acknowledge once the batch's topic
+// commits are durable.
+func (b *batch) ackLSN() pglogrepl.LSN {
+	if b.capped && b.ackCap < b.endLSN {
+		return b.ackCap
+	}
+	return b.endLSN
 }
 
 // abort discards the batch's rows.

@@ -147,7 +147,7 @@ func (c *committer) commitBatch(ctx context.Context, b *batch) (err error) {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	c.advance(b.endLSN)
+	c.advance(b.ackLSN())
 	c.r.health.progress(time.Now())
 	c.r.metrics.batchCommitted(b, time.Since(start))
 	c.r.log.Debug("batch committed", "batch", b.seq, "events", b.events, "topics", len(b.order),

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deltabus/deltabus/usererr"
 )
@@ -44,3 +45,21 @@ func TestRetryable(t *testing.T) {
 }
 
 var errTest = errors.New("test")
+
+func TestTopicCommitIntervalDefaultsByStore(t *testing.T) {
+	for _, c := range []struct {
+		store string
+		set   time.Duration
+		want  time.Duration
+	}{
+		{"s3://bucket/prefix", 0, DefaultS3CommitInterval},
+		{"file:///var/lib/deltabus", 0, -1},
+		{"s3://bucket/prefix", -1, -1},
+		{"file:///var/lib/deltabus", 5 * time.Second, 5 * time.Second},
+	} {
+		got := Config{Store: c.store, TopicCommitInterval: c.set}.WithDefaults().TopicCommitInterval
+		if got != c.want {
+			t.Errorf("store %s, interval %v: got %v, want %v", c.store, c.set, got, c.want)
+		}
+	}
+}

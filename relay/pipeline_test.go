@@ -30,12 +30,16 @@ type fakeConn struct {
 
 func newFakeConn() *fakeConn { return &fakeConn{frames: make(chan []byte, 1024)} }
 
-func (c *fakeConn) ReceiveMessage(ctx context.Context) (pgproto3.BackendMessage, error) {
+func (c *fakeConn) Receive(ctx context.Context, until time.Time) (pgproto3.BackendMessage, error) {
+	t := time.NewTimer(time.Until(until))
+	defer t.Stop()
 	select {
 	case f := <-c.frames:
 		return &pgproto3.CopyData{Data: f}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-t.C:
+		return nil, nil
 	}
 }
 

@@ -96,5 +96,5 @@ func (r *Relay) startReplication(ctx context.Context, start pglogrepl.LSN) (repl
 		}
 		return nil, fmt.Errorf("start replication on slot %q: %w", r.cfg.Slot, err)
 	}
-	return pgReplication{conn}, nil
+	return &pgReplication{PgConn: conn}, nil
 }

@@ -51,7 +51,7 @@ func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.
 		s.r.metrics.skipped()
 		return nil
 	}
-	return s.cur.addEvent(ev)
+	return s.cur.addEvent(s.pace, ev)
 }
 
 func (s *session) deadLetter(ctx context.Context, row *decoding.Row, dl *outbox.DeadLetter) error {
@@ -67,7 +67,7 @@ func (s *session) deadLetter(ctx context.Context, row *decoding.Row, dl *outbox.
 			"event_id", dl.ID, "commit_lsn", pglogrepl.LSN(row.CommitLSN), "seq", row.Seq, "not_logged_since_last", n)
 	}
 	s.r.metrics.deadLetter()
-	return s.cur.addDeadLetter(dl)
+	return s.cur.addDeadLetter(s.pace, dl)
 }
 
 // rawEvent renders a routed event as the raw_row JSON of a dead letter.

@@ -16,15 +16,62 @@ import (
 // replicationConn is the replication connection as a session uses it; the
 // pipeline's unit tests give the session a scripted one.
 type replicationConn interface {
-	ReceiveMessage(ctx context.Context) (pgproto3.BackendMessage, error)
+	// Receive returns the next message, or (nil, nil) when none arrived
+	// by until. It returns at once when ctx ends.
+	Receive(ctx context.Context, until time.Time) (pgproto3.BackendMessage, error)
 	SendStatus(ctx context.Context, write, flush pglogrepl.LSN) error
 	Close(ctx context.Context) error
 }
 
-// pgReplication is a replicationConn over a real connection.
-type pgReplication struct{ *pgconn.PgConn }
+// pgReplication is a replicationConn over a real connection. It waits with
+// the socket's read deadline rather than a context per message (a timer
+// and a context watch per message cost more than decoding one): the
+// deadline moves only when the wake-up time does, and ctx ending sets it
+// in the past, as pgconn's own cancellation does.
+type pgReplication struct {
+	*pgconn.PgConn
+	until   time.Time       // the read deadline set on the socket
+	watched context.Context // the context whose end interrupts a read
+	unwatch func() bool
+}
 
-func (c pgReplication) SendStatus(ctx context.Context, write, flush pglogrepl.LSN) error {
+func (c *pgReplication) Receive(ctx context.Context, until time.Time) (pgproto3.BackendMessage, error) {
+	if ctx != c.watched {
+		if c.unwatch != nil {
+			c.unwatch()
+		}
+		c.watched = ctx
+		c.unwatch = context.AfterFunc(ctx, func() { _ = c.Conn().SetReadDeadline(time.Unix(1, 0)) })
+	}
+	if !until.Equal(c.until) {
+		if err := c.Conn().SetReadDeadline(until); err != nil {
+			return nil, err
+		}
+		c.until = until
+	}
+	if err := ctx.Err(); err != nil { // checked after the deadline moved: a cancellation is never overwritten
+		return nil, err
+	}
+	msg, err := c.ReceiveMessage(context.Background())
+	switch {
+	case err == nil:
+		return msg, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case pgconn.Timeout(err):
+		return nil, nil // the wake-up deadline: nothing arrived
+	}
+	return nil, err
+}
+
+func (c *pgReplication) Close(ctx context.Context) error {
+	if c.unwatch != nil {
+		c.unwatch()
+	}
+	return c.PgConn.Close(ctx)
+}
+
+func (c *pgReplication) SendStatus(ctx context.Context, write, flush pglogrepl.LSN) error {
 	return pglogrepl.SendStandbyStatusUpdate(ctx, c.PgConn, pglogrepl.StandbyStatusUpdate{
 		WALWritePosition: write, WALFlushPosition: flush, WALApplyPosition: flush, ClientTime: time.Now(),
 	})
@@ -41,6 +88,7 @@ type session struct {
 	com  *committer
 
 	topics     *topics
+	pace       *pacer
 	cur        *batch
 	batchSeq   int64
 	received   pglogrepl.LSN
@@ -53,8 +101,8 @@ type session struct {
 }
 
 func newSession(r *Relay, conn replicationConn, com *committer) *session {
-	return &session{r: r, conn: conn, dec: decoding.NewDecoder(), com: com, topics: newTopics(r),
-		cur: newBatch(r.sink, 0, r.tracer), lastStatus: time.Now(), holds: holds{m: map[string]*hold{}}}
+	return &session{r: r, conn: conn, dec: decoding.NewDecoder(), com: com, topics: newTopics(r), pace: newPacer(r.cfg),
+		cur: newBatch(r.sink, 0, com.durableLSN(), r.tracer), lastStatus: time.Now(), holds: holds{m: map[string]*hold{}}}
 }
 
 // stream runs the receive loop until stop is closed (graceful: the current
@@ -97,7 +145,7 @@ func (s *session) stream(ctx context.Context, stop <-chan struct{}) error {
 // noteProgress tells the health check that nothing is waiting to be
 // committed (an idle relay is not stalled).
 func (s *session) noteProgress() {
-	if s.cur.txs == 0 && s.com.idle() {
+	if s.cur.empty() && s.com.idle() {
 		s.r.health.progress(time.Now())
 	}
 }
@@ -105,8 +153,8 @@ func (s *session) noteProgress() {
 // deadline is when the receive loop must wake up even without a message.
 func (s *session) deadline() time.Time {
 	d := s.lastStatus.Add(s.r.cfg.StatusInterval)
-	if s.cur.txs > 0 {
-		ready := s.cur.openedAt.Add(s.r.cfg.BatchMaxDelay)
+	if !s.cur.empty() {
+		ready := s.dueAt()
 		if s.batchFull() || time.Now().After(ready) {
 			ready = time.Now().Add(2 * time.Millisecond) // waiting for the committer
 		}
@@ -118,13 +166,8 @@ func (s *session) deadline() time.Time {
 }
 
 func (s *session) receiveOne(ctx context.Context) error {
-	rctx, cancel := context.WithDeadline(ctx, s.deadline())
-	msg, err := s.conn.ReceiveMessage(rctx)
-	cancel()
+	msg, err := s.conn.Receive(ctx, s.deadline())
 	if err != nil {
-		if (pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded)) && ctx.Err() == nil {
-			return nil // the wake-up deadline: nothing arrived
-		}
 		return fmt.Errorf("receive from replication stream: %w", err)
 	}
 	switch m := msg.(type) {
@@ -179,9 +222,10 @@ func (s *session) noteReceived(lsn pglogrepl.LSN) {
 	}
 }
 
-// idle: no open transaction, nothing batched, nothing being committed.
+// idle: no open transaction, nothing batched (carried rows included),
+// nothing being committed.
 func (s *session) idle() bool {
-	return !s.dec.InTransaction() && s.cur.txs == 0 && s.com.idle()
+	return !s.dec.InTransaction() && s.cur.empty() && s.com.idle()
 }
 
 func (s *session) handle(ctx context.Context, msg decoding.Message) error {
@@ -213,29 +257,64 @@ func (s *session) batchFull() bool {
 	return s.cur.events >= c.BatchMaxEvents || s.cur.bytes >= c.BatchMaxBytes
 }
 
+// Catching up: when the batch's latest transaction committed more than
+// catchUpLag ago the relay is reading a backlog, where a batch's delay
+// costs no latency (its events are old already) and small batches cost a
+// commit per topic each (most of the relay's CPU at small batches): a
+// batch then closes when full or catchUpDelay old.
+const (
+	catchUpLag   = 5 * time.Second
+	catchUpDelay = time.Second
+)
+
+// dueAt is when the current batch is due by time (not by size).
+func (s *session) dueAt() time.Time {
+	at := s.cur.wakeAt(s.r.cfg.BatchMaxDelay)
+	if last := s.cur.lastTime; !last.IsZero() && time.Since(last) > catchUpLag {
+		if late := s.cur.openedAt.Add(catchUpDelay); late.After(at) {
+			at = late
+		}
+	}
+	return at
+}
+
 // maybeHandoff gives the current batch to the committer when it is due and
-// ends on a transaction boundary. While the committer is busy the batch keeps
-// growing (bounded memory: rows stream into files); past four times the
-// limits, or when forced, it waits for the committer, and returns at once
-// when the committer fails or ctx ends.
+// ends on a transaction boundary; paced topics not yet allowed to commit
+// are carried into the next batch (pacer). While the committer is busy the
+// batch keeps growing (bounded memory: rows stream into files); past four
+// times the limits, or when forced, it waits for the committer, and
+// returns at once when the committer fails or ctx ends.
 func (s *session) maybeHandoff(ctx context.Context, force bool) error {
-	if s.dec.InTransaction() || s.cur.txs == 0 {
+	if s.dec.InTransaction() || s.cur.empty() {
 		return nil
 	}
-	due := force || s.batchFull() || time.Since(s.cur.openedAt) >= s.r.cfg.BatchMaxDelay
-	if !due {
+	full := s.batchFull()
+	if !force && !full && time.Now().Before(s.dueAt()) {
 		return nil
 	}
 	c := s.r.cfg
 	mustWait := force || s.cur.events >= 4*c.BatchMaxEvents || s.cur.bytes >= 4*c.BatchMaxBytes
 	for {
-		if s.com.trySubmit(s.cur) {
-			s.batchSeq++
-			s.cur = newBatch(s.r.sink, s.batchSeq, s.r.tracer)
-			return nil
-		}
 		if err := s.com.failed(); err != nil {
 			return err
+		}
+		// Only the session submits: an idle committer takes the batch.
+		if s.com.idle() {
+			next, err := s.pace.split(s.r.sink, s.cur, time.Now(), force || full)
+			if err != nil {
+				return err
+			}
+			if !s.com.trySubmit(s.cur) {
+				next.abort()
+				if err := s.com.failed(); err != nil {
+					return err
+				}
+				return errors.New("the committer refused a batch while idle")
+			}
+			s.batchSeq++
+			next.seq = s.batchSeq
+			s.cur = next
+			return nil
 		}
 		if !mustWait {
 			return nil

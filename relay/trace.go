@@ -90,6 +90,20 @@ func (t *batchTrace) event(ev *outbox.Event, openedAt time.Time) {
 	l.links = append(l.links, trace.Link{SpanContext: sc})
 }
 
+// carry moves topic's producer links to next, the batch its rows were
+// carried into (pacer.split), so their commit span still links them.
+func (t *batchTrace) carry(topic string, next *batchTrace, since time.Time) {
+	l := t.links[topic]
+	if l == nil {
+		return
+	}
+	delete(t.links, topic)
+	next.begin(since)
+	if next.links != nil {
+		next.links[topic] = l
+	}
+}
+
 // commitContext returns ctx holding the batch's span, starting it if no
 // event did.
 func (t *batchTrace) commitContext(ctx context.Context, b *batch) context.Context {

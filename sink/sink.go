@@ -34,10 +34,10 @@ type Sink interface {
 	Close(ctx context.Context)
 }
 
-// Batch is one batch's rows on their way to one commit per topic. Append
-// and AppendDeadLetter are called from one goroutine; Commit may then be
-// called concurrently for different topics, once per topic; exactly one
-// of the commits or Abort ends the batch's use of each topic.
+// Batch is one batch's rows on their way to one commit per topic. Append,
+// AppendDeadLetter and Carry are called from one goroutine; Commit may then
+// be called concurrently for different topics, once per topic; exactly one
+// of Commit, Carry or Abort ends the batch's use of each topic.
 type Batch interface {
 	// Append adds an event to its topic's share of the batch. Rows of a
 	// topic are committed in the order they were appended.
@@ -49,6 +49,11 @@ type Batch interface {
 	// creating the table if it does not exist. An error wrapping ErrFenced
 	// means the table already holds pos: another instance wrote it.
 	Commit(ctx context.Context, topic string, pos int64) (Commit, error)
+	// Carry moves the topic's rows, uncommitted and in order, to next (a
+	// batch of the same Sink that has no rows of the topic yet): they are
+	// committed with next's rows of the topic, before them. The caller
+	// must not acknowledge past the first carried transaction until then.
+	Carry(topic string, next Batch) error
 	// Abort discards every row not committed. Files already written are
 	// unreferenced orphans.
 	Abort()

@@ -66,6 +66,23 @@ func (b *batch) appended() error {
 	})
 }
 
+// Carry moves the topic's writer, with its pending rows and its files
+// (in memory or spilled, nothing uploaded), to next.
+func (b *batch) Carry(name string, next sink.Batch) error {
+	n, ok := next.(*batch)
+	switch {
+	case !ok || n.s != b.s:
+		return fmt.Errorf("carry topic %q: the next batch is not of this sink", name)
+	case b.writers[name] == nil:
+		return fmt.Errorf("carry topic %q: nothing appended", name)
+	case n.writers[name] != nil:
+		return fmt.Errorf("carry topic %q: the next batch already has rows of it", name)
+	}
+	n.writers[name] = b.writers[name]
+	delete(b.writers, name)
+	return nil
+}
+
 func (b *batch) Commit(ctx context.Context, name string, pos int64) (sink.Commit, error) {
 	w := b.writers[name]
 	if w == nil {

@@ -10,10 +10,12 @@
 //   - Before each commit the previous version's commit file is checked: a
 //     table deleted under the relay fails with sink.ErrTableGone and no
 //     log without its beginning is ever written.
-//   - Rows of a batch wait in per-topic column buffers; across the topics
-//     of a batch, past Options.PendingBudget of unencoded rows the largest
-//     topic's rows are encoded, so memory is bounded whatever the number of
-//     topics or the transaction size.
+//   - Rows of a batch wait in per-topic column buffers, then in encoded
+//     files held in memory up to topic.FileOptions.MemoryBuffer; across the
+//     topics of a batch, past Options.PendingBudget of both, the topic
+//     holding the most has its rows encoded or its files written to the
+//     store (topic.BoundPending), so memory is bounded whatever the number
+//     of topics or the transaction size.
 package deltasink
 
 import (
@@ -36,8 +38,9 @@ type Options struct {
 	AppID  string       // the relay's txn appId (required)
 	Logger *slog.Logger // nil = slog.Default()
 	Files  topic.FileOptions
-	// PendingBudget bounds the unencoded rows a batch holds across its
-	// topics (default 16 MiB).
+	// PendingBudget bounds what a batch holds in memory across its topics:
+	// unencoded rows and encoded files not yet written to the store
+	// (default 16 MiB).
 	PendingBudget int64
 	// SyncCheckpoints writes checkpoints inside the commit that reaches
 	// the interval instead of in the background.

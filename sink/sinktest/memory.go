@@ -185,6 +185,25 @@ func (b *memBatch) Commit(ctx context.Context, name string, pos int64) (sink.Com
 	return sink.Commit{Version: t.versions, Events: len(rows), Files: 1}, nil
 }
 
+func (b *memBatch) Carry(name string, next sink.Batch) error {
+	n, ok := next.(*memBatch)
+	if !ok || n.m != b.m {
+		return fmt.Errorf("carry topic %q: the next batch is not of this sink", name)
+	}
+	b.mu.Lock()
+	rows := b.rows[name]
+	delete(b.rows, name)
+	b.mu.Unlock()
+	if rows == nil {
+		return fmt.Errorf("carry topic %q: nothing appended", name)
+	}
+	if n.rows[name] != nil {
+		return fmt.Errorf("carry topic %q: the next batch already has rows of it", name)
+	}
+	n.rows[name] = rows
+	return nil
+}
+
 func (b *memBatch) Abort() {
 	b.mu.Lock()
 	defer b.mu.Unlock()

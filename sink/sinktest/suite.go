@@ -36,6 +36,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"CommitThenReopen", testCommitThenReopen},
 		{"Fenced", testFenced},
 		{"Abort", testAbort},
+		{"Carry", testCarry},
 		{"ConcurrentTopics", testConcurrentTopics},
 		{"DeletedTable", testDeletedTable},
 	} {
@@ -108,6 +109,46 @@ func testCommitThenReopen(t *testing.T, h Harness) {
 	}
 	if got := h.IDs(t, outbox.DeadLetterTopic); !slices.Equal(got, ids(&dl.Event)) {
 		t.Fatalf("dead letters %q", got)
+	}
+}
+
+// A carried topic skips its batch's commit; its rows are committed with
+// the next batch's, before them, in one commit.
+func testCarry(t *testing.T, h Harness) {
+	b1 := h.Sink.NewBatch()
+	o1, p1, o2 := event("orders", 1, 100), event("payments", 2, 100), event("orders", 3, 200)
+	for _, e := range []*outbox.Event{o1, p1} {
+		if err := b1.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b2 := h.Sink.NewBatch()
+	if err := b1.Carry("orders", b2); err != nil {
+		t.Fatal(err)
+	}
+	if err := b1.Carry("orders", b2); err == nil {
+		t.Fatal("carrying a topic twice succeeded")
+	}
+	commit(t, b1, "payments", 100)
+	if _, err := b1.Commit(context.Background(), "orders", 100); err == nil {
+		t.Fatal("committing a carried topic in its old batch succeeded")
+	}
+	if tp := open(t, h.Reopen(), "orders"); tp.Position != -1 {
+		t.Fatalf("orders before the carried commit: %+v, want nothing committed", tp)
+	}
+	if err := b2.Append(o2); err != nil {
+		t.Fatal(err)
+	}
+	if c := commit(t, b2, "orders", 200); c.Events != 2 {
+		t.Fatalf("carried commit: %+v, want 2 events", c)
+	}
+	b1.Abort()
+	b2.Abort()
+	if got := h.IDs(t, "orders"); !slices.Equal(got, ids(o1, o2)) {
+		t.Fatalf("orders rows %q, want %q", got, ids(o1, o2))
+	}
+	if tp := open(t, h.Reopen(), "orders"); tp.Position != 200 {
+		t.Fatalf("orders after the carried commit: %+v, want position 200", tp)
 	}
 }
 

@@ -1,13 +1,19 @@
 package topic
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"runtime/metrics"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/deltabus/deltabus/outbox"
 )
@@ -141,5 +147,169 @@ func TestCompactBoundedMemory(t *testing.T) {
 	t.Logf("compacted %d MiB in %d files into %d files, peak live heap %d MiB", total>>20, res.FilesRemoved, res.FilesAdded, peak>>20)
 	if peak > liveCap {
 		t.Errorf("peak live heap %d MiB while compacting %d MiB, want < %d MiB", peak>>20, total>>20, liveCap>>20)
+	}
+}
+
+// TestBoundPendingSpillsEncodedFiles: encoded files held in memory count
+// against the budget like pending rows; BoundPending writes the largest to
+// the store, and every row still comes back in order after Close.
+func TestBoundPendingSpillsEncodedFiles(t *testing.T) {
+	const writers, rows, budget = 40, 300, 1 << 20
+	st := newLocalStore(t)
+	rnd := rand.NewChaCha8([32]byte{4})
+	raw := make([]byte, 256)
+	ws := make([]*FileWriter, writers)
+	for i := range ws {
+		ws[i] = NewFileWriter(st, FileOptions{})
+		for j := range rows {
+			_, _ = rnd.Read(raw)
+			ev := outbox.Event{ID: hex.EncodeToString(raw[:16]), Topic: "t", Key: "k", Type: "T", SchemaVersion: 1,
+				Payload: `{"blob":"` + hex.EncodeToString(raw) + `"}`, Seq: int32(j), CommitLSN: 1, CommitTime: base, OccurredAt: base}
+			if err := ws[i].Append(&ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ws[i].FlushRowGroup(); err != nil { // encoded, in memory
+			t.Fatal(err)
+		}
+	}
+	total := func() (n int64) {
+		for _, w := range ws {
+			n += w.MemoryBytes()
+		}
+		return n
+	}
+	before := total()
+	if before <= budget {
+		t.Fatalf("the writers hold %d bytes, want more than the %d budget for the test to mean anything", before, budget)
+	}
+	if err := BoundPending(budget, slices.Values(ws)); err != nil {
+		t.Fatal(err)
+	}
+	if after := total(); after > budget {
+		t.Fatalf("writers hold %d bytes after BoundPending(%d) (before: %d)", after, budget, before)
+	}
+	for i, w := range ws {
+		adds, err := w.Close(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var next int32
+		for _, a := range adds {
+			if err := ReadEventIDs(context.Background(), st, a, func(r EventRef) error {
+				if r.Seq != next {
+					t.Fatalf("writer %d: seq %d, want %d", i, r.Seq, next)
+				}
+				next++
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if next != rows {
+			t.Fatalf("writer %d: %d rows read back, want %d", i, next, rows)
+		}
+	}
+}
+
+// TestBoundPendingStagesSmallRows: with many writers each holding a few
+// rows, BoundPending stages them in temporary files rather than encode
+// tiny row groups; every row comes back exactly, in order, in one row
+// group per file, with the statistics of what was appended.
+func TestBoundPendingStagesSmallRows(t *testing.T) {
+	const writers, rounds, perRound, budget = 12, 8, 25, 16 << 10
+	st := newLocalStore(t)
+	ws := make([]*FileWriter, writers)
+	want := make([][]outbox.Event, writers)
+	for i := range ws {
+		ws[i] = NewFileWriter(st, FileOptions{DeadLetter: i == 0})
+	}
+	hdr := `{"trace":"x"}`
+	n := 0
+	for range rounds {
+		for i, w := range ws {
+			for range perRound {
+				n++
+				ev := outbox.Event{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", n), Topic: "t", Key: fmt.Sprint("k", n%7),
+					Type: "T", SchemaVersion: int32(n % 3), Payload: fmt.Sprintf(`{"n":%d}`, n), Seq: int32(n), CommitLSN: int64(n),
+					Xid: 9, CommitTime: base, OccurredAt: base.Add(time.Duration(n) * time.Millisecond)}
+				if n%60 != 0 { // some staged chunks have a NULL, others none
+					ev.Headers = &hdr
+				}
+				var err error
+				if i == 0 {
+					if n%70 == 0 {
+						ev.OccurredAt = time.Time{} // NULL
+					}
+					err = w.AppendDeadLetter(&outbox.DeadLetter{Event: ev, Reason: "bad", SourceTable: "public.outbox", RawRow: "{}"})
+				} else {
+					err = w.Append(&ev)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[i] = append(want[i], ev)
+			}
+		}
+		if err := BoundPending(budget, slices.Values(ws)); err != nil {
+			t.Fatal(err)
+		}
+		for i, w := range ws {
+			if w.PendingBytes() > budget {
+				t.Fatalf("writer %d holds %d pending bytes after BoundPending(%d)", i, w.PendingBytes(), budget)
+			}
+		}
+	}
+	if ws[1].stage == nil {
+		t.Fatal("no rows were staged: the test does not test staging")
+	}
+	for i, w := range ws {
+		adds, err := w.Close(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(adds) != 1 {
+			t.Fatalf("writer %d: %d files, want 1", i, len(adds))
+		}
+		data, err := st.Get(context.Background(), adds[0].Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf, err := file.NewParquetReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := pf.NumRowGroups(); g != 1 {
+			t.Errorf("writer %d: %d row groups, want the staged rows in one", i, g)
+		}
+		pf.Close()
+		var got []outbox.Event
+		read := func(e outbox.Event) error { got = append(got, e); return nil }
+		if i == 0 {
+			err = ReadDeadLetters(context.Background(), st, adds[0], func(d outbox.DeadLetter) error { return read(d.Event) })
+		} else {
+			err = ReadEvents(context.Background(), st, adds[0], read)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want[i]) {
+			t.Fatalf("writer %d: %d rows, want %d", i, len(got), len(want[i]))
+		}
+		nullHeaders := 0
+		for j := range got {
+			g, w := got[j], want[i][j]
+			if g.ID != w.ID || g.Key != w.Key || g.Payload != w.Payload || g.SchemaVersion != w.SchemaVersion ||
+				g.Seq != w.Seq || !g.OccurredAt.Equal(w.OccurredAt) || (g.Headers == nil) != (w.Headers == nil) {
+				t.Fatalf("writer %d row %d: got %+v, want %+v", i, j, g, w)
+			}
+			if w.Headers == nil {
+				nullHeaders++
+			}
+		}
+		stats := adds[0].Stats
+		if !strings.Contains(stats, fmt.Sprintf(`"numRecords":%d`, len(got))) || !strings.Contains(stats, fmt.Sprintf(`"headers":%d`, nullHeaders)) {
+			t.Errorf("writer %d: stats %s, want numRecords %d and %d null headers", i, stats, len(got), nullHeaders)
+		}
 	}
 }

@@ -43,6 +43,9 @@ func (s *spillBuffer) Write(p []byte) (int, error) {
 // only local work (see storage.Store.Create), and the parquet writer that
 // calls Write has no context to give.
 func (s *spillBuffer) spill() error {
+	if s.w != nil {
+		return nil
+	}
 	w, err := s.store.Create(context.Background(), s.key)
 	if err != nil {
 		return fmt.Errorf("spill data file: %w", err)
@@ -53,6 +56,14 @@ func (s *spillBuffer) spill() error {
 	}
 	s.w, s.mem = w, nil
 	return nil
+}
+
+// InMemory is the number of bytes held in memory (0 once spilled).
+func (s *spillBuffer) InMemory() int64 {
+	if s.w != nil {
+		return 0
+	}
+	return int64(len(s.mem))
 }
 
 // Len is the number of bytes written so far.

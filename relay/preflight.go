@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -25,9 +24,8 @@ func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn) (pglogrepl.L
 		return 0, err
 	}
 	if err := migrations.Check(hard, sql, migrations.Options{Publication: r.cfg.Publication, Mappings: r.mappings}); err != nil {
-		var netErr net.Error
-		if errors.As(err, &netErr) || errors.Is(err, context.Canceled) {
-			return 0, err
+		if pgsource.ConnectionLost(err) || errors.Is(err, context.Canceled) {
+			return 0, err // the server went away mid-check: a new session retries
 		}
 		return 0, usererr.New(err, "%s", err)
 	}

@@ -19,7 +19,8 @@ import (
 )
 
 // BenchmarkBootstrap compares a bootstrap of an outbox of
-// DELTABUS_BENCH_ROWS rows (default 2M) with `COPY (SELECT * FROM outbox)
+// DELTABUS_BENCH_ROWS rows (default 2M) over DELTABUS_BENCH_TOPICS topics
+// (default 4) with `COPY (SELECT * FROM outbox)
 // TO STDOUT (FORMAT binary)` into io.Discard on the same database, and
 // reports the peak RSS of the bootstrap (VmHWM after a reset). The Go
 // runtime is set up as the relay binary sets it (relay.TuneRuntime).
@@ -59,6 +60,7 @@ func BenchmarkBootstrap(b *testing.B) {
 		b.ReportMetric(rate/copyRate, "ratio")
 		b.ReportMetric(float64(rssKiB(b, "VmHWM"))/1024, "peak_rss_MiB")
 		b.ReportMetric(float64(baseRSS)/1024, "base_rss_MiB")
+		b.ReportMetric(float64(fillTopics()), "topics")
 		db.Exec(b, "SELECT pg_drop_replication_slot('deltabus')")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -56,6 +57,15 @@ func newOutbox(t testing.TB) *pgtest.DB {
 
 const numTopics = 4
 
+// fillTopics is the number of topics fill spreads rows over: numTopics,
+// or DELTABUS_BENCH_TOPICS for benchmarks (e.g. 40).
+func fillTopics() int {
+	if v, err := strconv.Atoi(os.Getenv("DELTABUS_BENCH_TOPICS")); err == nil && v > 0 {
+		return v
+	}
+	return numTopics
+}
+
 // fill inserts n rows spread over numTopics topics, with occurred_at in
 // the past and deliberately not in id or insertion order.
 func fill(t testing.TB, db *pgtest.DB, n int) {
@@ -73,7 +83,7 @@ func fillRows(t testing.TB, db *pgtest.DB, n int, ms string) {
 		       jsonb_build_object('i', i, 'note', repeat('x', 120) || E'\ttab\nline \\ back'),
 		       CASE WHEN i %% 3 = 0 THEN '{"trace":"t"}'::jsonb END,
 		       timestamptz '2026-01-01' + (%s) * interval '1 millisecond'
-		FROM generate_series(1, %d) i`, numTopics, ms, n))
+		FROM generate_series(1, %d) i`, fillTopics(), ms, n))
 }
 
 // startProducers starts k producers inserting small transactions, pausing

@@ -9,10 +9,10 @@
 // doc of catalog ("Exactly once, in commit order", "Holds", "Rebuilding
 // one topic"). This package implements that argument: the committer
 // (commit.go) moves the durable position only after every topic commit of
-// a batch returned, and never past rows a paced topic carries into the next
-// batch (pace.go: Config.TopicCommitInterval bounds how often a topic
-// commits, so S3 request costs stay bounded at high rates); a session skips, per topic, what the topic's position
-// says it holds (route.go); holds cap the acknowledged position
+// a batch returned, and never past rows a paced topic carries into the
+// next batch (pace.go: Config.TopicCommitInterval bounds how often a topic
+// commits, so S3 request costs stay bounded at high rates); a session
+// skips, per topic, what the topic's position says it holds (route.go); holds cap the acknowledged position
 // (holds.go); rebuild watermarks are honoured only with a matching intent
 // in the store (watermark.go).
 //

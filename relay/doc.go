@@ -12,9 +12,9 @@
 // a batch returned, and never past rows a paced topic carries into the
 // next batch (pace.go: Config.TopicCommitInterval bounds how often a topic
 // commits, so S3 request costs stay bounded at high rates); a session
-// skips, per topic, what the topic's position says it holds (route.go); holds cap the acknowledged position
-// (holds.go); rebuild watermarks are honoured only with a matching intent
-// in the store (watermark.go).
+// skips, per topic, what the topic's position says it holds (route.go);
+// holds cap the acknowledged position (holds.go); rebuild watermarks are
+// honoured only with a matching intent in the store (watermark.go).
 //
 // Failure handling: any error ends the session (the open batch is
 // discarded, the committer drained); Run logs it once, reports not ready

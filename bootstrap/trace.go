@@ -4,9 +4,10 @@ import (
 	"context"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/deltabus/deltabus/telemetry"
 )
 
 // Spans: a bootstrap is "deltabus.bootstrap" with one child per phase
@@ -30,12 +31,5 @@ func (o Options) startSpan(ctx context.Context, name string, attrs ...attribute.
 
 // end ends the span, marking it failed when err is not nil.
 func (s span) end(err error, attrs ...attribute.KeyValue) {
-	if s.IsRecording() {
-		s.SetAttributes(attrs...)
-		if err != nil {
-			s.RecordError(err)
-			s.SetStatus(codes.Error, err.Error())
-		}
-	}
-	s.End()
+	telemetry.EndSpan(s.Span, err, attrs...)
 }

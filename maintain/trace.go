@@ -4,9 +4,10 @@ import (
 	"context"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/deltabus/deltabus/telemetry"
 )
 
 // Spans: a run is "deltabus.maintenance", each topic a child
@@ -23,12 +24,5 @@ func (o Options) startSpan(ctx context.Context, name string, attrs ...attribute.
 
 // endSpan ends s, marking it failed when err is not nil.
 func endSpan(s trace.Span, err error, attrs ...attribute.KeyValue) {
-	if s.IsRecording() {
-		s.SetAttributes(attrs...)
-		if err != nil {
-			s.RecordError(err)
-			s.SetStatus(codes.Error, err.Error())
-		}
-	}
-	s.End()
+	telemetry.EndSpan(s, err, attrs...)
 }

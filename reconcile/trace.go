@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/deltabus/deltabus/telemetry"
 )
 
 // Spans: a run is "deltabus.reconcile" (windows checked and skipped, exit
@@ -38,8 +40,7 @@ func endWindow(span trace.Span, res *Result, err error) {
 		}
 		switch {
 		case err != nil:
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
+			telemetry.Fail(span, err)
 		case res.Status != StatusClean:
 			span.SetStatus(codes.Error, string(res.Status))
 		}
@@ -54,10 +55,7 @@ func endRun(span trace.Span, rep *Report, err error) {
 			span.SetAttributes(attribute.Int("deltabus.windows_checked", len(rep.Results)),
 				attribute.Int("deltabus.windows_skipped", len(rep.Skipped)), attribute.Int("deltabus.exit_code", rep.ExitCode()))
 		}
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-		}
+		telemetry.Fail(span, err)
 	}
 	span.End()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink"
+	"github.com/deltabus/deltabus/telemetry"
 )
 
 // Traces. Every batch is a root span, "deltabus.batch", from its first
@@ -122,10 +123,7 @@ func (t *batchTrace) end(b *batch, err error) {
 			attribute.Int64("deltabus.bytes", b.bytes), attribute.Int("deltabus.transactions", b.txs),
 			attribute.Int("deltabus.topics", len(b.order)), attribute.String("deltabus.commit_lsn", b.lastLSN.String()),
 			attribute.String("deltabus.end_lsn", b.endLSN.String()))
-		if err != nil {
-			t.span.RecordError(err)
-			t.span.SetStatus(codes.Error, err.Error())
-		}
+		telemetry.Fail(t.span, err)
 	}
 	t.span.End()
 	t.links = nil
@@ -159,8 +157,7 @@ func endTopicCommit(span trace.Span, topic string, lsn pglogrepl.LSN, res sink.C
 			attribute.String("deltabus.commit_lsn", lsn.String()), attribute.Int("deltabus.events", res.Events),
 			attribute.Int64("deltabus.bytes", res.Bytes), attribute.Int("deltabus.files", res.Files))
 		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
+			telemetry.Fail(span, err)
 		} else {
 			span.SetAttributes(attribute.Int64("deltabus.delta.version", res.Version))
 		}

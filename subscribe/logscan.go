@@ -125,18 +125,13 @@ func VersionTime(ctx context.Context, tbl storage.Store, v int64, mtime time.Tim
 	return commitTimestamp(acts, mtime), nil
 }
 
+// commitTimestamp is the commit's time (delta.CommitTime) from its actions.
 func commitTimestamp(acts []delta.Action, mtime time.Time) time.Time {
 	var ci *delta.CommitInfo
 	for i := 0; i < len(acts) && ci == nil; i++ {
 		ci = acts[i].CommitInfo
 	}
-	switch {
-	case ci != nil && ci.InCommitTimestamp != nil:
-		return time.UnixMilli(*ci.InCommitTimestamp).UTC()
-	case ci != nil && ci.Timestamp != nil:
-		return time.UnixMilli(*ci.Timestamp).UTC()
-	}
-	return mtime.UTC()
+	return delta.CommitTime(ci, mtime)
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }

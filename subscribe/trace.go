@@ -5,10 +5,10 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/telemetry"
 )
 
 // MaxProducerLinks bounds the producer links of one handler span.
@@ -36,10 +36,7 @@ func (s *subscription) handle(ctx context.Context, b *Batch) error {
 		linkProducers(span, b.Events)
 	}
 	err := s.h(ctx, b)
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
+	telemetry.Fail(span, err)
 	return err
 }
 

@@ -124,7 +124,7 @@ func versionChanges(v int64, acts []Action, mtime time.Time, snap *Snapshot, fn 
 			}
 		}
 	}
-	ts := commitTime(ci, mtime)
+	ts := CommitTime(ci, mtime)
 	for _, a := range acts {
 		cf := ChangeFile{Version: v, Timestamp: ts}
 		switch {

@@ -108,7 +108,7 @@ func loadCheckpointCommitInfo(ctx context.Context, store storage.Store, l *logLi
 			break
 		}
 	}
-	snap.CommitTime = commitTime(snap.CommitInfo, obj.ModTime)
+	snap.CommitTime = CommitTime(snap.CommitInfo, obj.ModTime)
 }
 
 // replayCommits applies commits from..to (inclusive) in order, fetching them

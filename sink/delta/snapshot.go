@@ -104,11 +104,11 @@ func (s *Snapshot) applyCommit(v int64, acts []Action, mtime time.Time) {
 		}
 		s.apply(&acts[i])
 	}
-	s.CommitTime = commitTime(s.CommitInfo, mtime)
+	s.CommitTime = CommitTime(s.CommitInfo, mtime)
 }
 
-// commitTime is inCommitTimestamp, else commitInfo.timestamp, else mtime.
-func commitTime(ci *CommitInfo, mtime time.Time) time.Time {
+// CommitTime is a commit's time: inCommitTimestamp, else commitInfo.timestamp, else mtime.
+func CommitTime(ci *CommitInfo, mtime time.Time) time.Time {
 	switch {
 	case ci != nil && ci.InCommitTimestamp != nil:
 		return time.UnixMilli(*ci.InCommitTimestamp).UTC()

@@ -112,8 +112,10 @@ func (b *bench) latency(ctx context.Context) error {
 			fmt.Fprintf(b.out, "# slow: %s\n", w)
 		}
 	}
-	fmt.Fprintf(b.out, "latency_p50 relay=%dms reference=150ms ratio=%.2f\n", p50.Milliseconds(), float64(p50)/float64(150*time.Millisecond))
-	fmt.Fprintf(b.out, "latency_p99 relay=%dms reference=500ms ratio=%.2f\n", p99.Milliseconds(), float64(p99)/float64(500*time.Millisecond))
+	// The reference of a latency line is the goal at 2,000 tx/s on local
+	// disk (p50 30 ms, p99 100 ms): latency has no same-run counterpart.
+	fmt.Fprintf(b.out, "latency_p50 relay=%dms reference=30ms(goal) ratio=%.2f\n", p50.Milliseconds(), float64(p50)/float64(30*time.Millisecond))
+	fmt.Fprintf(b.out, "latency_p99 relay=%dms reference=100ms(goal) ratio=%.2f\n", p99.Milliseconds(), float64(p99)/float64(100*time.Millisecond))
 	return nil
 }
 

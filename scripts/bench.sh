@@ -27,11 +27,16 @@ trap stop_services EXIT
 s3=${DELTABUS_TEST_S3#http://}
 creds=${s3%@*}
 mkdir -p "$SERVICES_DIR/s3/data/bench"
-echo "# latency on S3: versitygw on ${s3#*@}, 30 s"
-AWS_ACCESS_KEY_ID=${creds%%:*} AWS_SECRET_ACCESS_KEY=${creds#*:} AWS_REGION=us-east-1 \
-  DELTABUS_S3_ENDPOINT="http://${s3#*@}" DELTABUS_S3_PATH_STYLE=true \
-  ./bin/relay bench --only latency --latency-for 30s --latency-store s3://bench/latency |
-  sed -e '/^latency_/s/^latency_/latency_s3_/'
+s3bench() { # name, then relay bench arguments
+  local name=$1
+  shift
+  AWS_ACCESS_KEY_ID=${creds%%:*} AWS_SECRET_ACCESS_KEY=${creds#*:} AWS_REGION=us-east-1 \
+    DELTABUS_S3_ENDPOINT="http://${s3#*@}" DELTABUS_S3_PATH_STYLE=true \
+    ./bin/relay bench --only latency --latency-for 30s "$@" | sed -e "/^latency_/s/^latency_/latency_${name}_/"
+}
+echo "# latency on S3 (versitygw on ${s3#*@}), 30 s, commit pacing at its S3 default (1 s) and off"
+s3bench s3 --latency-store s3://bench/paced
+s3bench s3_unpaced --latency-store s3://bench/unpaced --relay-args "--topic-commit-interval -1s"
 
 echo "# S3 requests and their monthly cost per topic, p50/p99 latency (BenchmarkTopicCost, 10 s per cell)"
 DELTABUS_COST_SECONDS=${DELTABUS_COST_SECONDS:-10} go test -count=1 -run '^$' -bench BenchmarkTopicCost \

@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/deltabus/deltabus/telemetry"
+	"github.com/deltabus/deltabus/telemetry/otelspan"
 )
 
 // Spans: a bootstrap is "deltabus.bootstrap" with one child per phase
@@ -31,5 +31,5 @@ func (o Options) startSpan(ctx context.Context, name string, attrs ...attribute.
 
 // end ends the span, marking it failed when err is not nil.
 func (s span) end(err error, attrs ...attribute.KeyValue) {
-	telemetry.EndSpan(s.Span, err, attrs...)
+	otelspan.End(s.Span, err, attrs...)
 }

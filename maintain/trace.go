@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/deltabus/deltabus/telemetry"
+	"github.com/deltabus/deltabus/telemetry/otelspan"
 )
 
 // Spans: a run is "deltabus.maintenance", each topic a child
@@ -24,5 +24,5 @@ func (o Options) startSpan(ctx context.Context, name string, attrs ...attribute.
 
 // endSpan ends s, marking it failed when err is not nil.
 func endSpan(s trace.Span, err error, attrs ...attribute.KeyValue) {
-	telemetry.EndSpan(s, err, attrs...)
+	otelspan.End(s, err, attrs...)
 }

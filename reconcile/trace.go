@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/deltabus/deltabus/telemetry"
+	"github.com/deltabus/deltabus/telemetry/otelspan"
 )
 
 // Spans: a run is "deltabus.reconcile" (windows checked and skipped, exit
@@ -40,7 +40,7 @@ func endWindow(span trace.Span, res *Result, err error) {
 		}
 		switch {
 		case err != nil:
-			telemetry.Fail(span, err)
+			otelspan.Fail(span, err)
 		case res.Status != StatusClean:
 			span.SetStatus(codes.Error, string(res.Status))
 		}
@@ -55,7 +55,7 @@ func endRun(span trace.Span, rep *Report, err error) {
 			span.SetAttributes(attribute.Int("deltabus.windows_checked", len(rep.Results)),
 				attribute.Int("deltabus.windows_skipped", len(rep.Skipped)), attribute.Int("deltabus.exit_code", rep.ExitCode()))
 		}
-		telemetry.Fail(span, err)
+		otelspan.Fail(span, err)
 	}
 	span.End()
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink"
-	"github.com/deltabus/deltabus/telemetry"
+	"github.com/deltabus/deltabus/telemetry/otelspan"
 )
 
 // Traces. Every batch is a root span, "deltabus.batch", from its first
@@ -123,7 +123,7 @@ func (t *batchTrace) end(b *batch, err error) {
 			attribute.Int64("deltabus.bytes", b.bytes), attribute.Int("deltabus.transactions", b.txs),
 			attribute.Int("deltabus.topics", len(b.order)), attribute.String("deltabus.commit_lsn", b.lastLSN.String()),
 			attribute.String("deltabus.end_lsn", b.endLSN.String()))
-		telemetry.Fail(t.span, err)
+		otelspan.Fail(t.span, err)
 	}
 	t.span.End()
 	t.links = nil
@@ -157,7 +157,7 @@ func endTopicCommit(span trace.Span, topic string, lsn pglogrepl.LSN, res sink.C
 			attribute.String("deltabus.commit_lsn", lsn.String()), attribute.Int("deltabus.events", res.Events),
 			attribute.Int64("deltabus.bytes", res.Bytes), attribute.Int("deltabus.files", res.Files))
 		if err != nil {
-			telemetry.Fail(span, err)
+			otelspan.Fail(span, err)
 		} else {
 			span.SetAttributes(attribute.Int64("deltabus.delta.version", res.Version))
 		}

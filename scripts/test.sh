@@ -26,7 +26,7 @@ go build -o "$SERVICES_DIR/testsummary" ./tests/testsummary
 # The deploy module (compose file, Kubernetes manifests, roles) builds its
 # own heavy dependencies: it runs beside the main suite, whose end-to-end
 # tests spend most of their time waiting on injected faults.
-(cd deploy && go vet ./... && go test -count=1 -timeout 15m -json ./... >"$LOG.deploy.json" 2>&1; echo $? >"$LOG.deploy.rc") &
+(cd deploy && go vet ./... >"$LOG.deploy.vet" 2>&1 && go test -count=1 -timeout 15m -json ./... >"$LOG.deploy.json" 2>&1; echo $? >"$LOG.deploy.rc") &
 deploy_pid=$!
 echo "== go test (a PostgreSQL per test binary, S3 at ${DELTABUS_TEST_S3##*@}; full output in $LOG)"
 set +e
@@ -34,7 +34,11 @@ go test -count=1 -parallel 4 -timeout 18m -json "${@:-./...}" 2>&1 | "$SERVICES_
 status=${PIPESTATUS[1]}
 wait "$deploy_pid"
 echo "== deploy: compose file, Kubernetes manifests and roles (module deploy/)"
-"$SERVICES_DIR/testsummary" -log "$LOG.deploy" <"$LOG.deploy.json" || status=1
+if [ -f "$LOG.deploy.json" ]; then
+  "$SERVICES_DIR/testsummary" -log "$LOG.deploy" <"$LOG.deploy.json" || status=1
+else
+  echo "go vet failed in deploy/:"; cat "$LOG.deploy.vet"
+fi
 [ "$(cat "$LOG.deploy.rc" 2>/dev/null)" = 0 ] || status=1
 set -e
 if [ "$status" = 0 ]; then

@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deltabus/deltabus/outbox"
-	"github.com/deltabus/deltabus/telemetry"
+	"github.com/deltabus/deltabus/telemetry/otelspan"
 )
 
 // MaxProducerLinks bounds the producer links of one handler span.
@@ -36,7 +36,7 @@ func (s *subscription) handle(ctx context.Context, b *Batch) error {
 		linkProducers(span, b.Events)
 	}
 	err := s.h(ctx, b)
-	telemetry.Fail(span, err)
+	otelspan.Fail(span, err)
 	return err
 }
 

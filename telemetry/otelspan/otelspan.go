@@ -1,4 +1,7 @@
-package telemetry
+// Package otelspan ends OpenTelemetry spans with their outcome, in one way
+// for every package that traces. It depends on the OTel API only, not on
+// the SDK or exporters that package telemetry configures.
+package otelspan
 
 import (
 	"go.opentelemetry.io/otel/attribute"
@@ -14,9 +17,9 @@ func Fail(span trace.Span, err error) {
 	}
 }
 
-// EndSpan ends span with attrs, marked failed when err is not nil.
+// End ends span with attrs, marked failed when err is not nil.
 // Attributes are set only on a recording span.
-func EndSpan(span trace.Span, err error, attrs ...attribute.KeyValue) {
+func End(span trace.Span, err error, attrs ...attribute.KeyValue) {
 	if span.IsRecording() {
 		span.SetAttributes(attrs...)
 		Fail(span, err)

@@ -8,6 +8,13 @@ grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r file; do
   pkg="./$(dirname "${file#./}")"
   for target in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | cut -d' ' -f2); do
     echo "== fuzz $pkg $target ($FUZZTIME)"
-    go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1 | tail -n 3
+    out=$(mktemp)
+    if ! go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" >"$out" 2>&1; then
+      grep -v '^fuzz: elapsed' "$out" | head -n 80
+      rm -f "$out"
+      exit 1
+    fi
+    tail -n 3 "$out"
+    rm -f "$out"
   done
 done

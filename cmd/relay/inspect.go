@@ -108,11 +108,18 @@ func cmdTail(ctx context.Context, env *cliEnv, args []string) int {
 	from := fs.Int64("from-version", 0, "first version of the change feed")
 	to := fs.Int64("to-version", -1, "last version (default: latest)")
 	_ = fs.Bool("json", true, "JSON lines (the only format)")
+	nested := fs.String("json-columns", "payload,headers", "comma-separated string columns printed as nested JSON when they hold valid JSON (empty: none)")
 	store, url, code, ok := tableArgs(ctx, env, fs, args)
 	if !ok {
 		return code
 	}
-	if err := delta.Tail(ctx, store, *from, *to, env.stdout); err != nil {
+	var cols []string
+	for _, c := range strings.Split(*nested, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			cols = append(cols, c)
+		}
+	}
+	if err := delta.TailJSON(ctx, store, *from, *to, env.stdout, cols); err != nil {
 		return fail(env, exitUsage, fmt.Errorf("tail %s: %w", url, err))
 	}
 	return exitOK

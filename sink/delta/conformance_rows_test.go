@@ -112,7 +112,7 @@ func tailLines(t *testing.T, root string) []map[string]any {
 		cf := ChangeFile{Version: snap.Version, ChangeType: ChangeInsert, Path: add.Path, Key: key,
 			PartitionValues: add.PartitionValues, Timestamp: time.UnixMilli(0)}
 		w := newBufWriter(&buf)
-		err := ReadChangeRows(context.Background(), store, schema, cf, func(r []RowField) error { return writeRow(w, r) })
+		err := ReadChangeRows(context.Background(), store, schema, cf, func(r []RowField) error { return writeRow(w, r, nil) })
 		if err != nil {
 			t.Fatal(err)
 		}

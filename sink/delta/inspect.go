@@ -2,6 +2,7 @@ package delta
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -182,6 +183,18 @@ func dataKey(logPath string) (string, error) {
 // values taken from the log and typed by the schema), then _change_type,
 // _commit_version and _commit_timestamp (RFC 3339, UTC, milliseconds).
 func Tail(ctx context.Context, store storage.Store, from, to int64, w io.Writer) error {
+	return TailJSON(ctx, store, from, to, w, nil)
+}
+
+// TailJSON is Tail where the string columns named in jsonColumns are
+// written as nested JSON (compacted) when their value is valid JSON, and
+// as JSON strings otherwise: `relay tail` prints an event's payload and
+// headers as objects, not as strings holding JSON.
+func TailJSON(ctx context.Context, store storage.Store, from, to int64, w io.Writer, jsonColumns []string) error {
+	nested := make(map[string]bool, len(jsonColumns))
+	for _, c := range jsonColumns {
+		nested[c] = true
+	}
 	snap, err := LoadSnapshot(ctx, store, -1)
 	if err != nil {
 		return fmt.Errorf("tail %s: %w", store, err)
@@ -198,7 +211,7 @@ func Tail(ctx context.Context, store storage.Store, from, to int64, w io.Writer)
 	bw := bufio.NewWriter(w)
 	err = ReadChanges(ctx, store, from, to, func(cf ChangeFile) error {
 		return ReadChangeRows(ctx, store, schema, cf, func(row []RowField) error {
-			return writeRow(bw, row)
+			return writeRow(bw, row, nested)
 		})
 	})
 	if err != nil {
@@ -249,19 +262,27 @@ func ReadChangeRows(ctx context.Context, store storage.Store, schema *StructType
 	})
 }
 
-func writeRow(w *bufio.Writer, row []RowField) error {
+func writeRow(w *bufio.Writer, row []RowField, nested map[string]bool) error {
 	w.WriteByte('{')
+	var compact bytes.Buffer
 	for i, f := range row {
 		if i > 0 {
 			w.WriteByte(',')
 		}
 		k, _ := json.Marshal(f.Name)
+		w.Write(k)
+		w.WriteByte(':')
+		if s, ok := f.Value.(string); ok && nested[f.Name] {
+			compact.Reset()
+			if json.Compact(&compact, []byte(s)) == nil {
+				w.Write(compact.Bytes())
+				continue
+			}
+		}
 		v, err := json.Marshal(jsonSafe(f.Value))
 		if err != nil {
 			return fmt.Errorf("column %s: %w", f.Name, err)
 		}
-		w.Write(k)
-		w.WriteByte(':')
 		w.Write(v)
 	}
 	w.WriteByte('}')

@@ -2,11 +2,14 @@ package bootstrap_test
 
 import (
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/tests/pgtest"
 )
 
 // TestCrashDuringBootstrap: `relay run` as a subprocess is SIGKILLed at
@@ -57,7 +60,13 @@ func TestCrashDuringBootstrap(t *testing.T) {
 		p.kill()
 		if _, marker, _ := catalog.ReadMarker(t.Context(), store, cfg.AppID); marker {
 			t.Logf("attempt %d: SIGKILL after %q landed after the bootstrap committed", attempt, stage)
-			break
+			if killed > 0 {
+				break
+			}
+			// No kill has landed inside a bootstrap yet: start over as a
+			// first start (no slot, empty store) so the next one can.
+			startOver(t, db, url, cfg.Slot)
+			continue
 		}
 		killed++
 		t.Logf("attempt %d: SIGKILL during the bootstrap, after %q", attempt, stage)
@@ -82,4 +91,34 @@ func TestCrashDuringBootstrap(t *testing.T) {
 	}
 	t.Logf("%d kills during bootstrap, %d rows pre-filled, %d produced concurrently", killed, n, live)
 	checkTopics(t, db, store, cfg.AppID, snapshotLSN(t, m))
+}
+
+// startOver drops the slot (once its killed walsender is gone) and empties
+// the store, so the next relay makes a first start again.
+func startOver(t *testing.T, db *pgtest.DB, url, slot string) {
+	t.Helper()
+	conn := db.Conn(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var active bool
+		err := conn.QueryRow(t.Context(), "SELECT active FROM pg_replication_slots WHERE slot_name = $1", slot).Scan(&active)
+		if err == nil && !active {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slot %s still active (or unreadable: %v) 30 s after the kill", slot, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	db.Exec(t, "SELECT pg_drop_replication_slot($1)", slot)
+	dir := strings.TrimPrefix(url, "file://")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

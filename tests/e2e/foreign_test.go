@@ -19,13 +19,9 @@ import (
 // relay follows the change and goes on committing without a restart.
 func TestForeignCompatibleMetadataChange(t *testing.T) {
 	t.Parallel() // a unique slot: runs beside the other fault tests
-	url, store := localStore(t)
-	s := newScenario(t, url, store, nil)
-	p := s.relay()
-	waitSlotActive(t, s.db.DSN, s.slot, p)
-	s.produce(6000, 400)
 	tp := topics[0]
-	eventually(t, time.Minute, "first events of "+tp, func() bool { return topicRows(t, s, tp) > 100 })
+	s, p := streamingLocal(t, 6000, 400, tp, 100)
+	store := s.store
 	ctx := context.Background()
 	tbl, err := delta.OpenTable(ctx, storage.Sub(store, tp), delta.Options{EngineInfo: "Apache-Spark/3.5.3 Delta-Lake/3.3.0"})
 	if err != nil {
@@ -53,13 +49,9 @@ func TestForeignCompatibleMetadataChange(t *testing.T) {
 // it and every topic ends equal to the source.
 func TestForeignIncompatibleSchemaChange(t *testing.T) {
 	t.Parallel() // a unique slot: runs beside the other fault tests
-	url, store := localStore(t)
-	s := newScenario(t, url, store, nil)
-	p := s.relay()
-	waitSlotActive(t, s.db.DSN, s.slot, p)
-	s.produce(6000, 400)
 	tp := topics[0]
-	eventually(t, time.Minute, "first events of "+tp, func() bool { return topicRows(t, s, tp) > 100 })
+	s, p := streamingLocal(t, 6000, 400, tp, 100)
+	store := s.store
 	ctx := context.Background()
 	forceSchemaChange(t, storage.Sub(store, tp))
 	eventually(t, time.Minute, tp+" held", func() bool {

@@ -37,6 +37,20 @@ func emitAs(t testing.TB, dsn, prefix, content string) {
 	}
 }
 
+// streamingLocal starts a scenario on a local store whose relay streams
+// while producers write events at rate a second, and returns once topic
+// holds more than min rows.
+func streamingLocal(t *testing.T, events, rate int, topic string, min int) (*scenario, *relayProc) {
+	t.Helper()
+	url, store := localStore(t)
+	s := newScenario(t, url, store, nil)
+	p := s.relay()
+	waitSlotActive(t, s.db.DSN, s.slot, p)
+	s.produce(events, rate)
+	eventually(t, time.Minute, "first events of "+topic, func() bool { return topicRows(t, s, topic) > min })
+	return s, p
+}
+
 func topicRows(t testing.TB, s *scenario, topic string) int {
 	rows, err := verify.ReadTopic(context.Background(), s.store, topic)
 	if err != nil {
@@ -52,14 +66,10 @@ func topicRows(t testing.TB, s *scenario, topic string) int {
 // and the topics end equal to the source.
 func TestForgedWatermarksHaveNoEffect(t *testing.T) {
 	t.Parallel() // a unique slot: runs beside the other fault tests
-	url, store := localStore(t)
-	s := newScenario(t, url, store, nil)
-	p := s.relay()
-	waitSlotActive(t, s.db.DSN, s.slot, p)
-	s.produce(6000, 300)
+	s, p := streamingLocal(t, 6000, 300, "orders", 50)
+	store := s.store
 	evil := evilDSN(t, s)
 	appID := catalog.AppID(s.slot)
-	eventually(t, time.Minute, "first events of orders", func() bool { return topicRows(t, s, "orders") > 50 })
 
 	// A forged pause of orders: orders keeps streaming.
 	forged := catalog.Watermark{Op: catalog.WatermarkPause, ID: catalog.NewID(), Topic: "orders", AppID: appID}
@@ -112,13 +122,9 @@ func TestForgedWatermarksHaveNoEffect(t *testing.T) {
 // no manual step.
 func TestTableDeletedMidStreamThenRebuilt(t *testing.T) {
 	t.Parallel() // a unique slot: runs beside the other fault tests
-	url, store := localStore(t)
-	s := newScenario(t, url, store, nil)
-	p := s.relay()
-	waitSlotActive(t, s.db.DSN, s.slot, p)
-	s.produce(8000, 400)
 	lost := topics[0]
-	eventually(t, time.Minute, "first events of "+lost, func() bool { return topicRows(t, s, lost) > 100 })
+	s, p := streamingLocal(t, 8000, 400, lost, 100)
+	store := s.store
 	deleteAll(t, storage.Sub(store, lost))
 	t.Logf("table %s deleted after %d events", lost, s.written())
 	ctx := context.Background()

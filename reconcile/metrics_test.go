@@ -1,11 +1,9 @@
 package reconcile
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/deltabus/deltabus/telemetry"
 	"github.com/deltabus/deltabus/tests/metricstest"
 )
 
@@ -14,10 +12,7 @@ import (
 // taken from the prometheus client_golang implementation), and each run
 // replaces the previous run's series.
 func TestMetricsGolden(t *testing.T) {
-	tel, err := telemetry.New(context.Background(), telemetry.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tel := metricstest.Telemetry(t)
 	m, err := NewMetrics(tel.Meter)
 	if err != nil {
 		t.Fatal(err)

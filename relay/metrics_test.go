@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -14,10 +13,7 @@ import (
 // most telemetry.DefaultCardinalityLimit series, the rest aggregated into
 // the overflow series, whose counts still add up.
 func TestTopicSeriesAreBounded(t *testing.T) {
-	tel, err := telemetry.New(context.Background(), telemetry.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tel := metricstest.Telemetry(t)
 	m, err := NewMetrics(tel.Meter)
 	if err != nil {
 		t.Fatal(err)

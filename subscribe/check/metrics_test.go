@@ -1,10 +1,8 @@
 package check
 
 import (
-	"context"
 	"testing"
 
-	"github.com/deltabus/deltabus/telemetry"
 	"github.com/deltabus/deltabus/tests/metricstest"
 )
 
@@ -13,10 +11,7 @@ import (
 // was taken from the prometheus client_golang implementation), and each
 // check replaces the previous rows' series.
 func TestMetricsGolden(t *testing.T) {
-	tel, err := telemetry.New(context.Background(), telemetry.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tel := metricstest.Telemetry(t)
 	m, err := NewMetrics(tel.Meter)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@
 package metricstest
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,7 +24,21 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/deltabus/deltabus/telemetry"
 )
+
+// Telemetry returns the providers a command builds with default options
+// (metrics served, no OTLP), shut down when the test ends.
+func Telemetry(t testing.TB) *telemetry.Telemetry {
+	t.Helper()
+	tel, err := telemetry.New(t.Context(), telemetry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	return tel
+}
 
 // Scrape GETs url (a /metrics endpoint) and returns its families.
 func Scrape(url string) (map[string]*dto.MetricFamily, error) {

@@ -2,7 +2,10 @@ package topic
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -15,12 +18,12 @@ import (
 // monthTable is a topic table that lived through a simulated month.
 type monthTable struct {
 	store                  storage.Store
-	commits, compactions   int
-	build                  time.Duration
-	logBefore, logAfter    int // _delta_log entries before and after the clean-up
-	vacuumed, files, tombs int
-	latest                 int64
-	openTable              time.Duration // OpenTable (the writer's load, every tombstone)
+	Commits, Compactions   int
+	Build                  time.Duration
+	LogBefore, LogAfter    int // _delta_log entries before and after the clean-up
+	Vacuumed, Files, Tombs int
+	Latest                 int64
+	OpenTable              time.Duration // OpenTable (the writer's load, every tombstone)
 }
 
 // buildMonth runs a relay handle through n commits of one event each (a
@@ -64,13 +67,13 @@ func buildMonth(b *testing.B, dir string, n int) *monthTable {
 		if err := relayCommit(b, st, tbl, FileOptions{}, []outbox.Event{ev}); err != nil {
 			b.Fatal(err)
 		}
-		m.commits++
+		m.Commits++
 	}
 	compact := func() {
 		if _, err := Compact(ctx, st, CompactOptions{Now: clock}); err != nil {
 			b.Fatal(err)
 		}
-		m.compactions++
+		m.Compactions++
 	}
 	for i := range n {
 		commit(i)
@@ -78,7 +81,7 @@ func buildMonth(b *testing.B, dir string, n int) *monthTable {
 			compact()
 		}
 		if (i+1)%daily == 0 {
-			m.vacuumed += maintain(b, st, time.Now(), time.Nanosecond)
+			m.Vacuumed += maintain(b, st, time.Now(), time.Nanosecond)
 		}
 	}
 	if _, err := delta.SetProperties(ctx, tbl, map[string]string{delta.PropCheckpointInterval: "100"}); err != nil {
@@ -93,17 +96,50 @@ func buildMonth(b *testing.B, dir string, n int) *monthTable {
 		commit(i) // the compaction found nothing to do: reach the checkpoint
 	}
 	tbl.Wait()
-	m.logBefore = countKeys(b, st, delta.LogDir)
-	m.vacuumed += maintain(b, st, time.Now(), time.Nanosecond)
-	m.build = time.Since(began)
-	m.logAfter, m.latest = countKeys(b, st, delta.LogDir), latestVersion(b, st)
+	m.LogBefore = countKeys(b, st, delta.LogDir)
+	m.Vacuumed += maintain(b, st, time.Now(), time.Nanosecond)
+	m.Build = time.Since(began)
+	m.LogAfter, m.Latest = countKeys(b, st, delta.LogDir), latestVersion(b, st)
 	t0 := time.Now()
 	w, err := delta.OpenTable(ctx, st, delta.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	m.openTable = time.Since(t0)
-	m.files, m.tombs = w.NumFiles(), w.NumTombstones()
+	m.OpenTable = time.Since(t0)
+	m.Files, m.Tombs = w.NumFiles(), w.NumTombstones()
+	return m
+}
+
+// keptMonth returns the month of n commits kept in
+// DELTABUS_BENCH_MONTH_KEEP, building it there first if it is not; nil
+// when the variable is unset.
+func keptMonth(b *testing.B, n int) *monthTable {
+	keep := os.Getenv("DELTABUS_BENCH_MONTH_KEEP")
+	if keep == "" {
+		return nil
+	}
+	dir := filepath.Join(keep, fmt.Sprintf("month-%d", n))
+	stats := dir + ".json"
+	m := new(monthTable)
+	if data, err := os.ReadFile(stats); err == nil {
+		if err := json.Unmarshal(data, m); err != nil {
+			b.Fatalf("%s: %v", stats, err)
+		}
+	} else {
+		if err := os.RemoveAll(dir); err != nil {
+			b.Fatal(err)
+		}
+		m = buildMonth(b, dir, n)
+		data, _ := json.Marshal(m)
+		if err := os.WriteFile(stats, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	local, err := storage.NewLocal(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.store = storage.Sub(local, "orders")
 	return m
 }
 
@@ -165,19 +201,24 @@ var (
 // 1,000,000) in a simulated month with hourly compaction, cleans its log
 // and vacuums it, then compares its snapshot load (LoadSnapshot, the
 // readers' load) with a 20-version table's, loads interleaved in one run.
-// Set DELTABUS_BENCH_DIR to build on tmpfs (e.g. /dev/shm).
+// Set DELTABUS_BENCH_DIR to build on tmpfs (e.g. /dev/shm), and
+// DELTABUS_BENCH_MONTH_KEEP to a directory to keep the built month there
+// and reuse it in later runs (a million commits take most of an hour).
 func BenchmarkMonthInMinutes(b *testing.B) {
 	n := 2000
 	if v, err := strconv.Atoi(os.Getenv("DELTABUS_BENCH_MONTH_COMMITS")); err == nil && v > 0 {
 		n = v
 	}
-	if monthCache == nil || monthCache.commits < n {
+	if monthCache == nil || monthCache.Commits < n {
 		dir, err := os.MkdirTemp(os.Getenv("DELTABUS_BENCH_DIR"), "deltabus-month-")
 		if err != nil {
 			b.Fatal(err)
 		}
 		monthDirs = append(monthDirs, dir)
-		monthCache, smallCache = buildMonth(b, dir, n), twentyVersions(b, dir)
+		monthCache, smallCache = keptMonth(b, n), twentyVersions(b, dir)
+		if monthCache == nil {
+			monthCache = buildMonth(b, dir, n)
+		}
 	}
 	month, small := monthCache, smallCache
 	ctx := context.Background()
@@ -199,13 +240,13 @@ func BenchmarkMonthInMinutes(b *testing.B) {
 	b.ReportMetric(ms(tMonth), "month-load-ms")
 	b.ReportMetric(ms(tSmall), "20v-load-ms")
 	b.ReportMetric(float64(tMonth)/float64(tSmall), "ratio")
-	b.ReportMetric(float64(month.commits), "commits")
-	b.ReportMetric(float64(month.latest), "version")
-	b.ReportMetric(month.build.Seconds(), "build-s")
-	b.ReportMetric(float64(month.logBefore), "log-files-before")
-	b.ReportMetric(float64(month.logAfter), "log-files-after")
-	b.ReportMetric(float64(month.files), "active-files")
-	b.ReportMetric(float64(month.tombs), "tombstones")
-	b.ReportMetric(float64(month.vacuumed), "vacuumed-files")
-	b.ReportMetric(float64(month.openTable.Microseconds())/1000, "writer-open-ms")
+	b.ReportMetric(float64(month.Commits), "commits")
+	b.ReportMetric(float64(month.Latest), "version")
+	b.ReportMetric(month.Build.Seconds(), "build-s")
+	b.ReportMetric(float64(month.LogBefore), "log-files-before")
+	b.ReportMetric(float64(month.LogAfter), "log-files-after")
+	b.ReportMetric(float64(month.Files), "active-files")
+	b.ReportMetric(float64(month.Tombs), "tombstones")
+	b.ReportMetric(float64(month.Vacuumed), "vacuumed-files")
+	b.ReportMetric(float64(month.OpenTable.Microseconds())/1000, "writer-open-ms")
 }

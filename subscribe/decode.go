@@ -178,7 +178,8 @@ func (d *chunkDecoder) column(i int, c eventColumn, r file.ColumnChunkReader, n 
 		var err error
 		switch rr := r.(type) {
 		case *file.ByteArrayColumnChunkReader:
-			total, _, err = rr.ReadBatch(want, d.bytes, d.defs, nil)
+			// Values alias the page: place copies them before the next read.
+			total, _, err = rr.ReadBatchInPage(want, d.bytes, d.defs, nil)
 		case *file.Int32ColumnChunkReader:
 			total, _, err = rr.ReadBatch(want, d.i32, d.defs, nil)
 		case *file.Int64ColumnChunkReader:

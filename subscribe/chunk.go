@@ -8,8 +8,8 @@ import (
 
 // chunk is up to chunkEvents consecutive events of one data file, as a
 // decode worker hands them to the subscription. The relay's files are
-// decoded by column: a string column's values of the chunk are one string
-// (text) cut at ends, numbers are int64s; the subscription builds each
+// decoded by column: a string column's values of the chunk are ranges of
+// one string (text), numbers are int64s; the subscription builds each
 // Event straight into its batch, so the events read ahead hold no pointers
 // but a few per column for the garbage collector to trace. Files of other
 // writers come through sink/topic as events.
@@ -17,8 +17,9 @@ type chunk struct {
 	n      int
 	events []outbox.Event // other writers' files; nil for decoded columns
 
-	text    [len(eventColumns)]string  // string columns: the values, concatenated
-	ends    [len(eventColumns)][]int32 // string columns: end of value k in text
+	text    [len(eventColumns)]string  // string columns: the values
+	starts  [len(eventColumns)][]int32 // string columns: value k is text[starts[k]:ends[k]]
+	ends    [len(eventColumns)][]int32
 	nums    [len(eventColumns)][]int64 // number and timestamp columns
 	null    [len(eventColumns)][]bool
 	headers []string // header values, owned by the events that point into it
@@ -26,11 +27,7 @@ type chunk struct {
 
 // str returns value k of the string column i ("" when NULL).
 func (c *chunk) str(i, k int) string {
-	start := int32(0)
-	if k > 0 {
-		start = c.ends[i][k-1]
-	}
-	return c.text[i][start:c.ends[i][k]]
+	return c.text[i][c.starts[i][k]:c.ends[i][k]]
 }
 
 // id returns the event id of event k.

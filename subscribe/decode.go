@@ -199,7 +199,7 @@ func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r file.ColumnChu
 	n := c.n
 	c.null[i] = grow(c.null[i], n)
 	if col.typ == parquet.Types.ByteArray {
-		d.buf, c.ends[i] = d.buf[:0], grow(c.ends[i], n)
+		d.buf, c.starts[i], c.ends[i] = d.buf[:0], grow(c.starts[i], n), grow(c.ends[i], n)
 	} else {
 		c.nums[i] = grow(c.nums[i], n)
 	}
@@ -244,30 +244,54 @@ func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r file.ColumnChu
 // place copies total values just read (with their definition levels) to
 // rows got.. of column i.
 func (d *chunkDecoder) place(c *chunk, i int, col eventColumn, got, total int) error {
+	if col.typ == parquet.Types.ByteArray {
+		return d.placeStrings(c, i, col, got, total)
+	}
+	nums, nulls := c.nums[i][got:got+total], c.null[i][got:got+total]
 	v := 0
 	for k := range total {
-		row := got + k
-		null := col.def > 0 && d.defs[k] < col.def
-		c.null[i][row] = null
+		nulls[k] = col.def > 0 && d.defs[k] < col.def
 		switch {
-		case col.typ == parquet.Types.ByteArray:
-			if !null {
-				d.buf = append(d.buf, d.bytes[v]...)
-				v++
-			}
-			if len(d.buf) > maxChunkBytes {
-				return fmt.Errorf("more than %d bytes of values in %d rows", maxChunkBytes, c.n)
-			}
-			c.ends[i][row] = int32(len(d.buf))
-		case null:
-			c.nums[i][row] = 0
+		case nulls[k]:
+			nums[k] = 0
 		case col.typ == parquet.Types.Int32:
-			c.nums[i][row] = int64(d.i32[v])
+			nums[k] = int64(d.i32[v])
 			v++
 		default:
-			c.nums[i][row] = d.i64[v]
+			nums[k] = d.i64[v]
 			v++
 		}
+	}
+	return nil
+}
+
+// placeStrings appends the byte-array values just read to d.buf. A value
+// equal to the previous one of the same read (the same bytes of one page
+// or dictionary entry: a repeated topic, type or header) shares its range.
+func (d *chunkDecoder) placeStrings(c *chunk, i int, col eventColumn, got, total int) error {
+	buf := d.buf // a local: no write barrier per value
+	defer func() { d.buf = buf }()
+	starts, ends, nulls := c.starts[i][got:got+total], c.ends[i][got:got+total], c.null[i][got:got+total]
+	var prev []byte
+	var from, to int32
+	v := 0
+	for k := range total {
+		nulls[k] = col.def > 0 && d.defs[k] < col.def
+		if nulls[k] {
+			starts[k], ends[k] = 0, 0
+			continue
+		}
+		val := d.bytes[v]
+		v++
+		if len(val) == 0 || len(prev) != len(val) || &prev[0] != &val[0] {
+			from, prev = int32(len(buf)), val
+			buf = append(buf, val...)
+			if len(buf) > maxChunkBytes {
+				return fmt.Errorf("more than %d bytes of values in %d rows", maxChunkBytes, c.n)
+			}
+			to = int32(len(buf))
+		}
+		starts[k], ends[k] = from, to
 	}
 	return nil
 }

@@ -51,11 +51,12 @@ func (s *subscription) deliverRound(ctx context.Context, view *LogView) error {
 	start := s.pos
 	wg.Add(1 + decodeWorkers)
 	go func() { defer wg.Done(); s.produce(ctx, view, start, order, work) }()
-	chunks := make(chan *chunk, decodeWorkers*chunkQueue)
-	for range decodeWorkers {
+	reuse := s.decodeReuse()
+	chunks := reuse[0].chunks
+	for w := range decodeWorkers {
 		go func() {
 			defer wg.Done()
-			reuse := &decodeReuse{pages: newPagePool(), chunks: chunks}
+			reuse := reuse[w]
 			for it := range work {
 				s.decode(ctx, it, reuse)
 			}
@@ -98,6 +99,18 @@ func (s *subscription) deliverRound(ctx context.Context, view *LogView) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// decodeReuse returns what the decode workers recycle, kept from round to
+// round while there is something to read.
+func (s *subscription) decodeReuse() []*decodeReuse {
+	if s.reuse == nil {
+		chunks := make(chan *chunk, decodeWorkers*chunkQueue)
+		for range decodeWorkers {
+			s.reuse = append(s.reuse, &decodeReuse{pages: newPagePool(), chunks: chunks})
+		}
+	}
+	return s.reuse
 }
 
 // produce queues the data files of the listed versions from start, in

@@ -5,13 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/schema"
-
-	"github.com/deltabus/deltabus/outbox"
 )
 
 // decodeEvents reads a topic data file the way the relay writes it (the
@@ -20,14 +17,25 @@ import (
 // one column of one chunk share one allocation, and nothing goes through
 // Arrow. errLayout means the file is laid out otherwise (another writer):
 // the caller reads it with sink/topic instead. A corrupt file is an error,
-// never a panic.
-func decodeEvents(ctx context.Context, data []byte, emit func([]outbox.Event) error) (err error) {
+// never a panic. reuse, when not nil, supplies the page buffers and the
+// chunks to refill (emit must be done with a chunk before handing it back).
+func decodeEvents(ctx context.Context, data []byte, reuse *decodeReuse, emit func(*chunk) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("corrupt parquet file: %v", r)
 		}
 	}()
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	if reuse == nil {
+		reuse = &decodeReuse{}
+	}
+	if reuse.dec == nil {
+		reuse.dec = newChunkDecoder(reuse.chunks)
+	}
+	var opts []file.ReadOption
+	if reuse.pages != nil {
+		opts = append(opts, file.WithReadProps(parquet.NewReaderProperties(reuse.pages)))
+	}
+	pf, err := file.NewParquetReader(bytes.NewReader(data), opts...)
 	if err != nil {
 		return fmt.Errorf("open parquet: %w", err)
 	}
@@ -36,13 +44,23 @@ func decodeEvents(ctx context.Context, data []byte, emit func([]outbox.Event) er
 	if err != nil {
 		return err
 	}
-	d := newChunkDecoder()
+	d := reuse.dec
 	for rg := 0; rg < pf.NumRowGroups(); rg++ {
 		if err := d.rowGroup(ctx, pf.RowGroup(rg), cols, emit); err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
 		}
 	}
 	return nil
+}
+
+// decodeReuse is what one decode worker recycles from file to file: its
+// readers' page buffers, its scratch buffers, and chunks the subscription
+// is done with (shared by the workers of a round). Nil fields: allocate
+// afresh.
+type decodeReuse struct {
+	pages  *pagePool
+	chunks chan *chunk
+	dec    *chunkDecoder
 }
 
 // errLayout: the file is not laid out as decodeEvents expects.
@@ -126,18 +144,15 @@ type chunkDecoder struct {
 	i64   []int64
 	defs  []int16
 	buf   []byte
-	offs  []int
-	null  [len(eventColumns)][]bool
-	strs  [len(eventColumns)][]string
-	ints  [len(eventColumns)][]int64
+	free  chan *chunk // chunks to refill; nil: allocate each
 }
 
-func newChunkDecoder() *chunkDecoder {
+func newChunkDecoder(free chan *chunk) *chunkDecoder {
 	return &chunkDecoder{bytes: make([]parquet.ByteArray, chunkEvents), i32: make([]int32, chunkEvents),
-		i64: make([]int64, chunkEvents), defs: make([]int16, chunkEvents)}
+		i64: make([]int64, chunkEvents), defs: make([]int16, chunkEvents), free: free}
 }
 
-func (d *chunkDecoder) rowGroup(ctx context.Context, rg *file.RowGroupReader, cols []eventColumn, emit func([]outbox.Event) error) error {
+func (d *chunkDecoder) rowGroup(ctx context.Context, rg *file.RowGroupReader, cols []eventColumn, emit func(*chunk) error) error {
 	readers := make([]file.ColumnChunkReader, len(cols))
 	for i, c := range cols {
 		r, err := rg.Column(c.leaf)
@@ -145,15 +160,18 @@ func (d *chunkDecoder) rowGroup(ctx context.Context, rg *file.RowGroupReader, co
 			return err
 		}
 		readers[i] = r
+		if c, ok := r.(interface{ Close() error }); ok {
+			defer c.Close() // hands the page buffers back to the pool
+		}
 	}
 	for left := rg.NumRows(); left > 0; left -= chunkEvents {
-		n := int(min(left, chunkEvents))
-		for i, c := range cols {
-			if err := d.column(i, c, readers[i], n); err != nil {
-				return fmt.Errorf("column %s: %w", c.name, err)
+		c := d.chunk(int(min(left, chunkEvents)))
+		for i, col := range cols {
+			if err := d.column(c, i, col, readers[i]); err != nil {
+				return fmt.Errorf("column %s: %w", col.name, err)
 			}
 		}
-		if err := emit(d.events(n)); err != nil {
+		if err := emit(c); err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
@@ -163,14 +181,27 @@ func (d *chunkDecoder) rowGroup(ctx context.Context, rg *file.RowGroupReader, co
 	return nil
 }
 
-// column reads the next n values of column i into d.strs[i] or d.ints[i]
-// (null: "" or 0, and d.null[i] set).
-func (d *chunkDecoder) column(i int, c eventColumn, r file.ColumnChunkReader, n int) error {
-	d.null[i] = grow(d.null[i], n)
-	if c.typ == parquet.Types.ByteArray {
-		d.buf, d.offs = d.buf[:0], d.offs[:0]
+// chunk returns a chunk for n events, a recycled one when one is free.
+func (d *chunkDecoder) chunk(n int) *chunk {
+	var c *chunk
+	select {
+	case c = <-d.free:
+	default:
+		c = &chunk{}
+	}
+	c.n, c.events, c.headers = n, nil, nil
+	return c
+}
+
+// column reads the next c.n values of column i into the chunk (null: ""
+// or 0, and c.null[i] set).
+func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r file.ColumnChunkReader) error {
+	n := c.n
+	c.null[i] = grow(c.null[i], n)
+	if col.typ == parquet.Types.ByteArray {
+		d.buf, c.starts[i], c.ends[i] = d.buf[:0], grow(c.starts[i], n), grow(c.ends[i], n)
 	} else {
-		d.ints[i] = grow(d.ints[i], n)
+		c.nums[i] = grow(c.nums[i], n)
 	}
 	for got := 0; got < n; {
 		want := int64(n - got)
@@ -178,7 +209,8 @@ func (d *chunkDecoder) column(i int, c eventColumn, r file.ColumnChunkReader, n 
 		var err error
 		switch rr := r.(type) {
 		case *file.ByteArrayColumnChunkReader:
-			total, _, err = rr.ReadBatch(want, d.bytes, d.defs, nil)
+			// Values alias the page: place copies them before the next read.
+			total, _, err = rr.ReadBatchInPage(want, d.bytes, d.defs, nil)
 		case *file.Int32ColumnChunkReader:
 			total, _, err = rr.ReadBatch(want, d.i32, d.defs, nil)
 		case *file.Int64ColumnChunkReader:
@@ -192,86 +224,76 @@ func (d *chunkDecoder) column(i int, c eventColumn, r file.ColumnChunkReader, n 
 		if total == 0 {
 			return fmt.Errorf("%d values short of the row group's rows", n-got)
 		}
-		d.place(i, c, got, int(total))
+		if err := d.place(c, i, col, got, int(total)); err != nil {
+			return err
+		}
 		got += int(total)
 	}
-	if c.typ == parquet.Types.ByteArray {
-		d.strs[i] = d.strings(d.strs[i], n, i == cHeaders)
+	if col.typ == parquet.Types.ByteArray {
+		c.text[i] = string(d.buf) // one allocation per column and chunk, never reused
+		if i == cHeaders {
+			c.headers = make([]string, n)
+			for k := range n {
+				c.headers[k] = c.str(i, k)
+			}
+		}
 	}
 	return nil
 }
 
 // place copies total values just read (with their definition levels) to
 // rows got.. of column i.
-func (d *chunkDecoder) place(i int, c eventColumn, got, total int) {
+func (d *chunkDecoder) place(c *chunk, i int, col eventColumn, got, total int) error {
+	if col.typ == parquet.Types.ByteArray {
+		return d.placeStrings(c, i, col, got, total)
+	}
+	nums, nulls := c.nums[i][got:got+total], c.null[i][got:got+total]
 	v := 0
 	for k := range total {
-		row := got + k
-		null := c.def > 0 && d.defs[k] < c.def
-		d.null[i][row] = null
+		nulls[k] = col.def > 0 && d.defs[k] < col.def
 		switch {
-		case c.typ == parquet.Types.ByteArray:
-			if !null {
-				d.buf = append(d.buf, d.bytes[v]...)
-				v++
-			}
-			d.offs = append(d.offs, len(d.buf))
-		case null:
-			d.ints[i][row] = 0
-		case c.typ == parquet.Types.Int32:
-			d.ints[i][row] = int64(d.i32[v])
+		case nulls[k]:
+			nums[k] = 0
+		case col.typ == parquet.Types.Int32:
+			nums[k] = int64(d.i32[v])
 			v++
 		default:
-			d.ints[i][row] = d.i64[v]
+			nums[k] = d.i64[v]
 			v++
 		}
 	}
+	return nil
 }
 
-// strings turns the column's bytes into n strings sharing one allocation.
-// The slice is reused from chunk to chunk, except when the events point
-// into it (keep).
-func (d *chunkDecoder) strings(out []string, n int, keep bool) []string {
-	if keep {
-		out = make([]string, n)
-	} else {
-		out = grow(out, n)
-	}
-	if len(d.buf) == 0 {
-		clear(out)
-		return out
-	}
-	all := string(d.buf)
-	start := 0
-	for k := range n {
-		out[k] = all[start:d.offs[k]]
-		start = d.offs[k]
-	}
-	return out
-}
-
-func (d *chunkDecoder) events(n int) []outbox.Event {
-	evs := make([]outbox.Event, n)
-	headers := d.strs[cHeaders]
-	for k := range evs {
-		e := &evs[k]
-		e.ID, e.Topic, e.Key, e.Type = d.strs[cID][k], d.strs[cTopic][k], d.strs[cKey][k], d.strs[cType][k]
-		e.SchemaVersion, e.Payload = int32(d.ints[cSchemaVersion][k]), d.strs[cPayload][k]
-		if !d.null[cHeaders][k] {
-			e.Headers = &headers[k]
+// placeStrings appends the byte-array values just read to d.buf. A value
+// equal to the previous one of the same read (the same bytes of one page
+// or dictionary entry: a repeated topic, type or header) shares its range.
+func (d *chunkDecoder) placeStrings(c *chunk, i int, col eventColumn, got, total int) error {
+	buf := d.buf // a local: no write barrier per value
+	defer func() { d.buf = buf }()
+	starts, ends, nulls := c.starts[i][got:got+total], c.ends[i][got:got+total], c.null[i][got:got+total]
+	var prev []byte
+	var from, to int32
+	v := 0
+	for k := range total {
+		nulls[k] = col.def > 0 && d.defs[k] < col.def
+		if nulls[k] {
+			starts[k], ends[k] = 0, 0
+			continue
 		}
-		e.OccurredAt = micros(d.ints[cOccurredAt][k], d.null[cOccurredAt][k])
-		e.CommitLSN, e.Seq, e.Xid = d.ints[cCommitLSN][k], int32(d.ints[cSeq][k]), d.ints[cXid][k]
-		e.CommitTime = micros(d.ints[cCommitTime][k], d.null[cCommitTime][k])
+		val := d.bytes[v]
+		v++
+		if len(val) == 0 || len(prev) != len(val) || &prev[0] != &val[0] {
+			from, prev = int32(len(buf)), val
+			buf = append(buf, val...)
+			if len(buf) > maxChunkBytes {
+				return fmt.Errorf("more than %d bytes of values in %d rows", maxChunkBytes, c.n)
+			}
+			to = int32(len(buf))
+		}
+		starts[k], ends[k] = from, to
 	}
-	return evs
-}
-
-func micros(us int64, null bool) time.Time {
-	if null {
-		return time.Time{}
-	}
-	return time.UnixMicro(us).UTC()
+	return nil
 }
 
 func grow[T any](s []T, n int) []T {

@@ -46,15 +46,31 @@ func TestDecodeEventsMatchesTopicReader(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := decodeEvents(ctx, data, func(c []outbox.Event) error { got = append(got, c...); return nil }); err != nil {
-				t.Fatalf("%s: decodeEvents: %v", name, err)
-			}
-			if len(got) != len(want) {
-				t.Fatalf("%s: %d events decoded, topic reader %d", name, len(got), len(want))
-			}
-			for i := range want {
-				if !reflect.DeepEqual(got[i], want[i]) {
-					t.Fatalf("%s event %d:\n got %+v\nwant %+v", name, i, got[i], want[i])
+			// Fresh buffers, then recycled ones (twice: the second file
+			// reuses what the first freed).
+			reuse := &decodeReuse{pages: newPagePool(), chunks: make(chan *chunk, 4)}
+			for pass, r := range []*decodeReuse{nil, reuse, reuse} {
+				got = got[:0]
+				err := decodeEvents(ctx, data, r, func(c *chunk) error {
+					got = c.appendEvents(got)
+					if r != nil {
+						select {
+						case r.chunks <- c:
+						default:
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatalf("%s pass %d: decodeEvents: %v", name, pass, err)
+				}
+				if len(got) != len(want) {
+					t.Fatalf("%s pass %d: %d events decoded, topic reader %d", name, pass, len(got), len(want))
+				}
+				for i := range want {
+					if !reflect.DeepEqual(got[i], want[i]) {
+						t.Fatalf("%s pass %d event %d:\n got %+v\nwant %+v", name, pass, i, got[i], want[i])
+					}
 				}
 			}
 		}
@@ -80,9 +96,9 @@ func TestDecodeEventsRefusesCorruptFiles(t *testing.T) {
 			data, _ = st.Get(ctx, a.Add.Path)
 		}
 	}
-	none := func([]outbox.Event) error { return nil }
+	none := func(*chunk) error { return nil }
 	for _, bad := range [][]byte{[]byte("not parquet"), data[:len(data)/2], append(append([]byte{}, data[:len(data)-100]...), data[len(data)-8:]...)} {
-		if err := decodeEvents(ctx, bad, none); err == nil || errors.Is(err, errLayout) {
+		if err := decodeEvents(ctx, bad, nil, none); err == nil || errors.Is(err, errLayout) {
 			t.Errorf("corrupt file (%d bytes): %v", len(bad), err)
 		}
 	}
@@ -90,7 +106,7 @@ func TestDecodeEventsRefusesCorruptFiles(t *testing.T) {
 	for i := 4; i < len(flipped)/3; i += 97 {
 		flipped[i] ^= 0x5a
 	}
-	_ = decodeEvents(ctx, flipped, none) // must not panic
+	_ = decodeEvents(ctx, flipped, nil, none) // must not panic
 }
 
 // TestOtherWritersLayoutIsReadThroughArrow: a data file whose timestamps
@@ -102,7 +118,7 @@ func TestOtherWritersLayoutIsReadThroughArrow(t *testing.T) {
 	tt := newTestTopic(t, root, "orders")
 	st := storage.Sub(root, "orders")
 	data := millisFile(t)
-	if err := decodeEvents(ctx, data, func([]outbox.Event) error { return nil }); !errors.Is(err, errLayout) {
+	if err := decodeEvents(ctx, data, nil, func(*chunk) error { return nil }); !errors.Is(err, errLayout) {
 		t.Fatalf("decodeEvents on a millisecond file: %v, want errLayout", err)
 	}
 	if err := st.Put(ctx, "other.parquet", data); err != nil {

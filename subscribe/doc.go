@@ -35,7 +35,10 @@
 //     chunks into chunks of 1,024 events; a batch holds at most
 //     Options.BatchSize events. Data files over Options.MaxFileBytes are
 //     refused. The strings of one column of one 1,024-event chunk share an
-//     allocation: keeping one event's string keeps that chunk's column.
+//     allocation (never reused, so events may be kept): keeping one event's
+//     string keeps that chunk's column. While there is something to read,
+//     each decoder keeps up to 32 MiB of page buffers for the next file;
+//     they are dropped once caught up.
 //   - The table's identity: a checkpoint records the Delta table id; a
 //     topic table deleted and recreated (its versions restart) is an error,
 //     as is a commit already read that changed or vanished.

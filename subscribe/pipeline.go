@@ -20,7 +20,9 @@ import (
 // ahead, each into a small channel of event chunks; the subscription
 // drains the files strictly in queue order. Memory is bounded by the
 // decoders: each holds one data file and at most chunkQueue chunks of
-// chunkEvents events, whatever the size of a version.
+// chunkEvents events, whatever the size of a version. Chunks hold the
+// events by column (see chunk) and go back to the decoders once delivered;
+// each decoder keeps its page buffers from file to file (pagePool).
 const (
 	decodeWorkers = 2
 	chunkEvents   = 1024
@@ -36,7 +38,7 @@ type item struct {
 	add  *delta.Add
 	base int64 // index of the file's first row in its version; -1 unknown
 	end  bool
-	out  chan []outbox.Event // decoded chunks; closed after err is set
+	out  chan *chunk // decoded chunks; closed after err is set
 	err  error
 }
 
@@ -49,11 +51,14 @@ func (s *subscription) deliverRound(ctx context.Context, view *LogView) error {
 	start := s.pos
 	wg.Add(1 + decodeWorkers)
 	go func() { defer wg.Done(); s.produce(ctx, view, start, order, work) }()
-	for range decodeWorkers {
+	reuse := s.decodeReuse()
+	chunks := reuse[0].chunks
+	for w := range decodeWorkers {
 		go func() {
 			defer wg.Done()
+			reuse := reuse[w]
 			for it := range work {
-				s.decode(ctx, it)
+				s.decode(ctx, it, reuse)
 			}
 		}()
 	}
@@ -70,16 +75,20 @@ func (s *subscription) deliverRound(ctx context.Context, view *LogView) error {
 		case it.base >= 0:
 			idx = it.base
 		}
-		for chunk := range it.out {
-			for i := range chunk {
+		for c := range it.out {
+			for k := range c.n {
 				n := idx
 				idx++
 				if it.v == start.Version && n < start.Offset {
 					continue
 				}
-				if err := s.deliver(ctx, Event{Event: chunk[i], Position: Position{Version: it.v, Offset: n}, VersionTime: it.vt}); err != nil {
+				if err := s.deliver(ctx, c, k, Position{Version: it.v, Offset: n}, it.vt); err != nil {
 					return err
 				}
+			}
+			select { // delivered: the chunk can be refilled
+			case chunks <- c:
+			default:
 			}
 		}
 		if errors.Is(it.err, storage.ErrNotFound) {
@@ -90,6 +99,18 @@ func (s *subscription) deliverRound(ctx context.Context, view *LogView) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// decodeReuse returns what the decode workers recycle, kept from round to
+// round while there is something to read.
+func (s *subscription) decodeReuse() []*decodeReuse {
+	if s.reuse == nil {
+		chunks := make(chan *chunk, decodeWorkers*chunkQueue)
+		for range decodeWorkers {
+			s.reuse = append(s.reuse, &decodeReuse{pages: newPagePool(), chunks: chunks})
+		}
+	}
+	return s.reuse
 }
 
 // produce queues the data files of the listed versions from start, in
@@ -155,7 +176,7 @@ func (s *subscription) versionItems(ctx context.Context, v int64, obj storage.Ob
 			return nil, fmt.Errorf("topic %q version %d: data file %s is %d bytes, over the limit of %d (Options.MaxFileBytes)",
 				s.topic, v, adds[i].Path, adds[i].Size, s.o.MaxFileBytes)
 		}
-		items = append(items, &item{v: v, vt: vt, add: &adds[i], base: known, out: make(chan []outbox.Event, chunkQueue)})
+		items = append(items, &item{v: v, vt: vt, add: &adds[i], base: known, out: make(chan *chunk, chunkQueue)})
 		if known >= 0 && hasN {
 			known += n
 		} else {
@@ -166,11 +187,11 @@ func (s *subscription) versionItems(ctx context.Context, v int64, obj storage.Ob
 }
 
 // decode reads the file of it into chunks.
-func (s *subscription) decode(ctx context.Context, it *item) {
+func (s *subscription) decode(ctx context.Context, it *item, reuse *decodeReuse) {
 	defer close(it.out)
-	send := func(chunk []outbox.Event) error {
+	send := func(c *chunk) error {
 		select {
-		case it.out <- chunk:
+		case it.out <- c:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -186,7 +207,7 @@ func (s *subscription) decode(ctx context.Context, it *item) {
 		it.err = fmt.Errorf("read data file %s of version %d: %w", key, it.v, err)
 		return
 	}
-	it.err = decodeEvents(ctx, data, send)
+	it.err = decodeEvents(ctx, data, reuse, send)
 	if !errors.Is(it.err, errLayout) {
 		if it.err != nil {
 			it.err = fmt.Errorf("read data file %s of version %d: %w", key, it.v, it.err)
@@ -194,17 +215,18 @@ func (s *subscription) decode(ctx context.Context, it *item) {
 		return
 	}
 	data = nil // another writer's layout: sink/topic reads it through Arrow
-	chunk := make([]outbox.Event, 0, chunkEvents)
+	c := &chunk{events: make([]outbox.Event, 0, chunkEvents)}
 	it.err = topic.ReadEvents(ctx, s.tbl, *it.add, func(e outbox.Event) error {
-		if chunk = append(chunk, e); len(chunk) < chunkEvents {
+		if c.events = append(c.events, e); len(c.events) < chunkEvents {
 			return nil
 		}
-		err := send(chunk)
-		chunk = make([]outbox.Event, 0, chunkEvents)
+		c.n = len(c.events)
+		err := send(c)
+		c = &chunk{events: make([]outbox.Event, 0, chunkEvents)}
 		return err
 	})
-	if it.err == nil && len(chunk) > 0 {
-		it.err = send(chunk)
+	if c.n = len(c.events); it.err == nil && c.n > 0 {
+		it.err = send(c)
 	}
 }
 

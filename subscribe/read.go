@@ -3,6 +3,7 @@ package subscribe
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
@@ -41,15 +42,18 @@ func (s *subscription) dataAdds(v int64, acts []delta.Action) ([]delta.Add, erro
 	return adds, nil
 }
 
-// deliver adds one event to the batch (unless deduplicated) and flushes a
-// full batch.
-func (s *subscription) deliver(ctx context.Context, e Event) error {
-	s.pos = Position{Version: e.Version, Offset: e.Offset + 1}
-	if s.seen.contains(e.ID) {
-		s.log.Debug("subscribe: duplicate event id dropped", "event_id", e.ID, "version", e.Version, "offset", e.Offset)
+// deliver adds event k of chunk c, at pos, to the batch (unless
+// deduplicated) and flushes a full batch. The event is built in place.
+func (s *subscription) deliver(ctx context.Context, c *chunk, k int, pos Position, vt time.Time) error {
+	s.pos = Position{Version: pos.Version, Offset: pos.Offset + 1}
+	if id := c.id(k); s.seen.contains(id) {
+		s.log.Debug("subscribe: duplicate event id dropped", "event_id", id, "version", pos.Version, "offset", pos.Offset)
 		return nil
 	}
-	s.batch = append(s.batch, e)
+	s.batch = slices.Grow(s.batch, 1)[:len(s.batch)+1]
+	e := &s.batch[len(s.batch)-1]
+	c.event(k, &e.Event)
+	e.Position, e.VersionTime = pos, vt
 	s.seen.add(e.ID)
 	if len(s.batch) >= s.o.BatchSize {
 		return s.flush(ctx)

@@ -32,7 +32,8 @@ type subscription struct {
 	guard *storage.Object // commit pos.Version-1 as this subscription read it
 	batch []Event
 	seen  *window
-	async *committer // background checkpoint writes (at-least-once stores)
+	async *committer     // background checkpoint writes (at-least-once stores)
+	reuse []*decodeReuse // the decode workers' buffers; nil while idle
 }
 
 // Subscribe delivers the events of topic, from store (the DeltaBus store
@@ -138,6 +139,7 @@ func (s *subscription) round(ctx context.Context) (progressed bool, err error) {
 		return false, err
 	}
 	if _, ok := view.Commits[s.pos.Version]; !ok {
+		s.reuse = nil // caught up: no buffers kept while idle
 		if err := s.missing(view); err != nil {
 			return false, err
 		}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,7 +38,8 @@ func envInt(name string, def int) int {
 // 1,000 events, DELTABUS_BENCH_BATCH) in the local store, and DuckDB scans
 // the same data files reading every column; the two alternate
 // DELTABUS_BENCH_ROUNDS times (default 3) in the same run. Reports both
-// medians and their ratio.
+// medians and their ratio, and the median CPU time each spent per event
+// (the machine is shared: CPU time is steadier than the rates).
 func BenchmarkConsumerBacklog(b *testing.B) {
 	n := envInt("DELTABUS_BENCH_BACKLOG", 200_000)
 	dir := b.TempDir()
@@ -59,29 +61,31 @@ func BenchmarkConsumerBacklog(b *testing.B) {
 	for b.Loop() {
 		// Alternate the two readers and keep each one's median: the
 		// machine is shared and noisy.
-		var ours, duck []float64
+		var ours, duck, oursCPU, duckCPU []float64
 		for r := range rounds {
 			got = 0
-			start := time.Now()
+			start, cpu0 := time.Now(), processCPU(b)
 			opts := subscribe.Options{BatchSize: envInt("DELTABUS_BENCH_BATCH", subscribe.DefaultBatchSize)}
 			if err := subscribe.Subscribe(ctx, root, "orders", fmt.Sprintf("bench-%d", r), h, opts); err != nil {
 				b.Fatal(err)
 			}
-			secs := time.Since(start).Seconds()
+			secs, cpu := time.Since(start).Seconds(), processCPU(b)-cpu0
 			if got != n {
 				b.Fatalf("consumer read %d events, want %d", got, n)
 			}
-			duckRows, duckSecs := duckScan(b, dir, files)
-			if duckRows != n {
-				b.Fatalf("DuckDB read %d rows, want %d", duckRows, n)
+			res := duckScan(b, dir, files)
+			if res.Rows != n {
+				b.Fatalf("DuckDB read %d rows, want %d", res.Rows, n)
 			}
-			ours, duck = append(ours, float64(n)/secs), append(duck, float64(n)/duckSecs)
+			ours, duck = append(ours, float64(n)/secs), append(duck, float64(n)/(res.Ms/1000))
+			oursCPU, duckCPU = append(oursCPU, float64(cpu.Nanoseconds())/float64(n)), append(duckCPU, res.CPUMs*1e6/float64(n))
 		}
-		slices.Sort(ours)
-		slices.Sort(duck)
-		b.ReportMetric(ours[len(ours)/2], "consumer-ev/s")
-		b.ReportMetric(duck[len(duck)/2], "duckdb-ev/s")
-		b.ReportMetric(ours[len(ours)/2]/duck[len(duck)/2], "ratio")
+		median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
+		b.ReportMetric(median(ours), "consumer-ev/s")
+		b.ReportMetric(median(duck), "duckdb-ev/s")
+		b.ReportMetric(median(ours)/median(duck), "ratio")
+		b.ReportMetric(median(oursCPU), "consumer-cpu-ns/ev")
+		b.ReportMetric(median(duckCPU), "duckdb-cpu-ns/ev")
 	}
 }
 
@@ -128,9 +132,25 @@ func writeBacklog(b *testing.B, root storage.Store, name string, n, perVersion i
 	return paths
 }
 
-// duckScan has DuckDB read every column of files (relative to dir); it
-// returns the rows and the query's seconds.
-func duckScan(b *testing.B, dir string, files []string) (int, float64) {
+// duckResult is what duckdb_scan.mjs prints: the rows, the query's wall
+// time and the CPU time DuckDB spent in it.
+type duckResult struct {
+	Rows  int
+	Ms    float64
+	CPUMs float64 `json:"cpuMs"`
+}
+
+// processCPU returns the CPU time (user and system) this process used so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// duckScan has DuckDB read every column of files (relative to dir).
+func duckScan(b *testing.B, dir string, files []string) duckResult {
 	pkg := os.Getenv("DELTABUS_DUCKDB_DIR")
 	if pkg == "" {
 		home, _ := os.UserHomeDir()
@@ -151,14 +171,11 @@ func duckScan(b *testing.B, dir string, files []string) (int, float64) {
 	if err != nil {
 		b.Fatalf("duckdb_scan.mjs: %v", err)
 	}
-	var res struct {
-		Rows int
-		Ms   float64
-	}
+	var res duckResult
 	if err := json.Unmarshal(out, &res); err != nil {
 		b.Fatalf("duckdb_scan.mjs output %q: %v", out, err)
 	}
-	return res.Rows, res.Ms / 1000
+	return res
 }
 
 // BenchmarkConsumerLatency: the relay at a steady rate (DELTABUS_BENCH_RATE,

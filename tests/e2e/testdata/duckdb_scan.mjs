@@ -1,6 +1,7 @@
 // duckdb_scan.mjs scans parquet files with DuckDB, reading every column of
-// every row, and prints {"rows": N, "ms": T} with T the query's wall time
-// (the reference for the consumer backlog benchmark).
+// every row, and prints {"rows": N, "ms": T, "cpuMs": C} with T the query's
+// wall time (the reference for the consumer backlog benchmark) and C the
+// CPU time the process spent in it (all DuckDB threads).
 //
 //   node duckdb_scan.mjs <dir holding node_modules/@duckdb/node-api> <file list (one path per line)>
 import { createRequire } from 'node:module';
@@ -22,7 +23,9 @@ const sql = `SELECT count(*)::BIGINT AS n,
   sum(schema_version + seq)::BIGINT AS ints, sum(commit_lsn + xid)::BIGINT AS longs,
   max(epoch_us(occurred_at))::BIGINT AS occ, max(epoch_us(commit_time))::BIGINT AS ct
   FROM read_parquet(${list})`;
+const c0 = process.cpuUsage();
 const t0 = performance.now();
 const rows = (await con.runAndReadAll(sql)).getRowObjectsJson();
 const ms = performance.now() - t0;
-console.log(JSON.stringify({ rows: Number(rows[0].n), ms }));
+const cpu = process.cpuUsage(c0);
+console.log(JSON.stringify({ rows: Number(rows[0].n), ms, cpuMs: (cpu.user + cpu.system) / 1000 }));

@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -73,7 +74,15 @@ func parseCheckpoint(ctx context.Context, data []byte, full bool) (acts []Action
 		if rowGroups = rowGroupsWithout(pf, "remove.path"); len(rowGroups) == 0 {
 			return nil, nil
 		}
+		if acts, err := parseFlat(pf, rowGroups); !errors.Is(err, errFlatUnfit) {
+			return acts, err
+		}
 	}
+	return parseArrow(ctx, pf, rowGroups, full)
+}
+
+// parseArrow decodes the given row groups (nil = all) with pqarrow.
+func parseArrow(ctx context.Context, pf *file.Reader, rowGroups []int, full bool) (acts []Action, err error) {
 	// A small checkpoint gets small batches: every leaf reader allocates
 	// a batch's worth of buffers up front.
 	batch := int64(4096)

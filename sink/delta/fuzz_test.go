@@ -31,8 +31,9 @@ func FuzzParseCommit(f *testing.F) {
 	})
 }
 
-// FuzzCheckpoint: the checkpoint reader never panics on mutated bytes of
-// real checkpoints (delta-spark key_value layout and arrow-rs entries).
+// FuzzCheckpoint: the checkpoint reader, the writers' load and the
+// readers', never panics on mutated bytes of real checkpoints (delta-spark
+// key_value layout and arrow-rs entries).
 func FuzzCheckpoint(f *testing.F) {
 	dir := os.Getenv("DELTABUS_DELTA_TABLES")
 	if dir == "" {
@@ -53,6 +54,7 @@ func FuzzCheckpoint(f *testing.F) {
 			return
 		}
 		_, _ = ParseCheckpoint(context.Background(), data)
+		_, _ = parseCheckpoint(context.Background(), data, false) // the reader's load (flat reader)
 	})
 }
 

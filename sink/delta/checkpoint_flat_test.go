@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -124,4 +125,44 @@ func flatSnapshots() map[string]*Snapshot {
 	bare.Protocol = Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
 	bare.Metadata = Metadata{ID: "bare", Format: Format{Provider: "parquet"}, SchemaString: "{}"}
 	return map[string]*Snapshot{"full": full, "bare": bare}
+}
+
+// TestFlatArenaReuse: the actions of a readers' load stay intact while
+// later loads, on other goroutines, reuse the page buffers of the first
+// (parseArena): nothing the flat reader returns refers to them.
+func TestFlatArenaReuse(t *testing.T) {
+	data, _, _, err := EncodeCheckpoint(flatSnapshots()["full"], time.UnixMilli(2000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func() []Action {
+		acts, err := parseCheckpoint(context.Background(), data, false)
+		if err != nil {
+			t.Error(err)
+		}
+		return acts
+	}
+	want := load()
+	kept := make([][]Action, 8)
+	var wg sync.WaitGroup
+	for g := range kept {
+		wg.Go(func() {
+			kept[g] = load()
+			for range 50 {
+				if got := load(); !reflect.DeepEqual(got, want) {
+					t.Error("a concurrent load differs from the first")
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, acts := range append(kept, want) {
+		if !reflect.DeepEqual(acts, want) {
+			t.Fatal("the actions of a load changed after later loads")
+		}
+	}
+	if n := len(want); n < 8 {
+		t.Fatalf("%d actions, want the checkpoint's 8", n)
+	}
 }

@@ -64,7 +64,13 @@ func parseCheckpoint(ctx context.Context, data []byte, full bool) (acts []Action
 			acts, err = nil, fmt.Errorf("corrupt checkpoint parquet: %v", r)
 		}
 	}()
-	pf, err := openParquet(data)
+	var arena *parseArena // the readers' load: page buffers from pools
+	var mem memory.Allocator
+	if !full {
+		arena = &parseArena{}
+		mem = arena
+	}
+	pf, err := openParquetWith(data, mem)
 	if err != nil {
 		return nil, fmt.Errorf("open parquet: %w", err)
 	}
@@ -75,8 +81,10 @@ func parseCheckpoint(ctx context.Context, data []byte, full bool) (acts []Action
 			return nil, nil
 		}
 		if acts, err := parseFlat(pf, rowGroups); !errors.Is(err, errFlatUnfit) {
+			arena.release() // the flat reader keeps copies only
 			return acts, err
 		}
+		// pqarrow reads on with buffers the arena never takes back
 	}
 	return parseArrow(ctx, pf, rowGroups, full)
 }

@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -219,7 +220,7 @@ func plainInt(p *schema.PrimitiveNode, bits int8) bool {
 
 // parseFlat decodes the given row groups of a checkpoint with the flat
 // reader; errFlatUnfit when the layout is one for pqarrow.
-func parseFlat(pf *file.Reader, rowGroups []int) ([]Action, error) {
+func parseFlat(ctx context.Context, pf *file.Reader, rowGroups []int) ([]Action, error) {
 	cols, leaves, ok := bindFlat(pf.MetaData().Schema)
 	if !ok {
 		return nil, errFlatUnfit
@@ -232,6 +233,9 @@ func parseFlat(pf *file.Reader, rowGroups []int) ([]Action, error) {
 		}
 		rg := pf.RowGroup(i)
 		for _, l := range leaves {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			if err := l.read(rg, n); err != nil {
 				return nil, fmt.Errorf("row group %d column %s: %w", i, pf.MetaData().Schema.Column(l.col).Path(), err)
 			}
@@ -250,16 +254,16 @@ func parseFlat(pf *file.Reader, rowGroups []int) ([]Action, error) {
 // as recordActions does.
 func flatActions(cols []*flatNode, rows int) ([]Action, error) {
 	var out []Action
-	var add *flatAddNodes
-	for _, n := range cols {
+	adds := make([]*flatAddNodes, len(cols))
+	for i, n := range cols {
 		if n.name == "add" {
-			add = bindAdd(n)
+			adds[i] = bindAdd(n)
 		}
 	}
 	for r := range rows {
-		for _, n := range cols {
-			if n.name == "add" {
-				if a := add.action(r); a != nil {
+		for i, n := range cols {
+			if adds[i] != nil {
+				if a := adds[i].action(r); a != nil {
 					out = append(out, Action{Add: a})
 				}
 				continue

@@ -10,9 +10,10 @@ import (
 )
 
 const (
-	// maxFlatRows bounds the rows the flat reader decodes; a larger
-	// checkpoint (or a footer claiming one) is left to pqarrow.
-	maxFlatRows = 1 << 24
+	// maxFlatRows bounds the rows the flat reader decodes, and so what a
+	// footer claiming more rows than the file holds can make it allocate;
+	// a larger checkpoint is left to pqarrow.
+	maxFlatRows = 1 << 20
 	// maxFlatEntriesPerRow bounds the MAP or LIST entries per row, on
 	// average, the flat reader decodes before leaving the file to pqarrow.
 	maxFlatEntriesPerRow = 64

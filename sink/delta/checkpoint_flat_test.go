@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // flatAndArrow decodes the reader's row groups of a checkpoint with the
@@ -27,7 +33,7 @@ func flatAndArrow(t *testing.T, data []byte) (flat, arrow []Action, flatErr erro
 	if len(rgs) == 0 {
 		return nil, nil, nil
 	}
-	flat, flatErr = parseFlat(pf, rgs)
+	flat, flatErr = parseFlat(context.Background(), pf, rgs)
 	if arrow, err = parseArrow(context.Background(), pf, rgs, false); err != nil {
 		t.Fatal(err)
 	}
@@ -164,5 +170,57 @@ func TestFlatArenaReuse(t *testing.T) {
 	}
 	if n := len(want); n < 8 {
 		t.Fatalf("%d actions, want the checkpoint's 8", n)
+	}
+}
+
+// TestFlatLeavesOddLayoutsToArrow: a checkpoint whose needed columns have
+// types the flat reader does not decode (int64 protocol versions, binary
+// paths) is read by pqarrow, with the same result as a pqarrow read.
+func TestFlatLeavesOddLayoutsToArrow(t *testing.T) {
+	f := func(name string, dt arrow.DataType) arrow.Field {
+		return arrow.Field{Name: name, Type: dt, Nullable: true}
+	}
+	str, i64 := arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64
+	for name, sc := range map[string]*arrow.Schema{
+		"int64 versions": arrow.NewSchema([]arrow.Field{
+			f("protocol", arrow.StructOf(f("minReaderVersion", i64), f("minWriterVersion", i64))),
+			f("metaData", arrow.StructOf(f("id", str), f("schemaString", str))),
+			f("add", arrow.StructOf(f("path", str), f("size", i64))),
+		}, nil),
+		"binary path": arrow.NewSchema([]arrow.Field{
+			f("protocol", arrow.StructOf(f("minReaderVersion", arrow.PrimitiveTypes.Int32), f("minWriterVersion", arrow.PrimitiveTypes.Int32))),
+			f("metaData", arrow.StructOf(f("id", str), f("schemaString", str))),
+			f("add", arrow.StructOf(f("path", arrow.BinaryTypes.Binary), f("size", i64))),
+		}, nil),
+	} {
+		rows := `[{"protocol":{"minReaderVersion":1,"minWriterVersion":2}},{"metaData":{"id":"x","schemaString":"{}"}},` +
+			`{"add":{"path":"YQ==","size":3}}]`
+		rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, sc, strings.NewReader(rows))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		w, err := pqarrow.NewFileWriter(sc, &buf, nil, pqarrow.DefaultWriterProps())
+		if err == nil {
+			err = w.Write(rec)
+		}
+		if err == nil {
+			err = w.Close()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		flat, arrow, err := flatAndArrow(t, buf.Bytes())
+		if !errors.Is(err, errFlatUnfit) {
+			t.Fatalf("%s: flat reader gives %v, %v; want it to leave the file to pqarrow", name, flat, err)
+		}
+		acts, err := parseCheckpoint(context.Background(), buf.Bytes(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameActions(t, name, acts, arrow)
+		if len(acts) < 2 {
+			t.Errorf("%s: %d actions, want protocol and metaData at least", name, len(acts))
+		}
 	}
 }

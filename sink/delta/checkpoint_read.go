@@ -32,7 +32,8 @@ var writerOnlyChildren = map[string]bool{"deletionVector": true, "baseRowId": tr
 // writer's read; a reader's (not full) leaves out what only writers and
 // VACUUM use: tombstones (and the row groups holding only them), deletion
 // vectors and row-tracking fields (tables using either are refused by
-// CheckReadable anyway).
+// CheckReadable anyway), and decodes the rest with the flat reader
+// (parseFlat) when it knows the file's layout.
 func readCheckpoint(ctx context.Context, store storage.Store, ref checkpointRef, full bool) ([]Action, error) {
 	var out []Action
 	for _, key := range ref.Keys {
@@ -80,7 +81,7 @@ func parseCheckpoint(ctx context.Context, data []byte, full bool) (acts []Action
 		if rowGroups = rowGroupsWithout(pf, "remove.path"); len(rowGroups) == 0 {
 			return nil, nil
 		}
-		if acts, err := parseFlat(pf, rowGroups); !errors.Is(err, errFlatUnfit) {
+		if acts, err := parseFlat(ctx, pf, rowGroups); !errors.Is(err, errFlatUnfit) {
 			arena.release() // the flat reader keeps copies only
 			return acts, err
 		}

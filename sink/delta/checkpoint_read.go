@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -31,7 +32,8 @@ var writerOnlyChildren = map[string]bool{"deletionVector": true, "baseRowId": tr
 // writer's read; a reader's (not full) leaves out what only writers and
 // VACUUM use: tombstones (and the row groups holding only them), deletion
 // vectors and row-tracking fields (tables using either are refused by
-// CheckReadable anyway).
+// CheckReadable anyway), and decodes the rest with the flat reader
+// (parseFlat) when it knows the file's layout.
 func readCheckpoint(ctx context.Context, store storage.Store, ref checkpointRef, full bool) ([]Action, error) {
 	var out []Action
 	for _, key := range ref.Keys {
@@ -63,7 +65,13 @@ func parseCheckpoint(ctx context.Context, data []byte, full bool) (acts []Action
 			acts, err = nil, fmt.Errorf("corrupt checkpoint parquet: %v", r)
 		}
 	}()
-	pf, err := openParquet(data)
+	var arena *parseArena // the readers' load: page buffers from pools
+	var mem memory.Allocator
+	if !full {
+		arena = &parseArena{}
+		mem = arena
+	}
+	pf, err := openParquetWith(data, mem)
 	if err != nil {
 		return nil, fmt.Errorf("open parquet: %w", err)
 	}
@@ -73,7 +81,17 @@ func parseCheckpoint(ctx context.Context, data []byte, full bool) (acts []Action
 		if rowGroups = rowGroupsWithout(pf, "remove.path"); len(rowGroups) == 0 {
 			return nil, nil
 		}
+		if acts, err := parseFlat(ctx, pf, rowGroups); !errors.Is(err, errFlatUnfit) {
+			arena.release() // the flat reader keeps copies only
+			return acts, err
+		}
+		// pqarrow reads on with buffers the arena never takes back
 	}
+	return parseArrow(ctx, pf, rowGroups, full)
+}
+
+// parseArrow decodes the given row groups (nil = all) with pqarrow.
+func parseArrow(ctx context.Context, pf *file.Reader, rowGroups []int, full bool) (acts []Action, err error) {
 	// A small checkpoint gets small batches: every leaf reader allocates
 	// a batch's worth of buffers up front.
 	batch := int64(4096)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -30,8 +31,9 @@ func FuzzParseCommit(f *testing.F) {
 	})
 }
 
-// FuzzCheckpoint: the checkpoint reader never panics on mutated bytes of
-// real checkpoints (delta-spark key_value layout and arrow-rs entries).
+// FuzzCheckpoint: the checkpoint reader, the writers' load and the
+// readers', never panics on mutated bytes of real checkpoints (delta-spark
+// key_value layout and arrow-rs entries).
 func FuzzCheckpoint(f *testing.F) {
 	dir := os.Getenv("DELTABUS_DELTA_TABLES")
 	if dir == "" {
@@ -52,5 +54,45 @@ func FuzzCheckpoint(f *testing.F) {
 			return
 		}
 		_, _ = ParseCheckpoint(context.Background(), data)
+		_, _ = parseCheckpoint(context.Background(), data, false) // the reader's load (flat reader)
+	})
+}
+
+// FuzzFirstCommitInfo: the commitInfo scan of a checkpoint version's
+// commit finds what a full parse finds (the first commitInfo) whenever the
+// full parse accepts the commit.
+func FuzzFirstCommitInfo(f *testing.F) {
+	for _, s := range []string{
+		`{"commitInfo":{"timestamp":1,"txnId":"t"}}` + "\n" + `{"remove":{"path":"a","dataChange":true}}`,
+		`{"remove":{"path":"c000","dataChange":true}}` + "\n" + `{"commitInfo":{"timestamp":2}}`,
+		`{"add":{"path":"a","partitionValues":{},"size":1,"modificationTime":2,"dataChange":true,"tags":{"commitInfo":"x"}}}` + "\n" + `{"commitInfo":{"timestamp":3}}`,
+		`{"COMMITINFO":{"timestamp":4}}`,
+		`{"commit\u0049nfo":{"timestamp":5}}`,
+		`{"comm` + "\u0130" + `tInfo":{"timestamp":6}}`,
+		`{"commitInfo":null}` + "\n" + `{"commitInfo":{"timestamp":7}}`,
+		`{"remove":{"path":"a","dataChange":true}}`,
+		"\n\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		acts, err := ParseCommit(data)
+		if err != nil {
+			return
+		}
+		var want *CommitInfo
+		for i := range acts {
+			if acts[i].CommitInfo != nil {
+				want = acts[i].CommitInfo
+				break
+			}
+		}
+		got, err := firstCommitInfo(data)
+		if err != nil {
+			t.Fatalf("firstCommitInfo: %v (ParseCommit accepted the commit)", err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("firstCommitInfo = %+v, ParseCommit's first commitInfo = %+v", got, want)
+		}
 	})
 }

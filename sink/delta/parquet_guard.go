@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 )
 
@@ -16,7 +18,17 @@ const maxUncompressedChunk = 1 << 30
 // readers on goroutines of its own, where a panic on a corrupt range could
 // not be recovered; rejecting such footers first keeps corrupt files an error.
 func openParquet(data []byte) (*file.Reader, error) {
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	return openParquetWith(data, nil)
+}
+
+// openParquetWith is openParquet with the allocator of the file's page
+// readers (nil: memory.DefaultAllocator).
+func openParquetWith(data []byte, mem memory.Allocator) (*file.Reader, error) {
+	var opts []file.ReadOption
+	if mem != nil {
+		opts = append(opts, file.WithReadProps(parquet.NewReaderProperties(mem)))
+	}
+	pf, err := file.NewParquetReader(bytes.NewReader(data), opts...)
 	if err != nil {
 		return nil, err
 	}

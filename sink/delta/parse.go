@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 )
 
 // ParseCommit parses the newline-delimited JSON of one commit file into its
@@ -38,6 +39,70 @@ func ParseCommit(data []byte) ([]Action, error) {
 		actions = append(actions, a)
 	}
 	return actions, nil
+}
+
+// firstCommitInfo returns the first commitInfo action of a commit file
+// (nil if it has none). Unlike ParseCommit it decodes only the lines that
+// can hold one, so the commit of a compaction that removed thousands of
+// files costs a scan of its bytes, not a decode of every action; the
+// lines it skips are not validated.
+func firstCommitInfo(data []byte) (*CommitInfo, error) {
+	line := 0
+	for len(data) > 0 {
+		line++
+		var cur []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			cur, data = data[:i], data[i+1:]
+		} else {
+			cur, data = data, nil
+		}
+		cur = bytes.TrimSpace(cur)
+		if len(cur) == 0 || !mayHoldCommitInfo(cur) {
+			continue
+		}
+		var a struct {
+			CommitInfo *CommitInfo `json:"commitInfo"`
+		}
+		if err := json.Unmarshal(cur, &a); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if a.CommitInfo != nil {
+			return a.CommitInfo, nil
+		}
+	}
+	return nil, nil
+}
+
+// mayHoldCommitInfo reports whether a commit line can decode to an action
+// with a commitInfo. encoding/json matches object keys case-insensitively
+// (with Unicode folding: U+0130 folds to i), and a key can spell commitInfo
+// in other bytes by way of \u escapes, so a line with either non-ASCII
+// bytes or a \u escape is decoded whatever it holds.
+func mayHoldCommitInfo(line []byte) bool {
+	const name = "commitinfo"
+	if bytes.Contains(line, []byte(`\u`)) || !isASCII(line) {
+		return true
+	}
+	for i := bytes.IndexAny(line, "cC"); i >= 0 && len(line)-i >= len(name); {
+		if bytes.EqualFold(line[i:i+len(name)], []byte(name)) {
+			return true
+		}
+		j := bytes.IndexAny(line[i+1:], "cC")
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // normalizeAction maps JSON null deletion vectors to absent ones.

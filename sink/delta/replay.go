@@ -98,16 +98,15 @@ func loadCheckpointCommitInfo(ctx context.Context, store storage.Store, l *logLi
 	if !ok {
 		return
 	}
-	acts, err := readCommit(ctx, store, obj.Key)
+	data, err := store.Get(ctx, obj.Key)
 	if err != nil {
 		return
 	}
-	for i := range acts {
-		if acts[i].CommitInfo != nil {
-			snap.CommitInfo = acts[i].CommitInfo
-			break
-		}
+	ci, err := firstCommitInfo(data)
+	if err != nil {
+		return
 	}
+	snap.CommitInfo = ci
 	snap.CommitTime = CommitTime(snap.CommitInfo, obj.ModTime)
 }
 

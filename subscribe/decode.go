@@ -143,31 +143,36 @@ type chunkDecoder struct {
 	i32   []int32
 	i64   []int64
 	defs  []int16
+	idxs  []int32 // strPages scratch
 	buf   []byte
 	free  chan *chunk // chunks to refill; nil: allocate each
+
+	arrowStrings bool // read byte-array columns with arrow-go only (tests)
+	fallbacks    int  // column chunks strPages handed over to arrow-go
+	handOver     int  // tests: strPages hands over at this data page of a chunk
 }
 
 func newChunkDecoder(free chan *chunk) *chunkDecoder {
 	return &chunkDecoder{bytes: make([]parquet.ByteArray, chunkEvents), i32: make([]int32, chunkEvents),
-		i64: make([]int64, chunkEvents), defs: make([]int16, chunkEvents), free: free}
+		i64: make([]int64, chunkEvents), defs: make([]int16, chunkEvents), idxs: make([]int32, chunkEvents), free: free}
 }
 
 func (d *chunkDecoder) rowGroup(ctx context.Context, rg *file.RowGroupReader, cols []eventColumn, emit func(*chunk) error) error {
-	readers := make([]file.ColumnChunkReader, len(cols))
-	for i, c := range cols {
-		r, err := rg.Column(c.leaf)
-		if err != nil {
-			return err
+	readers := make([]colReader, len(cols))
+	defer func() {
+		for i := range readers {
+			readers[i].close() // hands the page buffers back to the pool
 		}
-		readers[i] = r
-		if c, ok := r.(interface{ Close() error }); ok {
-			defer c.Close() // hands the page buffers back to the pool
+	}()
+	for i, c := range cols {
+		if err := readers[i].open(rg, c, d); err != nil {
+			return fmt.Errorf("column %s: %w", c.name, err)
 		}
 	}
 	for left := rg.NumRows(); left > 0; left -= chunkEvents {
 		c := d.chunk(int(min(left, chunkEvents)))
 		for i, col := range cols {
-			if err := d.column(c, i, col, readers[i]); err != nil {
+			if err := d.column(c, i, col, &readers[i]); err != nil {
 				return fmt.Errorf("column %s: %w", col.name, err)
 			}
 		}
@@ -179,6 +184,65 @@ func (d *chunkDecoder) rowGroup(ctx context.Context, rg *file.RowGroupReader, co
 		}
 	}
 	return nil
+}
+
+// colReader reads one column chunk: a byte-array column with strPages
+// until a page it does not decode, then (and every other column) with
+// arrow-go's column reader.
+type colReader struct {
+	rg    *file.RowGroupReader
+	leaf  int
+	str   *strPages
+	arrow file.ColumnChunkReader
+}
+
+func (r *colReader) open(rg *file.RowGroupReader, c eventColumn, d *chunkDecoder) error {
+	r.rg, r.leaf = rg, c.leaf
+	if c.typ == parquet.Types.ByteArray && !d.arrowStrings {
+		pages, err := rg.GetColumnPageReader(c.leaf)
+		if err != nil {
+			return err
+		}
+		r.str = newStrPages(pages, c.def)
+		r.str.handOver = d.handOver
+		return nil
+	}
+	var err error
+	r.arrow, err = rg.Column(c.leaf)
+	return err
+}
+
+// toArrow switches to arrow-go's reader for the rest of the column chunk.
+func (r *colReader) toArrow() error {
+	rows := r.str.rows
+	r.close()
+	var err error
+	if r.arrow, err = r.rg.Column(r.leaf); err != nil {
+		return err
+	}
+	sk, ok := r.arrow.(interface{ Skip(int64) (int64, error) })
+	if !ok {
+		return errLayout
+	}
+	skipped, err := sk.Skip(rows)
+	if err != nil {
+		return fmt.Errorf("skip to row %d for arrow-go's reader: %w", rows, err)
+	}
+	if skipped != rows {
+		return fmt.Errorf("skip to row %d for arrow-go's reader: %d skipped", rows, skipped)
+	}
+	return nil
+}
+
+func (r *colReader) close() {
+	if r.str != nil {
+		r.str.pages.Close()
+		r.str = nil
+	}
+	if c, ok := r.arrow.(interface{ Close() error }); ok {
+		c.Close()
+	}
+	r.arrow = nil
 }
 
 // chunk returns a chunk for n events, a recycled one when one is free.
@@ -195,7 +259,7 @@ func (d *chunkDecoder) chunk(n int) *chunk {
 
 // column reads the next c.n values of column i into the chunk (null: ""
 // or 0, and c.null[i] set).
-func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r file.ColumnChunkReader) error {
+func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r *colReader) error {
 	n := c.n
 	c.null[i] = grow(c.null[i], n)
 	if col.typ == parquet.Types.ByteArray {
@@ -203,11 +267,23 @@ func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r file.ColumnChu
 	} else {
 		c.nums[i] = grow(c.nums[i], n)
 	}
-	for got := 0; got < n; {
+	got := 0
+	if r.str != nil {
+		var err error
+		d.buf, got, err = r.str.read(d.buf, c.starts[i], c.ends[i], c.null[i], d.idxs)
+		if errors.Is(err, errPageLayout) {
+			d.fallbacks++
+			err = r.toArrow()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for got < n {
 		want := int64(n - got)
 		var total int64
 		var err error
-		switch rr := r.(type) {
+		switch rr := r.arrow.(type) {
 		case *file.ByteArrayColumnChunkReader:
 			// Values alias the page: place copies them before the next read.
 			total, _, err = rr.ReadBatchInPage(want, d.bytes, d.defs, nil)

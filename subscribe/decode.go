@@ -220,6 +220,9 @@ func (r *colReader) toArrow() error {
 	if r.arrow, err = r.rg.Column(r.leaf); err != nil {
 		return err
 	}
+	if rows == 0 {
+		return nil
+	}
 	sk, ok := r.arrow.(interface{ Skip(int64) (int64, error) })
 	if !ok {
 		return errLayout

@@ -143,7 +143,8 @@ type chunkDecoder struct {
 	i32   []int32
 	i64   []int64
 	defs  []int16
-	idxs  []int32 // strPages scratch
+	idxs  []int32                      // strPages scratch
+	strs  [len(eventColumns)]*strPages // kept for their dictionary buffers
 	buf   []byte
 	free  chan *chunk // chunks to refill; nil: allocate each
 
@@ -165,7 +166,7 @@ func (d *chunkDecoder) rowGroup(ctx context.Context, rg *file.RowGroupReader, co
 		}
 	}()
 	for i, c := range cols {
-		if err := readers[i].open(rg, c, d); err != nil {
+		if err := readers[i].open(rg, i, c, d); err != nil {
 			return fmt.Errorf("column %s: %w", c.name, err)
 		}
 	}
@@ -196,14 +197,19 @@ type colReader struct {
 	arrow file.ColumnChunkReader
 }
 
-func (r *colReader) open(rg *file.RowGroupReader, c eventColumn, d *chunkDecoder) error {
+// open starts reading column i (c) of the row group.
+func (r *colReader) open(rg *file.RowGroupReader, i int, c eventColumn, d *chunkDecoder) error {
 	r.rg, r.leaf = rg, c.leaf
 	if c.typ == parquet.Types.ByteArray && !d.arrowStrings {
 		pages, err := rg.GetColumnPageReader(c.leaf)
 		if err != nil {
 			return err
 		}
-		r.str = newStrPages(pages, c.def)
+		if d.strs[i] == nil {
+			d.strs[i] = &strPages{}
+		}
+		r.str = d.strs[i]
+		r.str.reset(pages, c.def)
 		r.str.handOver = d.handOver
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -37,8 +38,10 @@ type strPages struct {
 // errPageLayout: a page strPages does not decode.
 var errPageLayout = errors.New("page layout not decoded by strPages")
 
-func newStrPages(pages file.PageReader, maxDef int16) *strPages {
-	return &strPages{pages: pages, maxDef: maxDef}
+// reset starts reading the column chunk of pages, keeping the
+// dictionary's buffers.
+func (s *strPages) reset(pages file.PageReader, maxDef int16) {
+	*s = strPages{pages: pages, maxDef: maxDef, dict: s.dict[:0], doffs: s.doffs[:0]}
 }
 
 // read appends the next len(starts) values to buf: value k is
@@ -205,7 +208,7 @@ func (s *strPages) startValues(enc parquet.Encoding, data []byte, n int) error {
 	case parquet.Encodings.Plain:
 		s.idx, s.plain = nil, data
 	case parquet.Encodings.RLEDict, parquet.Encodings.PlainDict:
-		if s.doffs == nil {
+		if len(s.doffs) == 0 {
 			return errors.New("dictionary-encoded page without a dictionary page")
 		}
 		if len(data) < 1 || data[0] > 32 {
@@ -230,7 +233,7 @@ func (s *strPages) dictionary(p *file.DictionaryPage) error {
 	if n < 0 || n > len(data)/4 {
 		return fmt.Errorf("dictionary page of %d values in %d bytes", n, len(data))
 	}
-	s.dict, s.doffs = s.dict[:0], append(s.doffs[:0], 0)
+	s.dict, s.doffs = slices.Grow(s.dict[:0], len(data)-4*n), append(slices.Grow(s.doffs[:0], n+1), 0)
 	for range n {
 		if len(data) < 4 || uint64(binary.LittleEndian.Uint32(data)) > uint64(len(data)-4) {
 			return errors.New("dictionary value past the page's end")

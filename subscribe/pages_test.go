@@ -218,7 +218,7 @@ func readStrings(t *testing.T, pf *file.Reader, ec eventColumn, arrowStrings boo
 	for rg := range pf.NumRowGroups() {
 		g := pf.RowGroup(rg)
 		var r colReader
-		if err := r.open(g, ec, d); err != nil {
+		if err := r.open(g, cID, ec, d); err != nil {
 			t.Fatal(err)
 		}
 		for left := g.NumRows(); left > 0; left -= chunkEvents {

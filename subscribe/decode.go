@@ -143,14 +143,14 @@ type chunkDecoder struct {
 	i32   []int32
 	i64   []int64
 	defs  []int16
-	idxs  []int32                      // strPages scratch
-	strs  [len(eventColumns)]*strPages // kept for their dictionary buffers
+	idxs  []int32                      // colPages scratch
+	cols  [len(eventColumns)]*colPages // kept for their dictionary buffers
 	buf   []byte
 	free  chan *chunk // chunks to refill; nil: allocate each
 
-	arrowStrings bool // read byte-array columns with arrow-go only (tests)
-	fallbacks    int  // column chunks strPages handed over to arrow-go
-	handOver     int  // tests: strPages hands over at this data page of a chunk
+	arrowOnly bool // read every column with arrow-go's reader (tests)
+	fallbacks int  // column chunks colPages handed over to arrow-go
+	handOver  int  // tests: colPages hands over at this data page of a chunk
 }
 
 func newChunkDecoder(free chan *chunk) *chunkDecoder {
@@ -187,40 +187,46 @@ func (d *chunkDecoder) rowGroup(ctx context.Context, rg *file.RowGroupReader, co
 	return nil
 }
 
-// colReader reads one column chunk: a byte-array column with strPages
-// until a page it does not decode, then (and every other column) with
-// arrow-go's column reader.
+// colReader reads one column chunk with colPages until a page it does not
+// decode, then with arrow-go's column reader.
 type colReader struct {
 	rg    *file.RowGroupReader
 	leaf  int
-	str   *strPages
+	pages *colPages
 	arrow file.ColumnChunkReader
 }
 
 // open starts reading column i (c) of the row group.
 func (r *colReader) open(rg *file.RowGroupReader, i int, c eventColumn, d *chunkDecoder) error {
 	r.rg, r.leaf = rg, c.leaf
-	if c.typ == parquet.Types.ByteArray && !d.arrowStrings {
-		pages, err := rg.GetColumnPageReader(c.leaf)
-		if err != nil {
-			return err
-		}
-		if d.strs[i] == nil {
-			d.strs[i] = &strPages{}
-		}
-		r.str = d.strs[i]
-		r.str.reset(pages, c.def)
-		r.str.handOver = d.handOver
-		return nil
+	if d.arrowOnly {
+		var err error
+		r.arrow, err = rg.Column(c.leaf)
+		return err
 	}
-	var err error
-	r.arrow, err = rg.Column(c.leaf)
-	return err
+	pages, err := rg.GetColumnPageReader(c.leaf)
+	if err != nil {
+		return err
+	}
+	if d.cols[i] == nil {
+		d.cols[i] = &colPages{}
+	}
+	width := 0
+	switch c.typ {
+	case parquet.Types.Int32:
+		width = 4
+	case parquet.Types.Int64:
+		width = 8
+	}
+	r.pages = d.cols[i]
+	r.pages.reset(pages, c.def, width)
+	r.pages.handOver = d.handOver
+	return nil
 }
 
 // toArrow switches to arrow-go's reader for the rest of the column chunk.
 func (r *colReader) toArrow() error {
-	rows := r.str.rows
+	rows := r.pages.rows
 	r.close()
 	var err error
 	if r.arrow, err = r.rg.Column(r.leaf); err != nil {
@@ -244,9 +250,9 @@ func (r *colReader) toArrow() error {
 }
 
 func (r *colReader) close() {
-	if r.str != nil {
-		r.str.pages.Close()
-		r.str = nil
+	if r.pages != nil {
+		r.pages.pages.Close()
+		r.pages = nil
 	}
 	if c, ok := r.arrow.(interface{ Close() error }); ok {
 		c.Close()
@@ -277,9 +283,11 @@ func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r *colReader) er
 		c.nums[i] = grow(c.nums[i], n)
 	}
 	got := 0
-	if r.str != nil {
+	if r.pages != nil {
+		o := colOut{buf: d.buf, starts: c.starts[i], ends: c.ends[i], nums: c.nums[i], nulls: c.null[i]}
 		var err error
-		d.buf, got, err = r.str.read(d.buf, c.starts[i], c.ends[i], c.null[i], d.idxs)
+		got, err = r.pages.read(&o, d.idxs)
+		d.buf = o.buf
 		if errors.Is(err, errPageLayout) {
 			d.fallbacks++
 			err = r.toArrow()

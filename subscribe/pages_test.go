@@ -25,14 +25,14 @@ import (
 )
 
 // pageLayouts are writer settings of the event layout: the page layouts
-// strPages decodes (dictionary and PLAIN pages, v1 and v2, many small
+// colPages decodes (dictionary and PLAIN pages, v1 and v2, many small
 // pages, a dictionary that overflows into PLAIN pages) and ones it hands
 // over to arrow-go, from the first page or in the middle of a column chunk.
 var pageLayouts = []struct {
 	name     string
-	fallback bool // some byte-array pages are not strPages'
+	fallback bool // some byte-array pages are not colPages'
 	props    []parquet.WriterProperty
-	handOver int // strPages hands over at this data page of each chunk (test hook)
+	handOver int // colPages hands over at this data page of each chunk (test hook)
 }{
 	{"default", false, nil, 0},
 	{"plain-v2-small-pages", false, []parquet.WriterProperty{parquet.WithDictionaryDefault(false),
@@ -45,7 +45,8 @@ var pageLayouts = []struct {
 		parquet.WithDataPageSize(1000), parquet.WithBatchSize(40)}, 3},
 	{"delta-byte-array", true, []parquet.WriterProperty{parquet.WithDictionaryDefault(false),
 		parquet.WithEncodingFor("payload", parquet.Encodings.DeltaByteArray),
-		parquet.WithEncodingFor("key", parquet.Encodings.DeltaByteArray), parquet.WithDataPageSize(900), parquet.WithBatchSize(20)}, 0},
+		parquet.WithEncodingFor("key", parquet.Encodings.DeltaByteArray),
+		parquet.WithEncodingFor("commit_lsn", parquet.Encodings.DeltaBinaryPacked), parquet.WithDataPageSize(900), parquet.WithBatchSize(20)}, 0},
 }
 
 // randomEventFile writes n random events in the event layout with arrow-go
@@ -98,42 +99,42 @@ func randomEventFile(t testing.TB, rng *rand.Rand, n int, props []parquet.Writer
 	return buf.Bytes()
 }
 
-// decodeBoth decodes data with strPages and with arrow-go alone, and
+// decodeBoth decodes data with colPages and with arrow-go alone, and
 // fails unless both give the same events, or both fail (arrow-go cannot
 // read back some DELTA_BYTE_ARRAY pages it writes); it returns the events
-// (nil when both failed) and how many column chunks strPages handed over.
+// (nil when both failed) and how many column chunks colPages handed over.
 func decodeBoth(t testing.TB, data []byte, handOver int) ([]outbox.Event, int) {
 	t.Helper()
 	ctx := context.Background()
 	var evs [2][]outbox.Event
 	var errs [2]error
 	fast, slow := newChunkDecoder(nil), newChunkDecoder(nil)
-	slow.arrowStrings, fast.handOver = true, handOver
+	slow.arrowOnly, fast.handOver = true, handOver
 	for pass, dec := range []*chunkDecoder{fast, slow} {
 		reuse := &decodeReuse{pages: newPagePool(), dec: dec}
 		errs[pass] = decodeEvents(ctx, data, reuse, func(c *chunk) error { evs[pass] = c.appendEvents(evs[pass]); return nil })
 	}
 	if errs[0] != nil || errs[1] != nil {
 		if errs[0] == nil || errs[1] == nil {
-			t.Fatalf("decodeEvents: strPages: %v; arrow-go: %v", errs[0], errs[1])
+			t.Fatalf("decodeEvents: colPages: %v; arrow-go: %v", errs[0], errs[1])
 		}
 		return nil, fast.fallbacks
 	}
 	if len(evs[0]) != len(evs[1]) {
-		t.Fatalf("strPages: %d events, arrow-go: %d", len(evs[0]), len(evs[1]))
+		t.Fatalf("colPages: %d events, arrow-go: %d", len(evs[0]), len(evs[1]))
 	}
 	for i := range evs[0] {
 		if !reflect.DeepEqual(evs[0][i], evs[1][i]) {
-			t.Fatalf("event %d:\nstrPages %+v\narrow-go %+v", i, evs[0][i], evs[1][i])
+			t.Fatalf("event %d:\ncolPages %+v\narrow-go %+v", i, evs[0][i], evs[1][i])
 		}
 	}
 	return evs[0], fast.fallbacks
 }
 
-// TestStrPagesMatchesArrow: for every page layout, strPages and arrow-go
-// decode the same events; the layouts strPages does not decode are handed
+// TestColPagesMatchesArrow: for every page layout, colPages and arrow-go
+// decode the same events; the layouts colPages does not decode are handed
 // over (and only those).
-func TestStrPagesMatchesArrow(t *testing.T) {
+func TestColPagesMatchesArrow(t *testing.T) {
 	for i, l := range pageLayouts {
 		t.Run(l.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
@@ -150,9 +151,9 @@ func TestStrPagesMatchesArrow(t *testing.T) {
 	}
 }
 
-// FuzzStrPagesMatchesArrow: random events, layouts and sizes decode the
-// same with strPages as with arrow-go.
-func FuzzStrPagesMatchesArrow(f *testing.F) {
+// FuzzColPagesMatchesArrow: random events, layouts and sizes decode the
+// same with colPages as with arrow-go.
+func FuzzColPagesMatchesArrow(f *testing.F) {
 	for i := range pageLayouts {
 		f.Add(uint64(i), uint8(i), uint16(1+300*i))
 	}
@@ -163,10 +164,10 @@ func FuzzStrPagesMatchesArrow(f *testing.F) {
 	})
 }
 
-// TestStrPagesOtherWriters: every flat byte-array column of the parquet
-// files other writers made (Spark, delta-rs, kernel conformance tables)
-// reads the same with strPages as with arrow-go.
-func TestStrPagesOtherWriters(t *testing.T) {
+// TestColPagesOtherWriters: every flat byte-array, INT32 and INT64 column
+// of the parquet files other writers made (Spark, delta-rs, kernel
+// conformance tables) reads the same with colPages as with arrow-go.
+func TestColPagesOtherWriters(t *testing.T) {
 	var paths []string
 	for _, dir := range []string{"../sink/delta/testdata/conformance", "../sink/topic/testdata"} {
 		err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
@@ -179,7 +180,7 @@ func TestStrPagesOtherWriters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cols := 0
+	cols := map[parquet.Type]int{}
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -192,45 +193,51 @@ func TestStrPagesOtherWriters(t *testing.T) {
 		sc := pf.MetaData().Schema
 		for leaf := range sc.NumColumns() {
 			col := sc.Column(leaf)
-			if col.PhysicalType() != parquet.Types.ByteArray || col.MaxRepetitionLevel() > 0 || col.MaxDefinitionLevel() > 1 {
+			typ := col.PhysicalType()
+			i, ok := map[parquet.Type]int{parquet.Types.ByteArray: cID, parquet.Types.Int32: cSeq, parquet.Types.Int64: cXid}[typ]
+			if !ok || col.MaxRepetitionLevel() > 0 || col.MaxDefinitionLevel() > 1 {
 				continue
 			}
-			ec := eventColumn{name: col.Name(), typ: parquet.Types.ByteArray, leaf: leaf, def: col.MaxDefinitionLevel()}
-			fast, slow := readStrings(t, pf, ec, false), readStrings(t, pf, ec, true)
+			ec := eventColumn{name: col.Name(), typ: typ, leaf: leaf, def: col.MaxDefinitionLevel()}
+			fast, slow := readColumn(t, pf, i, ec, false), readColumn(t, pf, i, ec, true)
 			if !reflect.DeepEqual(fast, slow) {
-				t.Fatalf("%s column %s:\nstrPages %q\narrow-go %q", p, ec.name, fast, slow)
+				t.Fatalf("%s column %s:\ncolPages %q\narrow-go %q", p, ec.name, fast, slow)
 			}
-			cols++
+			cols[typ]++
 		}
 	}
-	t.Logf("%d byte-array columns in %d files", cols, len(paths))
-	if cols < 20 {
-		t.Fatalf("%d byte-array columns in %d files: testdata moved?", cols, len(paths))
+	t.Logf("columns read in %d files: %v", len(paths), cols)
+	if cols[parquet.Types.ByteArray] < 20 || cols[parquet.Types.Int32] < 5 || cols[parquet.Types.Int64] < 5 {
+		t.Fatalf("columns read: %v: testdata moved?", cols)
 	}
 }
 
-// readStrings reads a byte-array column of every row group, NULL as "<nil>".
-func readStrings(t *testing.T, pf *file.Reader, ec eventColumn, arrowStrings bool) []string {
+// readColumn reads a column of every row group as event column i, values
+// as text, NULL as "<nil>".
+func readColumn(t *testing.T, pf *file.Reader, i int, ec eventColumn, arrowOnly bool) []string {
 	t.Helper()
 	d := newChunkDecoder(nil)
-	d.arrowStrings = arrowStrings
+	d.arrowOnly = arrowOnly
 	var out []string
 	for rg := range pf.NumRowGroups() {
 		g := pf.RowGroup(rg)
 		var r colReader
-		if err := r.open(g, cID, ec, d); err != nil {
+		if err := r.open(g, i, ec, d); err != nil {
 			t.Fatal(err)
 		}
 		for left := g.NumRows(); left > 0; left -= chunkEvents {
 			c := d.chunk(int(min(left, chunkEvents)))
-			if err := d.column(c, cID, ec, &r); err != nil {
+			if err := d.column(c, i, ec, &r); err != nil {
 				t.Fatalf("column %s: %v", ec.name, err)
 			}
 			for k := range c.n {
-				if c.null[cID][k] {
+				switch {
+				case c.null[i][k]:
 					out = append(out, "<nil>")
-				} else {
-					out = append(out, c.str(cID, k))
+				case ec.typ == parquet.Types.ByteArray:
+					out = append(out, c.str(i, k))
+				default:
+					out = append(out, fmt.Sprint(c.nums[i][k]))
 				}
 			}
 		}

@@ -143,31 +143,37 @@ type chunkDecoder struct {
 	i32   []int32
 	i64   []int64
 	defs  []int16
+	idxs  []int32                      // colPages scratch
+	cols  [len(eventColumns)]*colPages // kept for their dictionary buffers
 	buf   []byte
 	free  chan *chunk // chunks to refill; nil: allocate each
+
+	arrowOnly bool // read every column with arrow-go's reader (tests)
+	fallbacks int  // column chunks colPages handed over to arrow-go
+	handOver  int  // tests: colPages hands over at this data page of a chunk
 }
 
 func newChunkDecoder(free chan *chunk) *chunkDecoder {
 	return &chunkDecoder{bytes: make([]parquet.ByteArray, chunkEvents), i32: make([]int32, chunkEvents),
-		i64: make([]int64, chunkEvents), defs: make([]int16, chunkEvents), free: free}
+		i64: make([]int64, chunkEvents), defs: make([]int16, chunkEvents), idxs: make([]int32, chunkEvents), free: free}
 }
 
 func (d *chunkDecoder) rowGroup(ctx context.Context, rg *file.RowGroupReader, cols []eventColumn, emit func(*chunk) error) error {
-	readers := make([]file.ColumnChunkReader, len(cols))
-	for i, c := range cols {
-		r, err := rg.Column(c.leaf)
-		if err != nil {
-			return err
+	readers := make([]colReader, len(cols))
+	defer func() {
+		for i := range readers {
+			readers[i].close() // hands the page buffers back to the pool
 		}
-		readers[i] = r
-		if c, ok := r.(interface{ Close() error }); ok {
-			defer c.Close() // hands the page buffers back to the pool
+	}()
+	for i, c := range cols {
+		if err := readers[i].open(rg, i, c, d); err != nil {
+			return fmt.Errorf("column %s: %w", c.name, err)
 		}
 	}
 	for left := rg.NumRows(); left > 0; left -= chunkEvents {
 		c := d.chunk(int(min(left, chunkEvents)))
 		for i, col := range cols {
-			if err := d.column(c, i, col, readers[i]); err != nil {
+			if err := d.column(c, i, col, &readers[i]); err != nil {
 				return fmt.Errorf("column %s: %w", col.name, err)
 			}
 		}
@@ -179,6 +185,79 @@ func (d *chunkDecoder) rowGroup(ctx context.Context, rg *file.RowGroupReader, co
 		}
 	}
 	return nil
+}
+
+// colReader reads one column chunk with colPages until a page it does not
+// decode, then with arrow-go's column reader.
+type colReader struct {
+	rg    *file.RowGroupReader
+	leaf  int
+	pages *colPages
+	arrow file.ColumnChunkReader
+}
+
+// open starts reading column i (c) of the row group.
+func (r *colReader) open(rg *file.RowGroupReader, i int, c eventColumn, d *chunkDecoder) error {
+	r.rg, r.leaf = rg, c.leaf
+	if d.arrowOnly {
+		var err error
+		r.arrow, err = rg.Column(c.leaf)
+		return err
+	}
+	pages, err := rg.GetColumnPageReader(c.leaf)
+	if err != nil {
+		return err
+	}
+	if d.cols[i] == nil {
+		d.cols[i] = &colPages{}
+	}
+	width := 0
+	switch c.typ {
+	case parquet.Types.Int32:
+		width = 4
+	case parquet.Types.Int64:
+		width = 8
+	}
+	r.pages = d.cols[i]
+	r.pages.reset(pages, c.def, width)
+	r.pages.handOver = d.handOver
+	return nil
+}
+
+// toArrow switches to arrow-go's reader for the rest of the column chunk.
+func (r *colReader) toArrow() error {
+	rows := r.pages.rows
+	r.close()
+	var err error
+	if r.arrow, err = r.rg.Column(r.leaf); err != nil {
+		return err
+	}
+	if rows == 0 {
+		return nil
+	}
+	sk, ok := r.arrow.(interface{ Skip(int64) (int64, error) })
+	if !ok {
+		return errLayout
+	}
+	skipped, err := sk.Skip(rows)
+	if err != nil {
+		return fmt.Errorf("skip to row %d for arrow-go's reader: %w", rows, err)
+	}
+	if skipped != rows {
+		return fmt.Errorf("skip to row %d for arrow-go's reader: %d skipped", rows, skipped)
+	}
+	return nil
+}
+
+func (r *colReader) close() {
+	if r.pages != nil {
+		r.pages.pages.Close()
+		r.pages = nil
+	}
+	if c, ok := r.arrow.(interface{ Close() error }); ok {
+		c.Close()
+	}
+	r.arrow = nil
 }
 
 // chunk returns a chunk for n events, a recycled one when one is free.
@@ -195,7 +274,7 @@ func (d *chunkDecoder) chunk(n int) *chunk {
 
 // column reads the next c.n values of column i into the chunk (null: ""
 // or 0, and c.null[i] set).
-func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r file.ColumnChunkReader) error {
+func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r *colReader) error {
 	n := c.n
 	c.null[i] = grow(c.null[i], n)
 	if col.typ == parquet.Types.ByteArray {
@@ -203,11 +282,25 @@ func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r file.ColumnChu
 	} else {
 		c.nums[i] = grow(c.nums[i], n)
 	}
-	for got := 0; got < n; {
+	got := 0
+	if r.pages != nil {
+		o := colOut{buf: d.buf, starts: c.starts[i], ends: c.ends[i], nums: c.nums[i], nulls: c.null[i]}
+		var err error
+		got, err = r.pages.read(&o, d.idxs)
+		d.buf = o.buf
+		if errors.Is(err, errPageLayout) {
+			d.fallbacks++
+			err = r.toArrow()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for got < n {
 		want := int64(n - got)
 		var total int64
 		var err error
-		switch rr := r.(type) {
+		switch rr := r.arrow.(type) {
 		case *file.ByteArrayColumnChunkReader:
 			// Values alias the page: place copies them before the next read.
 			total, _, err = rr.ReadBatchInPage(want, d.bytes, d.defs, nil)

@@ -32,13 +32,16 @@
 //     (startAfter), never from 0, and no snapshot is reloaded.
 //   - Bounded memory whatever a version's size: data files are read one
 //     at a time per decoder (two decoders read ahead), from their column
-//     chunks into chunks of 1,024 events; a batch holds at most
+//     chunks into chunks of 1,024 events (PLAIN and dictionary pages are
+//     decoded straight from the page bytes; other encodings, and files not
+//     laid out as the relay writes them, through arrow-go); a batch holds at most
 //     Options.BatchSize events. Data files over Options.MaxFileBytes are
 //     refused. The strings of one column of one 1,024-event chunk share an
 //     allocation (never reused, so events may be kept): keeping one event's
 //     string keeps that chunk's column. While there is something to read,
-//     each decoder keeps up to 32 MiB of page buffers for the next file;
-//     they are dropped once caught up.
+//     each decoder keeps up to 32 MiB of page buffers, and the last
+//     dictionary of each column, for the next file; they are dropped once
+//     caught up.
 //   - The table's identity: a checkpoint records the Delta table id; a
 //     topic table deleted and recreated (its versions restart) is an error,
 //     as is a commit already read that changed or vanished.

@@ -52,11 +52,15 @@ type Config struct {
 // latency at thousands of events per second.
 func DefaultConfig() Config {
 	return Config{
-		Slot:            "deltabus",
-		Publication:     "deltabus",
-		BatchMaxEvents:  50_000,
-		BatchMaxBytes:   64 << 20,
-		BatchMaxDelay:   50 * time.Millisecond,
+		Slot:           "deltabus",
+		Publication:    "deltabus",
+		BatchMaxEvents: 50_000,
+		BatchMaxBytes:  64 << 20,
+		// A batch's events wait half the delay on average, then a commit
+		// (about 10 ms on local disk): 30 ms keeps p50 under 30 ms at
+		// 2,000 tx/s; 50 ms made it 37 ms, for 20 commits a second per
+		// busy topic instead of 33 (compaction merges them).
+		BatchMaxDelay:   30 * time.Millisecond,
 		StatusInterval:  time.Second,
 		ShutdownTimeout: 30 * time.Second,
 	}

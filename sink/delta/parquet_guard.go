@@ -24,15 +24,21 @@ func openParquet(data []byte) (*file.Reader, error) {
 // openParquetWith is openParquet with the allocator of the file's page
 // readers (nil: memory.DefaultAllocator).
 func openParquetWith(data []byte, mem memory.Allocator) (*file.Reader, error) {
+	return openParquetAt(bytes.NewReader(data), int64(len(data)), mem)
+}
+
+// openParquetAt is openParquetWith of a file of size bytes read from src
+// where needed (its footer, then the column chunks asked for).
+func openParquetAt(src parquet.ReaderAtSeeker, size int64, mem memory.Allocator) (*file.Reader, error) {
 	var opts []file.ReadOption
 	if mem != nil {
 		opts = append(opts, file.WithReadProps(parquet.NewReaderProperties(mem)))
 	}
-	pf, err := file.NewParquetReader(bytes.NewReader(data), opts...)
+	pf, err := file.NewParquetReader(src, opts...)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkChunks(pf, int64(len(data))); err != nil {
+	if err := checkChunks(pf, size); err != nil {
 		pf.Close()
 		return nil, err
 	}

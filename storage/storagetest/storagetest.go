@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"CanceledContext", testCanceledContext},
 		{"AmbiguousPutIfAbsent", testAmbiguousPutIfAbsent},
 		{"Sub", testSub},
+		{"OpenObject", testOpenObject},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newStore(t)) })

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -60,19 +61,38 @@ func actionString(a Action) string {
 	return strings.TrimSpace(string(b))
 }
 
+// conformanceCheckpoints yields the path and bytes of every checkpoint
+// file of the conformance tables.
+func conformanceCheckpoints(t *testing.T) iter.Seq2[string, []byte] {
+	var paths []string
+	err := filepath.WalkDir(conformanceDir(t), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(d.Name(), ".checkpoint.") && strings.HasSuffix(p, ".parquet") {
+			paths = append(paths, p)
+		}
+		return err
+	})
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no conformance checkpoint found: %v", err)
+	}
+	return func(yield func(string, []byte) bool) {
+		for _, p := range paths {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !yield(p, data) {
+				return
+			}
+		}
+	}
+}
+
 // TestFlatCheckpointMatchesArrow: the flat reader gives exactly pqarrow's
 // actions for the checkpoints of other writers (or leaves them to
 // pqarrow) and for the checkpoints this package writes.
 func TestFlatCheckpointMatchesArrow(t *testing.T) {
 	flatRead := 0
-	err := filepath.WalkDir(conformanceDir(t), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.Contains(d.Name(), ".checkpoint.") || !strings.HasSuffix(p, ".parquet") {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
+	for p, data := range conformanceCheckpoints(t) {
 		flat, arrow, err := flatAndArrow(t, data)
 		switch {
 		case errors.Is(err, errFlatUnfit):
@@ -83,10 +103,6 @@ func TestFlatCheckpointMatchesArrow(t *testing.T) {
 			flatRead++
 			sameActions(t, p, flat, arrow)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	if flatRead == 0 {
 		t.Error("the flat reader read none of the conformance checkpoints")

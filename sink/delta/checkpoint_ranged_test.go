@@ -3,10 +3,8 @@ package delta
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -38,24 +36,8 @@ func TestRangedCheckpointReadMatchesWhole(t *testing.T) {
 		}
 		sameActions(t, name, ranged, whole)
 	}
-	n := 0
-	err := filepath.WalkDir(conformanceDir(t), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.Contains(d.Name(), ".checkpoint.") || !strings.HasSuffix(p, ".parquet") {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		check(p, filepath.Dir(p), d.Name(), data)
-		n++
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n == 0 {
-		t.Fatal("no conformance checkpoint found")
+	for p, data := range conformanceCheckpoints(t) {
+		check(p, filepath.Dir(p), filepath.Base(p), data)
 	}
 	for name, snap := range flatSnapshots() {
 		data, _, _, err := EncodeCheckpoint(snap, time.UnixMilli(2000))

@@ -5,41 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/tests/duckdbtest"
 )
 
-// duckdbDir finds the DuckDB node client installed by
-// scripts/install-duckdb.sh. A missing node or package fails the test:
-// only DELTABUS_SKIP_DUCKDB=1 skips it.
-func duckdbDir(t *testing.T) string {
-	t.Helper()
-	if os.Getenv("DELTABUS_SKIP_DUCKDB") == "1" {
-		t.Skip("DELTABUS_SKIP_DUCKDB=1")
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatalf("node is required for the DuckDB reader check (or set DELTABUS_SKIP_DUCKDB=1): %v", err)
-	}
-	dir := os.Getenv("DELTABUS_DUCKDB_DIR")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir = filepath.Join(home, ".cache", "deltabus", "duckdb")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@duckdb", "node-api", "package.json")); err != nil {
-		t.Fatalf("@duckdb/node-api is not installed in %s: run scripts/install-duckdb.sh (or set DELTABUS_SKIP_DUCKDB=1): %v", dir, err)
-	}
-	return dir
-}
+// duckdbDir finds DuckDB's node client (duckdbtest.Dir).
+func duckdbDir(t *testing.T) string { return duckdbtest.Dir(t) }
 
 // commitJSON writes version v of a table's log with put-if-absent.
 func commitJSON(t *testing.T, tbl storage.Store, v int64, actions []delta.Action) {

@@ -21,6 +21,7 @@ import (
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
+	"github.com/deltabus/deltabus/tests/duckdbtest"
 	"github.com/deltabus/deltabus/tests/pgtest"
 	"github.com/deltabus/deltabus/tests/s3test"
 )
@@ -151,14 +152,7 @@ func processCPU(b *testing.B) time.Duration {
 
 // duckScan has DuckDB read every column of files (relative to dir).
 func duckScan(b *testing.B, dir string, files []string) duckResult {
-	pkg := os.Getenv("DELTABUS_DUCKDB_DIR")
-	if pkg == "" {
-		home, _ := os.UserHomeDir()
-		pkg = filepath.Join(home, ".cache", "deltabus", "duckdb")
-	}
-	if _, err := os.Stat(filepath.Join(pkg, "node_modules", "@duckdb", "node-api")); err != nil {
-		b.Fatalf("@duckdb/node-api is not installed in %s: run scripts/install-duckdb.sh", pkg)
-	}
+	pkg := duckdbtest.Dir(b)
 	abs := make([]string, len(files))
 	for i, f := range files {
 		abs[i] = filepath.Join(dir, f)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"unicode/utf8"
 )
 
@@ -15,19 +16,7 @@ import (
 // an error naming the line.
 func ParseCommit(data []byte) ([]Action, error) {
 	actions := make([]Action, 0, bytes.Count(data, []byte{'\n'})+1)
-	line := 0
-	for len(data) > 0 {
-		line++
-		var cur []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			cur, data = data[:i], data[i+1:]
-		} else {
-			cur, data = data, nil
-		}
-		cur = bytes.TrimSpace(cur)
-		if len(cur) == 0 {
-			continue
-		}
+	for line, cur := range commitLines(data) {
 		if cur[0] != '{' {
 			return nil, fmt.Errorf("line %d: not a JSON object", line)
 		}
@@ -41,23 +30,33 @@ func ParseCommit(data []byte) ([]Action, error) {
 	return actions, nil
 }
 
+// commitLines yields the non-blank lines of a commit file, trimmed, with
+// their 1-based line numbers; the last line may lack a trailing newline.
+func commitLines(data []byte) iter.Seq2[int, []byte] {
+	return func(yield func(int, []byte) bool) {
+		rest := data
+		for line := 1; len(rest) > 0; line++ {
+			var cur []byte
+			if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+				cur, rest = rest[:i], rest[i+1:]
+			} else {
+				cur, rest = rest, nil
+			}
+			if cur = bytes.TrimSpace(cur); len(cur) > 0 && !yield(line, cur) {
+				return
+			}
+		}
+	}
+}
+
 // firstCommitInfo returns the first commitInfo action of a commit file
 // (nil if it has none). Unlike ParseCommit it decodes only the lines that
 // can hold one, so the commit of a compaction that removed thousands of
 // files costs a scan of its bytes, not a decode of every action; the
 // lines it skips are not validated.
 func firstCommitInfo(data []byte) (*CommitInfo, error) {
-	line := 0
-	for len(data) > 0 {
-		line++
-		var cur []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			cur, data = data[:i], data[i+1:]
-		} else {
-			cur, data = data, nil
-		}
-		cur = bytes.TrimSpace(cur)
-		if len(cur) == 0 || !mayHoldCommitInfo(cur) {
+	for line, cur := range commitLines(data) {
+		if !mayHoldCommitInfo(cur) {
 			continue
 		}
 		var a struct {

@@ -1,7 +1,6 @@
 package subscribe
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"reflect"
@@ -10,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink/delta"
@@ -167,18 +165,5 @@ func millisFile(t *testing.T) []byte {
 			}
 		}
 	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(sc, &buf, nil, pqarrow.DefaultWriterProps())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return parquetFile(t, b)
 }

@@ -83,10 +83,16 @@ func randomEventFile(t testing.TB, rng *rand.Rand, n int, props []parquet.Writer
 			}
 		}
 	}
+	return parquetFile(t, b, props...)
+}
+
+// parquetFile encodes the rows built in b as one Parquet file.
+func parquetFile(t testing.TB, b *array.RecordBuilder, props ...parquet.WriterProperty) []byte {
+	t.Helper()
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(sc, &buf, parquet.NewWriterProperties(props...), pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, parquet.NewWriterProperties(props...), pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
 	}

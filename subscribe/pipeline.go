@@ -76,16 +76,14 @@ func (s *subscription) deliverRound(ctx context.Context, view *LogView) error {
 			idx = it.base
 		}
 		for c := range it.out {
-			for k := range c.n {
-				n := idx
-				idx++
-				if it.v == start.Version && n < start.Offset {
-					continue
-				}
-				if err := s.deliver(ctx, c, k, Position{Version: it.v, Offset: n}, it.vt); err != nil {
-					return err
-				}
+			k := 0 // events before the start were handled
+			if it.v == start.Version && idx < start.Offset {
+				k = int(min(start.Offset-idx, int64(c.n)))
 			}
+			if err := s.deliverChunk(ctx, c, k, Position{Version: it.v, Offset: idx + int64(k)}, it.vt); err != nil {
+				return err
+			}
+			idx += int64(c.n)
 			select { // delivered: the chunk can be refilled
 			case chunks <- c:
 			default:

@@ -42,21 +42,30 @@ func (s *subscription) dataAdds(v int64, acts []delta.Action) ([]delta.Add, erro
 	return adds, nil
 }
 
-// deliver adds event k of chunk c, at pos, to the batch (unless
-// deduplicated) and flushes a full batch. The event is built in place.
-func (s *subscription) deliver(ctx context.Context, c *chunk, k int, pos Position, vt time.Time) error {
-	s.pos = Position{Version: pos.Version, Offset: pos.Offset + 1}
-	if id := c.id(k); s.seen.contains(id) {
-		s.log.Debug("subscribe: duplicate event id dropped", "event_id", id, "version", pos.Version, "offset", pos.Offset)
-		return nil
-	}
-	s.batch = slices.Grow(s.batch, 1)[:len(s.batch)+1]
-	e := &s.batch[len(s.batch)-1]
-	c.event(k, &e.Event)
-	e.Position, e.VersionTime = pos, vt
-	s.seen.add(e.ID)
-	if len(s.batch) >= s.o.BatchSize {
-		return s.flush(ctx)
+// deliverChunk adds events k.. of chunk c, the first at pos, to the batch,
+// flushing each full batch. Without Dedup the events go in runs, built
+// straight into the batch.
+func (s *subscription) deliverChunk(ctx context.Context, c *chunk, k int, pos Position, vt time.Time) error {
+	for k < c.n {
+		m := 1
+		if s.seen == nil {
+			m = min(c.n-k, s.o.BatchSize-len(s.batch))
+		}
+		s.pos = Position{Version: pos.Version, Offset: pos.Offset + int64(m)}
+		if id := c.id(k); s.seen.contains(id) {
+			s.log.Debug("subscribe: duplicate event id dropped", "event_id", id, "version", pos.Version, "offset", pos.Offset)
+		} else {
+			at := len(s.batch)
+			s.batch = slices.Grow(s.batch, m)[:at+m]
+			c.fill(s.batch[at:], k, pos, vt)
+			s.seen.add(s.batch[at].ID)
+		}
+		k, pos = k+m, s.pos
+		if len(s.batch) >= s.o.BatchSize {
+			if err := s.flush(ctx); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -55,12 +55,13 @@ func decodeEvents(ctx context.Context, data []byte, reuse *decodeReuse, emit fun
 
 // decodeReuse is what one decode worker recycles from file to file: its
 // readers' page buffers, its scratch buffers, and chunks the subscription
-// is done with (shared by the workers of a round). Nil fields: allocate
-// afresh.
+// is done with (shared by the workers of a round), and the buffer of its
+// last data file. Nil fields: allocate afresh.
 type decodeReuse struct {
 	pages  *pagePool
 	chunks chan *chunk
 	dec    *chunkDecoder
+	file   []byte // the last data file read (readData)
 }
 
 // errLayout: the file is not laid out as decodeEvents expects.

@@ -39,9 +39,9 @@
 //     refused. The strings of one column of one 1,024-event chunk share an
 //     allocation (never reused, so events may be kept): keeping one event's
 //     string keeps that chunk's column. While there is something to read,
-//     each decoder keeps up to 32 MiB of page buffers, and the last
-//     dictionary of each column, for the next file; they are dropped once
-//     caught up.
+//     each decoder keeps up to 32 MiB of page buffers, the last dictionary
+//     of each column and, on local disk, the buffer of its last data file
+//     (up to 32 MiB), for the next file; they are dropped once caught up.
 //   - The table's identity: a checkpoint records the Delta table id; a
 //     topic table deleted and recreated (its versions restart) is an error,
 //     as is a commit already read that changed or vanished.

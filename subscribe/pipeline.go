@@ -1,9 +1,11 @@
 package subscribe
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"sync"
@@ -200,7 +202,7 @@ func (s *subscription) decode(ctx context.Context, it *item, reuse *decodeReuse)
 		it.err = fmt.Errorf("topic %q version %d: %w", s.topic, it.v, err)
 		return
 	}
-	data, err := s.tbl.Get(ctx, key)
+	data, err := s.readData(ctx, key, reuse)
 	if err != nil {
 		it.err = fmt.Errorf("read data file %s of version %d: %w", key, it.v, err)
 		return
@@ -226,6 +228,41 @@ func (s *subscription) decode(ctx context.Context, it *item, reuse *decodeReuse)
 	if c.n = len(c.events); it.err == nil && c.n > 0 {
 		it.err = send(c)
 	}
+}
+
+// keepFileBytes: a decode worker keeps the buffer of a data file up to
+// this size for the next file.
+const keepFileBytes = 32 << 20
+
+// readData returns the bytes of the data file at key. On a store that
+// reads objects in parts (local disk) they go into the worker's buffer,
+// reused for its next file: the decoders copy every value out of it, and
+// a file laid out otherwise is read again by sink/topic. Otherwise a Get.
+func (s *subscription) readData(ctx context.Context, key string, reuse *decodeReuse) ([]byte, error) {
+	obj, err := storage.OpenObject(ctx, s.tbl, key)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return s.tbl.Get(ctx, key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer obj.Close()
+	size := obj.Size()
+	if size > s.o.MaxFileBytes {
+		return nil, fmt.Errorf("%d bytes, over the limit of %d (Options.MaxFileBytes)", size, s.o.MaxFileBytes)
+	}
+	buf := reuse.file
+	if int64(cap(buf)) < size {
+		buf = make([]byte, size)
+	}
+	buf = buf[:size]
+	if n, err := obj.ReadAt(buf, 0); n < len(buf) {
+		return nil, fmt.Errorf("read %d of %d bytes: %w", n, size, cmp.Or(err, io.ErrUnexpectedEOF))
+	}
+	if size <= keepFileBytes {
+		reuse.file = buf
+	}
+	return buf, nil
 }
 
 // dataKey turns an add path into a store key of the table: URL-decoded

@@ -31,6 +31,10 @@ func decodeEvents(ctx context.Context, data []byte, reuse *decodeReuse, emit fun
 	if reuse.dec == nil {
 		reuse.dec = newChunkDecoder(reuse.chunks)
 	}
+	// Page readers alone allocate until a column is handed over to
+	// arrow-go (column): the pool need not clear what it hands out.
+	reuse.pages.setRaw(!reuse.dec.arrowOnly)
+	reuse.dec.pages = reuse.pages
 	var opts []file.ReadOption
 	if reuse.pages != nil {
 		opts = append(opts, file.WithReadProps(parquet.NewReaderProperties(reuse.pages)))
@@ -148,6 +152,7 @@ type chunkDecoder struct {
 	cols  [len(eventColumns)]*colPages // kept for their dictionary buffers
 	buf   []byte
 	free  chan *chunk // chunks to refill; nil: allocate each
+	pages *pagePool   // the file's allocator; nil: arrow-go's default
 
 	arrowOnly bool // read every column with arrow-go's reader (tests)
 	fallbacks int  // column chunks colPages handed over to arrow-go
@@ -291,6 +296,7 @@ func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r *colReader) er
 		d.buf = o.buf
 		if errors.Is(err, errPageLayout) {
 			d.fallbacks++
+			d.pages.setRaw(false) // arrow-go's readers get cleared memory
 			err = r.toArrow()
 		}
 		if err != nil {

@@ -187,12 +187,19 @@ func TestColPagesOtherWriters(t *testing.T) {
 		}
 	}
 	cols := map[parquet.Type]int{}
+	// One raw page pool across every file, as a decode worker's: its
+	// buffers come back holding other files' bytes, uncleared.
+	pool := newPagePool()
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		pf, err := file.NewParquetReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		pooled, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(parquet.NewReaderProperties(pool)))
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -205,9 +212,12 @@ func TestColPagesOtherWriters(t *testing.T) {
 				continue
 			}
 			ec := eventColumn{name: col.Name(), typ: typ, leaf: leaf, def: col.MaxDefinitionLevel()}
-			fast, slow := readColumn(t, pf, i, ec, false), readColumn(t, pf, i, ec, true)
+			fast, slow := readColumn(t, pf, i, ec, false, nil), readColumn(t, pf, i, ec, true, nil)
 			if !reflect.DeepEqual(fast, slow) {
 				t.Fatalf("%s column %s:\ncolPages %q\narrow-go %q", p, ec.name, fast, slow)
+			}
+			if raw := readColumn(t, pooled, i, ec, false, pool); !reflect.DeepEqual(raw, slow) {
+				t.Fatalf("%s column %s:\ncolPages, raw pool %q\narrow-go %q", p, ec.name, raw, slow)
 			}
 			cols[typ]++
 		}
@@ -219,11 +229,13 @@ func TestColPagesOtherWriters(t *testing.T) {
 }
 
 // readColumn reads a column of every row group as event column i, values
-// as text, NULL as "<nil>".
-func readColumn(t *testing.T, pf *file.Reader, i int, ec eventColumn, arrowOnly bool) []string {
+// as text, NULL as "<nil>". pool, when not nil, is pf's allocator: raw
+// while colPages reads, as in decodeEvents.
+func readColumn(t *testing.T, pf *file.Reader, i int, ec eventColumn, arrowOnly bool, pool *pagePool) []string {
 	t.Helper()
 	d := newChunkDecoder(nil)
-	d.arrowOnly = arrowOnly
+	d.arrowOnly, d.pages = arrowOnly, pool
+	pool.setRaw(!arrowOnly)
 	var out []string
 	for rg := range pf.NumRowGroups() {
 		g := pf.RowGroup(rg)

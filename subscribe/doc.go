@@ -80,6 +80,17 @@
 // once; re-copies by hand or by another writer do not). It is per process:
 // it does not stand in for pgcheckpoint against redelivery after a crash.
 //
+// # Batches by column
+//
+// Options.Columns hands each batch over as Batch.Columns instead of
+// Batch.Events: event i's fields are read one by one (Columns.Payload(i),
+// Columns.CommitLSN(i), ..., or Columns.Event(i) whole) straight from the
+// decoded columns, so no Event is built and written into the batch per
+// event. Same events, order, positions, checkpoints and guarantees; the
+// strings read may be kept. A batch by column keeps the decoded chunks it
+// spans until it is handled, so it is handed over early (fewer than
+// BatchSize events) when it spans more than 32 of them (many small files).
+//
 // # Tracing
 //
 // Each handler call runs in a span, "deltabus.subscribe.handle"

@@ -86,9 +86,8 @@ func (s *subscription) deliverRound(ctx context.Context, view *LogView) error {
 				return err
 			}
 			idx += int64(c.n)
-			select { // delivered: the chunk can be refilled
-			case chunks <- c:
-			default:
+			if err := s.release(ctx, c, chunks); err != nil {
+				return err
 			}
 		}
 		if errors.Is(it.err, storage.ErrNotFound) {

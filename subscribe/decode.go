@@ -288,22 +288,52 @@ func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r *colReader) er
 	} else {
 		c.nums[i] = grow(c.nums[i], n)
 	}
-	got := 0
+	got, direct := 0, false
 	if r.pages != nil {
-		o := colOut{buf: d.buf, starts: c.starts[i], ends: c.ends[i], nums: c.nums[i], nulls: c.null[i]}
 		var err error
-		got, err = r.pages.read(&o, d.idxs)
-		d.buf = o.buf
-		if errors.Is(err, errPageLayout) {
-			d.fallbacks++
-			d.pages.setRaw(false) // arrow-go's readers get cleared memory
-			err = r.toArrow()
-		}
-		if err != nil {
+		if got, direct, err = d.fromPages(c, i, r); err != nil {
 			return err
 		}
 	}
-	for got < n {
+	if err := d.fromArrow(c, i, col, r, got); err != nil {
+		return err
+	}
+	if col.typ == parquet.Types.ByteArray {
+		if !direct {
+			c.text[i] = string(d.buf) // one allocation per column and chunk, never reused
+		}
+		if i == cHeaders {
+			c.headers = make([]string, n)
+			for k := range n {
+				c.headers[k] = c.str(i, k)
+			}
+		}
+	}
+	return nil
+}
+
+// fromPages reads the chunk's rows of column i with colPages, until it
+// hands the column over to arrow-go (then the rest is to read). direct:
+// one PLAIN page held every row, and c.text[i] is set already.
+func (d *chunkDecoder) fromPages(c *chunk, i int, r *colReader) (got int, direct bool, err error) {
+	o := colOut{buf: d.buf, starts: c.starts[i], ends: c.ends[i], nums: c.nums[i], nulls: c.null[i]}
+	got, err = r.pages.read(&o, d.idxs)
+	d.buf = o.buf
+	if o.direct {
+		c.text[i] = o.text
+	}
+	if errors.Is(err, errPageLayout) {
+		d.fallbacks++
+		d.pages.setRaw(false) // arrow-go's readers get cleared memory
+		err = r.toArrow()
+	}
+	return got, o.direct, err
+}
+
+// fromArrow reads the chunk's rows of column i from row got on with
+// arrow-go's reader.
+func (d *chunkDecoder) fromArrow(c *chunk, i int, col eventColumn, r *colReader, got int) error {
+	for n := c.n; got < n; {
 		want := int64(n - got)
 		var total int64
 		var err error
@@ -328,15 +358,6 @@ func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r *colReader) er
 			return err
 		}
 		got += int(total)
-	}
-	if col.typ == parquet.Types.ByteArray {
-		c.text[i] = string(d.buf) // one allocation per column and chunk, never reused
-		if i == cHeaders {
-			c.headers = make([]string, n)
-			for k := range n {
-				c.headers[k] = c.str(i, k)
-			}
-		}
 	}
 	return nil
 }

@@ -43,12 +43,16 @@ var errPageLayout = errors.New("page layout not decoded by colPages")
 
 // colOut is where colPages puts the next rows of a column: byte arrays
 // appended to buf (value k is buf[starts[k]:ends[k]]), numbers in nums.
-// NULL: nulls[k], an empty range or 0.
+// NULL: nulls[k], an empty range or 0. When one PLAIN page holds every
+// row asked (direct), the byte arrays are ranges of text instead, one copy
+// of the page's bytes from the first value to the last.
 type colOut struct {
 	buf          []byte
 	starts, ends []int32
 	nums         []int64
 	nulls        []bool
+	text         string
+	direct       bool
 }
 
 // reset starts reading the column chunk of pages (values width bytes
@@ -115,6 +119,8 @@ func (s *colPages) values(o *colOut, from, n int, idxs []int32) error {
 		err = s.numValues(o.nums[from:from+n], nulls, idxs[:present])
 	case s.idx != nil:
 		o.buf, err = s.dictValues(o.buf, o.starts[from:from+n], o.ends[from:from+n], nulls, idxs[:present])
+	case from == 0 && n == len(o.nulls) && len(o.buf) == 0:
+		err = s.plainText(o)
 	default:
 		o.buf, err = s.plainValues(o.buf, o.starts[from:from+n], o.ends[from:from+n], nulls)
 	}
@@ -201,6 +207,32 @@ func (s *colPages) plainValues(buf []byte, starts, ends []int32, nulls []bool) (
 	}
 	s.plain = p
 	return buf, nil
+}
+
+// plainText reads every row of o from the current PLAIN page with one
+// copy: o.text is the page's bytes from the first value to the last,
+// length prefixes included, each value a range of it.
+func (s *colPages) plainText(o *colOut) error {
+	p, off := s.plain, 0
+	for k, null := range o.nulls {
+		if null {
+			o.starts[k], o.ends[k] = 0, 0
+			continue
+		}
+		if len(p)-off < 4 {
+			return errors.New("PLAIN values cut short")
+		}
+		l := binary.LittleEndian.Uint32(p[off:])
+		if uint64(l) > uint64(len(p)-off-4) || off+4+int(l) > maxChunkBytes {
+			return fmt.Errorf("PLAIN value of %d bytes past the page's end", l)
+		}
+		o.starts[k] = int32(off + 4)
+		off += 4 + int(l)
+		o.ends[k] = int32(off)
+	}
+	o.text, o.direct = string(p[:off]), true // one allocation, never reused
+	s.plain = p[off:]
+	return nil
 }
 
 // nextPage moves to the next data page, reading a dictionary page on the

@@ -2,7 +2,9 @@ package subscribe
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -262,4 +264,53 @@ func readColumn(t *testing.T, pf *file.Reader, i int, ec eventColumn, arrowOnly 
 		r.close()
 	}
 	return out
+}
+
+// TestPlainTextMatchesPlainValues: the one-copy reading of a whole chunk
+// from one PLAIN page gives the values (NULL, empty, long) the value by
+// value reading gives, and both refuse a value past the page's end.
+func TestPlainTextMatchesPlainValues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var page []byte
+	nulls := make([]bool, chunkEvents)
+	var want []string
+	for k := range nulls {
+		nulls[k] = rng.IntN(5) == 0
+		if nulls[k] {
+			want = append(want, "")
+			continue
+		}
+		v := strings.Repeat(string(rune('a'+k%26)), rng.IntN(3)*rng.IntN(200))
+		page = binary.LittleEndian.AppendUint32(page, uint32(len(v)))
+		page = append(page, v...)
+		want = append(want, v)
+	}
+	read := func(direct bool, page []byte) ([]string, error) {
+		s := &colPages{plain: page}
+		o := colOut{starts: make([]int32, len(nulls)), ends: make([]int32, len(nulls)), nulls: nulls}
+		var err error
+		if direct {
+			err = s.plainText(&o)
+		} else {
+			o.buf, err = s.plainValues(o.buf, o.starts, o.ends, nulls)
+			o.text = string(o.buf)
+		}
+		if err != nil || o.direct != direct || len(s.plain) != 0 {
+			return nil, cmp.Or(err, fmt.Errorf("direct %t, %d bytes left", o.direct, len(s.plain)))
+		}
+		var got []string
+		for k := range nulls {
+			got = append(got, o.text[o.starts[k]:o.ends[k]])
+		}
+		return got, nil
+	}
+	for _, direct := range []bool{true, false} {
+		got, err := read(direct, page)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("direct %t: %v, values equal %t", direct, err, reflect.DeepEqual(got, want))
+		}
+		if _, err := read(direct, page[:len(page)-1]); err == nil {
+			t.Fatalf("direct %t: a value past the page's end was read", direct)
+		}
+	}
 }

@@ -28,6 +28,7 @@ type colPages struct {
 	handOver int
 
 	dict  []byte  // dictionary values: byte arrays concatenated, or numbers of width bytes
+	dstr  string  // byte arrays: dict as a string, once a chunk needed it (dictText)
 	doffs []int32 // byte arrays: value k of the dictionary is dict[doffs[k]:doffs[k+1]]
 	dictN int     // values in the dictionary; -1: no dictionary page
 
@@ -117,6 +118,8 @@ func (s *colPages) values(o *colOut, from, n int, idxs []int32) error {
 	switch {
 	case s.width > 0:
 		err = s.numValues(o.nums[from:from+n], nulls, idxs[:present])
+	case s.idx != nil && from == 0 && n == len(o.nulls) && len(o.buf) == 0 && len(s.dict) <= maxDictText:
+		err = s.dictText(o, idxs[:present])
 	case s.idx != nil:
 		o.buf, err = s.dictValues(o.buf, o.starts[from:from+n], o.ends[from:from+n], nulls, idxs[:present])
 	case from == 0 && n == len(o.nulls) && len(o.buf) == 0:
@@ -207,6 +210,34 @@ func (s *colPages) plainValues(buf []byte, starts, ends []int32, nulls []bool) (
 	}
 	s.plain = p
 	return buf, nil
+}
+
+// maxDictText bounds the dictionaries whose rows are ranges of the
+// dictionary itself (dictText): keeping one value keeps its dictionary.
+const maxDictText = 1 << 20
+
+// dictText sets every row of o from the dictionary without a copy: o.text
+// is the dictionary's values (one string per dictionary page, made once,
+// never reused), each row a range of it.
+func (s *colPages) dictText(o *colOut, idxs []int32) error {
+	if s.dstr == "" {
+		s.dstr = string(s.dict)
+	}
+	doffs, v := s.doffs, 0
+	for k, null := range o.nulls {
+		if null {
+			o.starts[k], o.ends[k] = 0, 0
+			continue
+		}
+		i := idxs[v]
+		v++
+		if uint(i) >= uint(len(doffs)-1) {
+			return fmt.Errorf("dictionary index %d out of %d values", i, len(doffs)-1)
+		}
+		o.starts[k], o.ends[k] = doffs[i], doffs[i+1]
+	}
+	o.text, o.direct = s.dstr, true
+	return nil
 }
 
 // plainText reads every row of o from the current PLAIN page with one
@@ -318,7 +349,7 @@ func (s *colPages) dictionary(p *file.DictionaryPage) error {
 	if n < 0 || n > len(data)/max(s.width, 4) {
 		return fmt.Errorf("dictionary page of %d values in %d bytes", n, len(data))
 	}
-	s.dictN = n
+	s.dictN, s.dstr = n, ""
 	if s.width > 0 {
 		s.dict = append(s.dict[:0], data[:n*s.width]...)
 		return nil

@@ -314,3 +314,49 @@ func TestPlainTextMatchesPlainValues(t *testing.T) {
 		}
 	}
 }
+
+// TestDictTextMatchesDictValues: rows as ranges of the dictionary itself
+// equal the rows copied value by value, and an index out of the
+// dictionary is refused either way.
+func TestDictTextMatchesDictValues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	s := &colPages{dict: []byte("alphabetagamma"), doffs: []int32{0, 5, 9, 9, 14}, dictN: 4}
+	nulls := make([]bool, chunkEvents)
+	var idxs []int32
+	for k := range nulls {
+		if nulls[k] = rng.IntN(4) == 0; !nulls[k] {
+			idxs = append(idxs, int32(rng.IntN(4)))
+		}
+	}
+	read := func(direct bool, idxs []int32) ([]string, error) {
+		o := colOut{starts: make([]int32, len(nulls)), ends: make([]int32, len(nulls)), nulls: nulls}
+		var err error
+		if direct {
+			err = s.dictText(&o, idxs)
+		} else {
+			o.buf, err = s.dictValues(o.buf, o.starts, o.ends, nulls, idxs)
+			o.text = string(o.buf)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var got []string
+		for k := range nulls {
+			got = append(got, o.text[o.starts[k]:o.ends[k]])
+		}
+		return got, nil
+	}
+	want, err := read(false, idxs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := read(true, idxs); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("dictText: %v, rows equal %t", err, reflect.DeepEqual(got, want))
+	}
+	idxs[len(idxs)/2] = 4
+	for _, direct := range []bool{true, false} {
+		if _, err := read(direct, idxs); err == nil {
+			t.Fatalf("direct %t: index 4 of a 4-value dictionary was read", direct)
+		}
+	}
+}

@@ -53,10 +53,7 @@ func (c *chunk) event(k int, e *outbox.Event) {
 // them without bounds checks.
 func (c *chunk) fill(evs []Event, k int, pos Position, vt time.Time) {
 	if c.events != nil {
-		for j := range evs {
-			evs[j].Event = c.events[k+j]
-			evs[j].Position, evs[j].VersionTime = Position{Version: pos.Version, Offset: pos.Offset + int64(j)}, vt
-		}
+		c.fillEvents(evs, k, pos, vt)
 		return
 	}
 	n := len(evs)
@@ -65,18 +62,42 @@ func (c *chunk) fill(evs []Event, k int, pos Position, vt time.Time) {
 	sv, lsn, seq, xid := c.nums[cSchemaVersion][k:k+n], c.nums[cCommitLSN][k:k+n], c.nums[cSeq][k:k+n], c.nums[cXid][k:k+n]
 	occ, noOcc := c.nums[cOccurredAt][k:k+n], c.null[cOccurredAt][k:k+n]
 	ct, noCt := c.nums[cCommitTime][k:k+n], c.null[cCommitTime][k:k+n]
+	// The fields that mostly repeat from event to event (topic, type,
+	// commit and version times) are written only when the reused slot
+	// holds another value: that saves the write barriers of their
+	// pointers while the garbage collector marks.
 	for j := range evs {
 		e := &evs[j]
-		e.ID, e.Topic, e.Key, e.Type = id.at(j), top.at(j), key.at(j), typ.at(j)
-		e.SchemaVersion, e.Payload = int32(sv[j]), pay.at(j)
-		e.Headers = nil
-		if !noHdr[j] {
-			e.Headers = &hdrs[j]
+		e.ID, e.Key, e.Payload = id.at(j), key.at(j), pay.at(j)
+		if v := top.at(j); e.Topic != v {
+			e.Topic = v
 		}
+		if v := typ.at(j); e.Type != v {
+			e.Type = v
+		}
+		e.SchemaVersion = int32(sv[j])
+		var h *string
+		if !noHdr[j] {
+			h = &hdrs[j]
+		}
+		e.Headers = h
 		e.OccurredAt = micros(occ[j], noOcc[j])
 		e.CommitLSN, e.Seq, e.Xid = lsn[j], int32(seq[j]), xid[j]
-		e.CommitTime = micros(ct[j], noCt[j])
-		e.Position, e.VersionTime = Position{Version: pos.Version, Offset: pos.Offset + int64(j)}, vt
+		if v := micros(ct[j], noCt[j]); e.CommitTime != v {
+			e.CommitTime = v
+		}
+		e.Position = Position{Version: pos.Version, Offset: pos.Offset + int64(j)}
+		if e.VersionTime != vt {
+			e.VersionTime = vt
+		}
+	}
+}
+
+// fillEvents is fill for a chunk of other writers' events.
+func (c *chunk) fillEvents(evs []Event, k int, pos Position, vt time.Time) {
+	for j := range evs {
+		evs[j].Event = c.events[k+j]
+		evs[j].Position, evs[j].VersionTime = Position{Version: pos.Version, Offset: pos.Offset + int64(j)}, vt
 	}
 }
 

@@ -133,6 +133,14 @@ func (s *colPages) values(o *colOut, from, n int, idxs []int32) error {
 // numValues sets the numbers of the rows, from the dictionary by idxs or
 // from the PLAIN values.
 func (s *colPages) numValues(nums []int64, nulls []bool, idxs []int32) error {
+	if len(idxs) == len(nums) { // no NULL
+		return s.numDense(nums, idxs)
+	}
+	return s.numSparse(nums, nulls, idxs)
+}
+
+// numSparse is numValues row by row, NULLs included.
+func (s *colPages) numSparse(nums []int64, nulls []bool, idxs []int32) error {
 	src, w := s.plain, s.width
 	if s.idx != nil {
 		src = s.dict
@@ -161,6 +169,41 @@ func (s *colPages) numValues(nums []int64, nulls []bool, idxs []int32) error {
 	}
 	if s.idx == nil {
 		s.plain = src[v*w:]
+	}
+	return nil
+}
+
+// numDense is numValues for rows without a NULL: one loop per width and
+// source, no per-row branch but the dictionary's bound.
+func (s *colPages) numDense(nums []int64, idxs []int32) error {
+	w := s.width
+	if s.idx == nil {
+		src := s.plain
+		if len(nums)*w > len(src) {
+			return errors.New("PLAIN values cut short")
+		}
+		if w == 4 {
+			for k := range nums {
+				nums[k] = int64(int32(binary.LittleEndian.Uint32(src[4*k:])))
+			}
+		} else {
+			for k := range nums {
+				nums[k] = int64(binary.LittleEndian.Uint64(src[8*k:]))
+			}
+		}
+		s.plain = src[len(nums)*w:]
+		return nil
+	}
+	dict, n := s.dict, uint(s.dictN)
+	for k, i := range idxs {
+		if uint(i) >= n {
+			return fmt.Errorf("dictionary index %d out of %d values", i, s.dictN)
+		}
+		if w == 4 {
+			nums[k] = int64(int32(binary.LittleEndian.Uint32(dict[4*int(i):])))
+		} else {
+			nums[k] = int64(binary.LittleEndian.Uint64(dict[8*int(i):]))
+		}
 	}
 	return nil
 }

@@ -90,31 +90,16 @@ func (s *colPages) read(o *colOut, idxs []int32) (int, error) {
 
 // values decodes n rows of the current page into o from row from.
 func (s *colPages) values(o *colOut, from, n int, idxs []int32) error {
-	nulls, present := o.nulls[from:from+n], n
-	if s.maxDef > 0 {
-		lv := idxs[:n] // levels first, as int32 scratch
-		if err := s.defs.read(lv); err != nil {
-			return fmt.Errorf("definition levels: %w", err)
-		}
-		present = 0
-		for k, l := range lv {
-			if l > int32(s.maxDef) {
-				return fmt.Errorf("definition level %d over the maximum %d", l, s.maxDef)
-			}
-			nulls[k] = l < int32(s.maxDef)
-			if !nulls[k] {
-				present++
-			}
-		}
-	} else {
-		clear(nulls)
+	nulls := o.nulls[from : from+n]
+	present, err := s.levels(nulls, idxs[:n])
+	if err != nil {
+		return err
 	}
 	if s.idx != nil {
 		if err := s.idx.read(idxs[:present]); err != nil {
 			return fmt.Errorf("dictionary indices: %w", err)
 		}
 	}
-	var err error
 	switch {
 	case s.width > 0:
 		err = s.numValues(o.nums[from:from+n], nulls, idxs[:present])
@@ -128,6 +113,42 @@ func (s *colPages) values(o *colOut, from, n int, idxs []int32) error {
 		o.buf, err = s.plainValues(o.buf, o.starts[from:from+n], o.ends[from:from+n], nulls)
 	}
 	return err
+}
+
+// levels sets nulls from the next len(nulls) definition levels (lv is
+// scratch of as many) and returns the number of values present. Rows all
+// in one run of the maximum level (no NULL) are not read one by one.
+func (s *colPages) levels(nulls []bool, lv []int32) (int, error) {
+	if s.maxDef == 0 {
+		clear(nulls)
+		return len(nulls), nil
+	}
+	if all, err := s.defs.skipRepeat(len(nulls), uint32(s.maxDef)); err != nil || all {
+		clear(nulls)
+		return len(nulls), wrapErr("definition levels", err)
+	}
+	if err := s.defs.read(lv); err != nil {
+		return 0, fmt.Errorf("definition levels: %w", err)
+	}
+	present := 0
+	for k, l := range lv {
+		if l > int32(s.maxDef) {
+			return 0, fmt.Errorf("definition level %d over the maximum %d", l, s.maxDef)
+		}
+		nulls[k] = l < int32(s.maxDef)
+		if !nulls[k] {
+			present++
+		}
+	}
+	return present, nil
+}
+
+// wrapErr wraps a non-nil err with what was being read.
+func wrapErr(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // numValues sets the numbers of the rows, from the dictionary by idxs or

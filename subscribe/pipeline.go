@@ -20,16 +20,20 @@ import (
 // The read pipeline of one round: a producer reads the commits in version
 // order and queues their data files; decoders (decodeWorkers) read files
 // ahead, each into a small channel of event chunks; the subscription
-// drains the files strictly in queue order. Memory is bounded by the
-// decoders: each holds one data file and at most chunkQueue chunks of
-// chunkEvents events, whatever the size of a version. Chunks hold the
-// events by column (see chunk) and go back to the decoders once delivered;
-// each decoder keeps its page buffers from file to file (pagePool).
+// drains the files strictly in queue order. Memory is bounded whatever
+// the size of a version: each decoder holds one data file, and at most
+// orderQueue files queued after the one being delivered hold decoded
+// chunks, at most chunkQueue chunks of chunkEvents events each. The queue
+// lets the decoders run a few files ahead, so a pause of the subscription
+// (its handler, the garbage collector) does not leave them idle. Chunks
+// hold the events by column (see chunk) and go back to the decoders once
+// delivered; each decoder keeps its page buffers from file to file
+// (pagePool).
 const (
 	decodeWorkers = 2
 	chunkEvents   = 1024
 	chunkQueue    = 16
-	orderQueue    = 4
+	orderQueue    = 4 * decodeWorkers
 )
 
 // item is one step of the pipeline, delivered in order: a data file of

@@ -9,8 +9,10 @@ import (
 // chunk is up to chunkEvents consecutive events of one data file, as a
 // decode worker hands them to the subscription. The relay's files are
 // decoded by column: a string column's values of the chunk are ranges of
-// one string (text), numbers are int64s; the subscription builds each
-// Event straight into its batch, so the events read ahead hold no pointers
+// one string (text: the values copied one after the other, one PLAIN
+// page's bytes with their length prefixes, or the column's dictionary),
+// numbers are int64s; the subscription builds each Event straight into its
+// batch (or hands the chunk over by column), so the events read ahead hold no pointers
 // but a few per column for the garbage collector to trace. Files of other
 // writers come through sink/topic as events.
 type chunk struct {

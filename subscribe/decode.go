@@ -31,6 +31,10 @@ func decodeEvents(ctx context.Context, data []byte, reuse *decodeReuse, emit fun
 	if reuse.dec == nil {
 		reuse.dec = newChunkDecoder(reuse.chunks)
 	}
+	// Page readers alone allocate until a column is handed over to
+	// arrow-go (column): the pool need not clear what it hands out.
+	reuse.pages.setRaw(!reuse.dec.arrowOnly)
+	reuse.dec.pages = reuse.pages
 	var opts []file.ReadOption
 	if reuse.pages != nil {
 		opts = append(opts, file.WithReadProps(parquet.NewReaderProperties(reuse.pages)))
@@ -55,12 +59,13 @@ func decodeEvents(ctx context.Context, data []byte, reuse *decodeReuse, emit fun
 
 // decodeReuse is what one decode worker recycles from file to file: its
 // readers' page buffers, its scratch buffers, and chunks the subscription
-// is done with (shared by the workers of a round). Nil fields: allocate
-// afresh.
+// is done with (shared by the workers of a round), and the buffer of its
+// last data file. Nil fields: allocate afresh.
 type decodeReuse struct {
 	pages  *pagePool
 	chunks chan *chunk
 	dec    *chunkDecoder
+	file   []byte // the last data file read (readData)
 }
 
 // errLayout: the file is not laid out as decodeEvents expects.
@@ -147,6 +152,7 @@ type chunkDecoder struct {
 	cols  [len(eventColumns)]*colPages // kept for their dictionary buffers
 	buf   []byte
 	free  chan *chunk // chunks to refill; nil: allocate each
+	pages *pagePool   // the file's allocator; nil: arrow-go's default
 
 	arrowOnly bool // read every column with arrow-go's reader (tests)
 	fallbacks int  // column chunks colPages handed over to arrow-go
@@ -282,21 +288,52 @@ func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r *colReader) er
 	} else {
 		c.nums[i] = grow(c.nums[i], n)
 	}
-	got := 0
+	got, direct := 0, false
 	if r.pages != nil {
-		o := colOut{buf: d.buf, starts: c.starts[i], ends: c.ends[i], nums: c.nums[i], nulls: c.null[i]}
 		var err error
-		got, err = r.pages.read(&o, d.idxs)
-		d.buf = o.buf
-		if errors.Is(err, errPageLayout) {
-			d.fallbacks++
-			err = r.toArrow()
-		}
-		if err != nil {
+		if got, direct, err = d.fromPages(c, i, r); err != nil {
 			return err
 		}
 	}
-	for got < n {
+	if err := d.fromArrow(c, i, col, r, got); err != nil {
+		return err
+	}
+	if col.typ == parquet.Types.ByteArray {
+		if !direct {
+			c.text[i] = string(d.buf) // one allocation per column and chunk, never reused
+		}
+		if i == cHeaders {
+			c.headers = make([]string, n)
+			for k := range n {
+				c.headers[k] = c.str(i, k)
+			}
+		}
+	}
+	return nil
+}
+
+// fromPages reads the chunk's rows of column i with colPages, until it
+// hands the column over to arrow-go (then the rest is to read). direct:
+// one PLAIN page held every row, and c.text[i] is set already.
+func (d *chunkDecoder) fromPages(c *chunk, i int, r *colReader) (got int, direct bool, err error) {
+	o := colOut{buf: d.buf, starts: c.starts[i], ends: c.ends[i], nums: c.nums[i], nulls: c.null[i]}
+	got, err = r.pages.read(&o, d.idxs)
+	d.buf = o.buf
+	if o.direct {
+		c.text[i] = o.text
+	}
+	if errors.Is(err, errPageLayout) {
+		d.fallbacks++
+		d.pages.setRaw(false) // arrow-go's readers get cleared memory
+		err = r.toArrow()
+	}
+	return got, o.direct, err
+}
+
+// fromArrow reads the chunk's rows of column i from row got on with
+// arrow-go's reader.
+func (d *chunkDecoder) fromArrow(c *chunk, i int, col eventColumn, r *colReader, got int) error {
+	for n := c.n; got < n; {
 		want := int64(n - got)
 		var total int64
 		var err error
@@ -321,15 +358,6 @@ func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r *colReader) er
 			return err
 		}
 		got += int(total)
-	}
-	if col.typ == parquet.Types.ByteArray {
-		c.text[i] = string(d.buf) // one allocation per column and chunk, never reused
-		if i == cHeaders {
-			c.headers = make([]string, n)
-			for k := range n {
-				c.headers[k] = c.str(i, k)
-			}
-		}
 	}
 	return nil
 }

@@ -38,10 +38,11 @@
 //     Options.BatchSize events. Data files over Options.MaxFileBytes are
 //     refused. The strings of one column of one 1,024-event chunk share an
 //     allocation (never reused, so events may be kept): keeping one event's
-//     string keeps that chunk's column. While there is something to read,
-//     each decoder keeps up to 32 MiB of page buffers, and the last
-//     dictionary of each column, for the next file; they are dropped once
-//     caught up.
+//     string keeps that chunk's column, or, for a dictionary-encoded column,
+//     the file's dictionary of it (up to 1 MiB). While there is something to read,
+//     each decoder keeps up to 32 MiB of page buffers, the last dictionary
+//     of each column and, on local disk, the buffer of its last data file
+//     (up to 32 MiB), for the next file; they are dropped once caught up.
 //   - The table's identity: a checkpoint records the Delta table id; a
 //     topic table deleted and recreated (its versions restart) is an error,
 //     as is a commit already read that changed or vanished.
@@ -79,6 +80,17 @@
 // that lie within n events of each other (the bus itself writes each event
 // once; re-copies by hand or by another writer do not). It is per process:
 // it does not stand in for pgcheckpoint against redelivery after a crash.
+//
+// # Batches by column
+//
+// Options.Columns hands each batch over as Batch.Columns instead of
+// Batch.Events: event i's fields are read one by one (Columns.Payload(i),
+// Columns.CommitLSN(i), ..., or Columns.Event(i) whole) straight from the
+// decoded columns, so no Event is built and written into the batch per
+// event. Same events, order, positions, checkpoints and guarantees; the
+// strings read may be kept. A batch by column keeps the decoded chunks it
+// spans until it is handled, so it is handed over early (fewer than
+// BatchSize events) when it spans more than 32 of them (many small files).
 //
 // # Tracing
 //

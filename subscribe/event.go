@@ -38,6 +38,9 @@ type Event struct {
 type Batch struct {
 	Topic, Group string
 	Events       []Event
+	// Columns holds the batch's events by column with Options.Columns
+	// (Events is then empty); nil otherwise. Valid during the handler call.
+	Columns *Columns
 	// From is the position before the first event, To the position after
 	// the last: the checkpoint the batch commits.
 	From, To Position

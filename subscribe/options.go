@@ -35,6 +35,13 @@ type Options struct {
 	// Dedup > 0 drops an event whose event_id is among the last Dedup
 	// event ids this subscription delivered (see the package doc).
 	Dedup int
+	// Columns hands each batch to the handler by column (Batch.Columns)
+	// instead of as Events, which stay empty: no Event is built per event,
+	// which saves most of the subscription's own work for a handler that
+	// reads a few fields of many events. Same events, order, positions,
+	// checkpoints and guarantees; a batch may hold fewer than BatchSize
+	// events when it spans many small files.
+	Columns bool
 	// MaxFileBytes refuses data files larger than this (default 512 MiB):
 	// a data file is read whole, one at a time.
 	MaxFileBytes int64

@@ -3,6 +3,7 @@ package subscribe
 import (
 	"math/bits"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
@@ -13,11 +14,24 @@ import (
 // file for the garbage collector to reclaim. Buffers come in power-of-two
 // sizes; each size keeps at most poolPerClass free ones, and all of them
 // at most poolBytes. Reused memory is cleared, as a new allocation would
-// be.
+// be, unless the pool is raw (setRaw): while only page readers allocate
+// (colPages reads the values), every buffer is filled before it is read
+// (page bytes read or decompressed into it), and clearing it first is
+// wasted work. arrow-go's column readers may rely on zeroed memory: the
+// decoder turns raw off before it hands a column over to them.
 type pagePool struct {
 	mu    sync.Mutex
 	free  [maxPoolClass + 1][][]byte
 	bytes int // held in free
+	raw   atomic.Bool
+}
+
+// setRaw turns clearing of reused buffers off (raw) or on. A nil pool
+// allocates afresh anyway.
+func (p *pagePool) setRaw(raw bool) {
+	if p != nil {
+		p.raw.Store(raw)
+	}
 }
 
 const (
@@ -48,7 +62,9 @@ func (p *pagePool) Allocate(size int) []byte {
 			p.free[c] = p.free[c][:n-1]
 			p.bytes -= cap(b)
 			p.mu.Unlock()
-			clear(b[:size])
+			if !p.raw.Load() {
+				clear(b[:size])
+			}
 			return b[:size]
 		}
 		p.mu.Unlock()
@@ -59,7 +75,7 @@ func (p *pagePool) Allocate(size int) []byte {
 // Reallocate implements memory.Allocator.
 func (p *pagePool) Reallocate(size int, b []byte) []byte {
 	if size <= cap(b) {
-		if size > len(b) {
+		if size > len(b) && !p.raw.Load() {
 			clear(b[len(b):size])
 		}
 		return b[:size]

@@ -42,3 +42,30 @@ func TestPagePoolReusesClearedBuffers(t *testing.T) {
 		t.Fatal("Allocate(0) must be empty")
 	}
 }
+
+// TestPagePoolRawKeepsBytes: a raw pool hands reused buffers out as they
+// were (page readers overwrite them); turned back, it clears them again.
+func TestPagePoolRawKeepsBytes(t *testing.T) {
+	p := newPagePool()
+	b := p.Allocate(5000)
+	for i := range b {
+		b[i] = 0xff
+	}
+	p.Free(b)
+	p.setRaw(true)
+	c := p.Allocate(6000)
+	if &c[0] != &b[0] || c[4999] != 0xff {
+		t.Fatal("a raw pool cleared (or did not reuse) a buffer")
+	}
+	g := p.Reallocate(8000, c)
+	if &g[0] != &c[0] || len(g) != 8000 {
+		t.Fatal("Reallocate within the capacity must keep the buffer")
+	}
+	p.Free(g)
+	p.setRaw(false)
+	if d := p.Allocate(7000); &d[0] != &b[0] || !bytes.Equal(d, make([]byte, 7000)) {
+		t.Fatal("a pool no longer raw must clear a reused buffer")
+	}
+	var nilPool *pagePool
+	nilPool.setRaw(true) // no pool: nothing to do
+}

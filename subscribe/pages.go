@@ -28,6 +28,7 @@ type colPages struct {
 	handOver int
 
 	dict  []byte  // dictionary values: byte arrays concatenated, or numbers of width bytes
+	dstr  string  // byte arrays: dict as a string, once a chunk needed it (dictText)
 	doffs []int32 // byte arrays: value k of the dictionary is dict[doffs[k]:doffs[k+1]]
 	dictN int     // values in the dictionary; -1: no dictionary page
 
@@ -43,12 +44,16 @@ var errPageLayout = errors.New("page layout not decoded by colPages")
 
 // colOut is where colPages puts the next rows of a column: byte arrays
 // appended to buf (value k is buf[starts[k]:ends[k]]), numbers in nums.
-// NULL: nulls[k], an empty range or 0.
+// NULL: nulls[k], an empty range or 0. When one PLAIN page holds every
+// row asked (direct), the byte arrays are ranges of text instead, one copy
+// of the page's bytes from the first value to the last.
 type colOut struct {
 	buf          []byte
 	starts, ends []int32
 	nums         []int64
 	nulls        []bool
+	text         string
+	direct       bool
 }
 
 // reset starts reading the column chunk of pages (values width bytes
@@ -85,45 +90,78 @@ func (s *colPages) read(o *colOut, idxs []int32) (int, error) {
 
 // values decodes n rows of the current page into o from row from.
 func (s *colPages) values(o *colOut, from, n int, idxs []int32) error {
-	nulls, present := o.nulls[from:from+n], n
-	if s.maxDef > 0 {
-		lv := idxs[:n] // levels first, as int32 scratch
-		if err := s.defs.read(lv); err != nil {
-			return fmt.Errorf("definition levels: %w", err)
-		}
-		present = 0
-		for k, l := range lv {
-			if l > int32(s.maxDef) {
-				return fmt.Errorf("definition level %d over the maximum %d", l, s.maxDef)
-			}
-			nulls[k] = l < int32(s.maxDef)
-			if !nulls[k] {
-				present++
-			}
-		}
-	} else {
-		clear(nulls)
+	nulls := o.nulls[from : from+n]
+	present, err := s.levels(nulls, idxs[:n])
+	if err != nil {
+		return err
 	}
 	if s.idx != nil {
 		if err := s.idx.read(idxs[:present]); err != nil {
 			return fmt.Errorf("dictionary indices: %w", err)
 		}
 	}
-	var err error
 	switch {
 	case s.width > 0:
 		err = s.numValues(o.nums[from:from+n], nulls, idxs[:present])
+	case s.idx != nil && from == 0 && n == len(o.nulls) && len(o.buf) == 0 && len(s.dict) <= maxDictText:
+		err = s.dictText(o, idxs[:present])
 	case s.idx != nil:
 		o.buf, err = s.dictValues(o.buf, o.starts[from:from+n], o.ends[from:from+n], nulls, idxs[:present])
+	case from == 0 && n == len(o.nulls) && len(o.buf) == 0:
+		err = s.plainText(o)
 	default:
 		o.buf, err = s.plainValues(o.buf, o.starts[from:from+n], o.ends[from:from+n], nulls)
 	}
 	return err
 }
 
+// levels sets nulls from the next len(nulls) definition levels (lv is
+// scratch of as many) and returns the number of values present. Rows all
+// in one run of the maximum level (no NULL) are not read one by one.
+func (s *colPages) levels(nulls []bool, lv []int32) (int, error) {
+	if s.maxDef == 0 {
+		clear(nulls)
+		return len(nulls), nil
+	}
+	if all, err := s.defs.skipRepeat(len(nulls), uint32(s.maxDef)); err != nil || all {
+		clear(nulls)
+		return len(nulls), wrapErr("definition levels", err)
+	}
+	if err := s.defs.read(lv); err != nil {
+		return 0, fmt.Errorf("definition levels: %w", err)
+	}
+	present := 0
+	for k, l := range lv {
+		if l > int32(s.maxDef) {
+			return 0, fmt.Errorf("definition level %d over the maximum %d", l, s.maxDef)
+		}
+		nulls[k] = l < int32(s.maxDef)
+		if !nulls[k] {
+			present++
+		}
+	}
+	return present, nil
+}
+
+// wrapErr wraps a non-nil err with what was being read.
+func wrapErr(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 // numValues sets the numbers of the rows, from the dictionary by idxs or
 // from the PLAIN values.
 func (s *colPages) numValues(nums []int64, nulls []bool, idxs []int32) error {
+	if len(idxs) == len(nums) { // no NULL
+		return s.numDense(nums, idxs)
+	}
+	return s.numSparse(nums, nulls, idxs)
+}
+
+// numSparse is numValues row by row, NULLs included.
+func (s *colPages) numSparse(nums []int64, nulls []bool, idxs []int32) error {
 	src, w := s.plain, s.width
 	if s.idx != nil {
 		src = s.dict
@@ -152,6 +190,41 @@ func (s *colPages) numValues(nums []int64, nulls []bool, idxs []int32) error {
 	}
 	if s.idx == nil {
 		s.plain = src[v*w:]
+	}
+	return nil
+}
+
+// numDense is numValues for rows without a NULL: one loop per width and
+// source, no per-row branch but the dictionary's bound.
+func (s *colPages) numDense(nums []int64, idxs []int32) error {
+	w := s.width
+	if s.idx == nil {
+		src := s.plain
+		if len(nums)*w > len(src) {
+			return errors.New("PLAIN values cut short")
+		}
+		if w == 4 {
+			for k := range nums {
+				nums[k] = int64(int32(binary.LittleEndian.Uint32(src[4*k:])))
+			}
+		} else {
+			for k := range nums {
+				nums[k] = int64(binary.LittleEndian.Uint64(src[8*k:]))
+			}
+		}
+		s.plain = src[len(nums)*w:]
+		return nil
+	}
+	dict, n := s.dict, uint(s.dictN)
+	for k, i := range idxs {
+		if uint(i) >= n {
+			return fmt.Errorf("dictionary index %d out of %d values", i, s.dictN)
+		}
+		if w == 4 {
+			nums[k] = int64(int32(binary.LittleEndian.Uint32(dict[4*int(i):])))
+		} else {
+			nums[k] = int64(binary.LittleEndian.Uint64(dict[8*int(i):]))
+		}
 	}
 	return nil
 }
@@ -201,6 +274,60 @@ func (s *colPages) plainValues(buf []byte, starts, ends []int32, nulls []bool) (
 	}
 	s.plain = p
 	return buf, nil
+}
+
+// maxDictText bounds the dictionaries whose rows are ranges of the
+// dictionary itself (dictText): keeping one value keeps its dictionary.
+const maxDictText = 1 << 20
+
+// dictText sets every row of o from the dictionary without a copy: o.text
+// is the dictionary's values (one string per dictionary page, made once,
+// never reused), each row a range of it.
+func (s *colPages) dictText(o *colOut, idxs []int32) error {
+	if s.dstr == "" {
+		s.dstr = string(s.dict)
+	}
+	doffs, v := s.doffs, 0
+	for k, null := range o.nulls {
+		if null {
+			o.starts[k], o.ends[k] = 0, 0
+			continue
+		}
+		i := idxs[v]
+		v++
+		if uint(i) >= uint(len(doffs)-1) {
+			return fmt.Errorf("dictionary index %d out of %d values", i, len(doffs)-1)
+		}
+		o.starts[k], o.ends[k] = doffs[i], doffs[i+1]
+	}
+	o.text, o.direct = s.dstr, true
+	return nil
+}
+
+// plainText reads every row of o from the current PLAIN page with one
+// copy: o.text is the page's bytes from the first value to the last,
+// length prefixes included, each value a range of it.
+func (s *colPages) plainText(o *colOut) error {
+	p, off := s.plain, 0
+	for k, null := range o.nulls {
+		if null {
+			o.starts[k], o.ends[k] = 0, 0
+			continue
+		}
+		if len(p)-off < 4 {
+			return errors.New("PLAIN values cut short")
+		}
+		l := binary.LittleEndian.Uint32(p[off:])
+		if uint64(l) > uint64(len(p)-off-4) || off+4+int(l) > maxChunkBytes {
+			return fmt.Errorf("PLAIN value of %d bytes past the page's end", l)
+		}
+		o.starts[k] = int32(off + 4)
+		off += 4 + int(l)
+		o.ends[k] = int32(off)
+	}
+	o.text, o.direct = string(p[:off]), true // one allocation, never reused
+	s.plain = p[off:]
+	return nil
 }
 
 // nextPage moves to the next data page, reading a dictionary page on the
@@ -286,7 +413,7 @@ func (s *colPages) dictionary(p *file.DictionaryPage) error {
 	if n < 0 || n > len(data)/max(s.width, 4) {
 		return fmt.Errorf("dictionary page of %d values in %d bytes", n, len(data))
 	}
-	s.dictN = n
+	s.dictN, s.dstr = n, ""
 	if s.width > 0 {
 		s.dict = append(s.dict[:0], data[:n*s.width]...)
 		return nil

@@ -2,13 +2,16 @@ package subscribe
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -187,12 +190,19 @@ func TestColPagesOtherWriters(t *testing.T) {
 		}
 	}
 	cols := map[parquet.Type]int{}
+	// One raw page pool across every file, as a decode worker's: its
+	// buffers come back holding other files' bytes, uncleared.
+	pool := newPagePool()
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		pf, err := file.NewParquetReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		pooled, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(parquet.NewReaderProperties(pool)))
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -205,9 +215,12 @@ func TestColPagesOtherWriters(t *testing.T) {
 				continue
 			}
 			ec := eventColumn{name: col.Name(), typ: typ, leaf: leaf, def: col.MaxDefinitionLevel()}
-			fast, slow := readColumn(t, pf, i, ec, false), readColumn(t, pf, i, ec, true)
+			fast, slow := readColumn(t, pf, i, ec, false, nil), readColumn(t, pf, i, ec, true, nil)
 			if !reflect.DeepEqual(fast, slow) {
 				t.Fatalf("%s column %s:\ncolPages %q\narrow-go %q", p, ec.name, fast, slow)
+			}
+			if raw := readColumn(t, pooled, i, ec, false, pool); !reflect.DeepEqual(raw, slow) {
+				t.Fatalf("%s column %s:\ncolPages, raw pool %q\narrow-go %q", p, ec.name, raw, slow)
 			}
 			cols[typ]++
 		}
@@ -219,11 +232,13 @@ func TestColPagesOtherWriters(t *testing.T) {
 }
 
 // readColumn reads a column of every row group as event column i, values
-// as text, NULL as "<nil>".
-func readColumn(t *testing.T, pf *file.Reader, i int, ec eventColumn, arrowOnly bool) []string {
+// as text, NULL as "<nil>". pool, when not nil, is pf's allocator: raw
+// while colPages reads, as in decodeEvents.
+func readColumn(t *testing.T, pf *file.Reader, i int, ec eventColumn, arrowOnly bool, pool *pagePool) []string {
 	t.Helper()
 	d := newChunkDecoder(nil)
-	d.arrowOnly = arrowOnly
+	d.arrowOnly, d.pages = arrowOnly, pool
+	pool.setRaw(!arrowOnly)
 	var out []string
 	for rg := range pf.NumRowGroups() {
 		g := pf.RowGroup(rg)
@@ -250,4 +265,148 @@ func readColumn(t *testing.T, pf *file.Reader, i int, ec eventColumn, arrowOnly 
 		r.close()
 	}
 	return out
+}
+
+// TestPlainTextMatchesPlainValues: the one-copy reading of a whole chunk
+// from one PLAIN page gives the values (NULL, empty, long) the value by
+// value reading gives, and both refuse a value past the page's end.
+func TestPlainTextMatchesPlainValues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var page []byte
+	nulls := make([]bool, chunkEvents)
+	var want []string
+	for k := range nulls {
+		nulls[k] = rng.IntN(5) == 0
+		if nulls[k] {
+			want = append(want, "")
+			continue
+		}
+		v := strings.Repeat(string(rune('a'+k%26)), rng.IntN(3)*rng.IntN(200))
+		page = binary.LittleEndian.AppendUint32(page, uint32(len(v)))
+		page = append(page, v...)
+		want = append(want, v)
+	}
+	read := func(direct bool, page []byte) ([]string, error) {
+		s := &colPages{plain: page}
+		o := colOut{starts: make([]int32, len(nulls)), ends: make([]int32, len(nulls)), nulls: nulls}
+		var err error
+		if direct {
+			err = s.plainText(&o)
+		} else {
+			o.buf, err = s.plainValues(o.buf, o.starts, o.ends, nulls)
+			o.text = string(o.buf)
+		}
+		if err != nil || o.direct != direct || len(s.plain) != 0 {
+			return nil, cmp.Or(err, fmt.Errorf("direct %t, %d bytes left", o.direct, len(s.plain)))
+		}
+		var got []string
+		for k := range nulls {
+			got = append(got, o.text[o.starts[k]:o.ends[k]])
+		}
+		return got, nil
+	}
+	for _, direct := range []bool{true, false} {
+		got, err := read(direct, page)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("direct %t: %v, values equal %t", direct, err, reflect.DeepEqual(got, want))
+		}
+		if _, err := read(direct, page[:len(page)-1]); err == nil {
+			t.Fatalf("direct %t: a value past the page's end was read", direct)
+		}
+	}
+}
+
+// TestDictTextMatchesDictValues: rows as ranges of the dictionary itself
+// equal the rows copied value by value, and an index out of the
+// dictionary is refused either way.
+func TestDictTextMatchesDictValues(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	s := &colPages{dict: []byte("alphabetagamma"), doffs: []int32{0, 5, 9, 9, 14}, dictN: 4}
+	nulls := make([]bool, chunkEvents)
+	var idxs []int32
+	for k := range nulls {
+		if nulls[k] = rng.IntN(4) == 0; !nulls[k] {
+			idxs = append(idxs, int32(rng.IntN(4)))
+		}
+	}
+	read := func(direct bool, idxs []int32) ([]string, error) {
+		o := colOut{starts: make([]int32, len(nulls)), ends: make([]int32, len(nulls)), nulls: nulls}
+		var err error
+		if direct {
+			err = s.dictText(&o, idxs)
+		} else {
+			o.buf, err = s.dictValues(o.buf, o.starts, o.ends, nulls, idxs)
+			o.text = string(o.buf)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var got []string
+		for k := range nulls {
+			got = append(got, o.text[o.starts[k]:o.ends[k]])
+		}
+		return got, nil
+	}
+	want, err := read(false, idxs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := read(true, idxs); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("dictText: %v, rows equal %t", err, reflect.DeepEqual(got, want))
+	}
+	idxs[len(idxs)/2] = 4
+	for _, direct := range []bool{true, false} {
+		if _, err := read(direct, idxs); err == nil {
+			t.Fatalf("direct %t: index 4 of a 4-value dictionary was read", direct)
+		}
+	}
+}
+
+// TestNumDenseMatchesNumSparse: rows without a NULL read the same numbers
+// through the dense loops as row by row, INT32 and INT64, PLAIN and from a
+// dictionary, and both refuse values cut short or out of the dictionary.
+func TestNumDenseMatchesNumSparse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, w := range []int{4, 8} {
+		for _, dict := range []bool{false, true} {
+			var src []byte
+			for range chunkEvents {
+				src = binary.LittleEndian.AppendUint64(src, rng.Uint64())
+			}
+			idxs := make([]int32, chunkEvents)
+			for k := range idxs {
+				idxs[k] = int32(rng.IntN(300))
+			}
+			read := func(dense bool, src []byte, idxs []int32) ([]int64, error) {
+				s := &colPages{width: w, plain: src}
+				if dict {
+					s.idx, s.dict, s.dictN, s.plain = &rleDecoder{}, src, len(src)/w, nil
+				}
+				nums := make([]int64, chunkEvents)
+				if dense {
+					return nums, s.numDense(nums, idxs)
+				}
+				return nums, s.numSparse(nums, make([]bool, chunkEvents), idxs)
+			}
+			if !dict {
+				src = src[:chunkEvents*w]
+			}
+			want, err := read(false, src, idxs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := read(true, src, idxs); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("width %d dictionary %t: %v, equal %t", w, dict, err, reflect.DeepEqual(got, want))
+			}
+			short, bad := src[:len(src)-1], slices.Clone(idxs)
+			if bad[7] = int32(len(src) / w); !dict {
+				bad = idxs
+			}
+			for _, dense := range []bool{true, false} {
+				if _, err := read(dense, short, bad); err == nil {
+					t.Fatalf("width %d dictionary %t dense %t: read past the values", w, dict, dense)
+				}
+			}
+		}
+	}
 }

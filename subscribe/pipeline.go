@@ -1,9 +1,11 @@
 package subscribe
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"sync"
@@ -18,16 +20,20 @@ import (
 // The read pipeline of one round: a producer reads the commits in version
 // order and queues their data files; decoders (decodeWorkers) read files
 // ahead, each into a small channel of event chunks; the subscription
-// drains the files strictly in queue order. Memory is bounded by the
-// decoders: each holds one data file and at most chunkQueue chunks of
-// chunkEvents events, whatever the size of a version. Chunks hold the
-// events by column (see chunk) and go back to the decoders once delivered;
-// each decoder keeps its page buffers from file to file (pagePool).
+// drains the files strictly in queue order. Memory is bounded whatever
+// the size of a version: each decoder holds one data file, and at most
+// orderQueue files queued after the one being delivered hold decoded
+// chunks, at most chunkQueue chunks of chunkEvents events each. The queue
+// lets the decoders run a few files ahead, so a pause of the subscription
+// (its handler, the garbage collector) does not leave them idle. Chunks
+// hold the events by column (see chunk) and go back to the decoders once
+// delivered; each decoder keeps its page buffers from file to file
+// (pagePool).
 const (
 	decodeWorkers = 2
 	chunkEvents   = 1024
 	chunkQueue    = 16
-	orderQueue    = 4
+	orderQueue    = 4 * decodeWorkers
 )
 
 // item is one step of the pipeline, delivered in order: a data file of
@@ -76,19 +82,16 @@ func (s *subscription) deliverRound(ctx context.Context, view *LogView) error {
 			idx = it.base
 		}
 		for c := range it.out {
-			for k := range c.n {
-				n := idx
-				idx++
-				if it.v == start.Version && n < start.Offset {
-					continue
-				}
-				if err := s.deliver(ctx, c, k, Position{Version: it.v, Offset: n}, it.vt); err != nil {
-					return err
-				}
+			k := 0 // events before the start were handled
+			if it.v == start.Version && idx < start.Offset {
+				k = int(min(start.Offset-idx, int64(c.n)))
 			}
-			select { // delivered: the chunk can be refilled
-			case chunks <- c:
-			default:
+			if err := s.deliverChunk(ctx, c, k, Position{Version: it.v, Offset: idx + int64(k)}, it.vt); err != nil {
+				return err
+			}
+			idx += int64(c.n)
+			if err := s.release(ctx, c, chunks); err != nil {
+				return err
 			}
 		}
 		if errors.Is(it.err, storage.ErrNotFound) {
@@ -202,7 +205,7 @@ func (s *subscription) decode(ctx context.Context, it *item, reuse *decodeReuse)
 		it.err = fmt.Errorf("topic %q version %d: %w", s.topic, it.v, err)
 		return
 	}
-	data, err := s.tbl.Get(ctx, key)
+	data, err := s.readData(ctx, key, reuse)
 	if err != nil {
 		it.err = fmt.Errorf("read data file %s of version %d: %w", key, it.v, err)
 		return
@@ -228,6 +231,41 @@ func (s *subscription) decode(ctx context.Context, it *item, reuse *decodeReuse)
 	if c.n = len(c.events); it.err == nil && c.n > 0 {
 		it.err = send(c)
 	}
+}
+
+// keepFileBytes: a decode worker keeps the buffer of a data file up to
+// this size for the next file.
+const keepFileBytes = 32 << 20
+
+// readData returns the bytes of the data file at key. On a store that
+// reads objects in parts (local disk) they go into the worker's buffer,
+// reused for its next file: the decoders copy every value out of it, and
+// a file laid out otherwise is read again by sink/topic. Otherwise a Get.
+func (s *subscription) readData(ctx context.Context, key string, reuse *decodeReuse) ([]byte, error) {
+	obj, err := storage.OpenObject(ctx, s.tbl, key)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return s.tbl.Get(ctx, key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer obj.Close()
+	size := obj.Size()
+	if size > s.o.MaxFileBytes {
+		return nil, fmt.Errorf("%d bytes, over the limit of %d (Options.MaxFileBytes)", size, s.o.MaxFileBytes)
+	}
+	buf := reuse.file
+	if int64(cap(buf)) < size {
+		buf = make([]byte, size)
+	}
+	buf = buf[:size]
+	if n, err := obj.ReadAt(buf, 0); n < len(buf) {
+		return nil, fmt.Errorf("read %d of %d bytes: %w", n, size, cmp.Or(err, io.ErrUnexpectedEOF))
+	}
+	if size <= keepFileBytes {
+		reuse.file = buf
+	}
+	return buf, nil
 }
 
 // dataKey turns an add path into a store key of the table: URL-decoded

@@ -42,23 +42,65 @@ func (s *subscription) dataAdds(v int64, acts []delta.Action) ([]delta.Add, erro
 	return adds, nil
 }
 
-// deliver adds event k of chunk c, at pos, to the batch (unless
-// deduplicated) and flushes a full batch. The event is built in place.
-func (s *subscription) deliver(ctx context.Context, c *chunk, k int, pos Position, vt time.Time) error {
-	s.pos = Position{Version: pos.Version, Offset: pos.Offset + 1}
-	if id := c.id(k); s.seen.contains(id) {
-		s.log.Debug("subscribe: duplicate event id dropped", "event_id", id, "version", pos.Version, "offset", pos.Offset)
+// deliverChunk adds events k.. of chunk c, the first at pos, to the batch,
+// flushing each full batch. Without Dedup the events go in runs, built
+// straight into the batch, or only noted with Options.Columns.
+func (s *subscription) deliverChunk(ctx context.Context, c *chunk, k int, pos Position, vt time.Time) error {
+	for k < c.n {
+		m := 1
+		if s.seen == nil {
+			m = min(c.n-k, s.o.BatchSize-s.pending())
+		}
+		s.pos = Position{Version: pos.Version, Offset: pos.Offset + int64(m)}
+		switch id := c.id(k); {
+		case s.seen.contains(id):
+			s.log.Debug("subscribe: duplicate event id dropped", "event_id", id, "version", pos.Version, "offset", pos.Offset)
+		case s.o.Columns:
+			s.cols.add(c, k, m, pos, vt)
+			s.seen.add(id)
+		default:
+			at := len(s.batch)
+			s.batch = slices.Grow(s.batch, m)[:at+m]
+			c.fill(s.batch[at:], k, pos, vt)
+			s.seen.add(id)
+		}
+		k, pos = k+m, s.pos
+		if s.pending() >= s.o.BatchSize {
+			if err := s.flush(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pending returns the number of events in the pending batch.
+func (s *subscription) pending() int { return len(s.batch) + s.cols.n }
+
+// maxHeldChunks bounds the chunks a batch by column refers to: a batch of
+// many small files is handed over before it holds more.
+const maxHeldChunks = decodeWorkers * chunkQueue
+
+// release recycles chunk c, delivered, unless the pending batch refers to
+// it (Options.Columns): then it is recycled once the batch is flushed.
+func (s *subscription) release(ctx context.Context, c *chunk, free chan<- *chunk) error {
+	if !s.cols.holds(c) {
+		recycle(c, free)
 		return nil
 	}
-	s.batch = slices.Grow(s.batch, 1)[:len(s.batch)+1]
-	e := &s.batch[len(s.batch)-1]
-	c.event(k, &e.Event)
-	e.Position, e.VersionTime = pos, vt
-	s.seen.add(e.ID)
-	if len(s.batch) >= s.o.BatchSize {
+	s.held, s.free = append(s.held, c), free
+	if len(s.held) >= maxHeldChunks {
 		return s.flush(ctx)
 	}
 	return nil
+}
+
+// recycle gives chunk c back to the decoders when there is room.
+func recycle(c *chunk, free chan<- *chunk) {
+	select {
+	case free <- c:
+	default:
+	}
 }
 
 // vanished handles a listed commit that is gone when read: cleanup ran in

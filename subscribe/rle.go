@@ -52,6 +52,22 @@ func (r *rleDecoder) next() error {
 	return nil
 }
 
+// skipRepeat skips the next n values when they are all v in one repeated
+// run, and reports whether it did; otherwise nothing is consumed (the
+// current run may have been started).
+func (r *rleDecoder) skipRepeat(n int, v uint32) (bool, error) {
+	if r.run == 0 {
+		if err := r.next(); err != nil {
+			return false, err
+		}
+	}
+	if r.bp != nil || r.val != v || r.run < n {
+		return false, nil
+	}
+	r.run -= n
+	return true, nil
+}
+
 // read fills out with the next len(out) values.
 func (r *rleDecoder) read(out []int32) error {
 	for len(out) > 0 {

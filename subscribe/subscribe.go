@@ -31,6 +31,9 @@ type subscription struct {
 	pos   Position        // next event to deliver
 	guard *storage.Object // commit pos.Version-1 as this subscription read it
 	batch []Event
+	cols  Columns       // the pending batch by column (Options.Columns)
+	held  []*chunk      // chunks cols refers to, recycled once it is flushed
+	free  chan<- *chunk // where held chunks go back
 	seen  *window
 	async *committer     // background checkpoint writes (at-least-once stores)
 	reuse []*decodeReuse // the decode workers' buffers; nil while idle
@@ -204,14 +207,17 @@ func (s *subscription) settle(ctx context.Context) error {
 // with no events it commits the position alone when it moved (versions
 // that changed no data), so retention does not pass an idle group.
 func (s *subscription) flush(ctx context.Context) error {
-	if s.cp != nil && s.cp.Position == s.pos && len(s.batch) == 0 {
+	if s.cp != nil && s.cp.Position == s.pos && s.pending() == 0 {
 		return nil
 	}
 	from := s.from
 	next := Checkpoint{Group: s.group, Topic: s.topic, Position: s.pos, TableID: s.tableID}
 	var apply func(context.Context, pgx.Tx) error
-	if len(s.batch) > 0 {
+	if s.pending() > 0 {
 		b := &Batch{Topic: s.topic, Group: s.group, Events: s.batch, From: from, To: s.pos}
+		if s.o.Columns {
+			b.Columns = &s.cols
+		}
 		apply = func(ctx context.Context, tx pgx.Tx) error {
 			b.Tx = tx
 			if err := s.handle(ctx, b); err != nil {
@@ -224,6 +230,12 @@ func (s *subscription) flush(ctx context.Context) error {
 		return err
 	}
 	s.cp, s.from, s.batch = &next, s.pos, s.batch[:0]
+	s.cols.reset()
+	for _, c := range s.held {
+		recycle(c, s.free)
+	}
+	clear(s.held)
+	s.held = s.held[:0]
 	return nil
 }
 

@@ -30,23 +30,27 @@ func (s *subscription) handle(ctx context.Context, b *Batch) error {
 		trace.WithSpanKind(trace.SpanKindConsumer))
 	defer span.End()
 	if span.IsRecording() {
+		n, headers := len(b.Events), func(i int) *string { return b.Events[i].Headers }
+		if b.Columns != nil {
+			n, headers = b.Columns.Len(), b.Columns.Headers
+		}
 		span.SetAttributes(attribute.String("deltabus.topic", b.Topic), attribute.String("messaging.destination.name", b.Topic),
-			attribute.String("deltabus.group", b.Group), attribute.Int("deltabus.events", len(b.Events)),
+			attribute.String("deltabus.group", b.Group), attribute.Int("deltabus.events", n),
 			attribute.String("deltabus.from", b.From.String()), attribute.String("deltabus.to", b.To.String()))
-		linkProducers(span, b.Events)
+		linkProducers(span, n, headers)
 	}
 	err := s.h(ctx, b)
 	otelspan.Fail(span, err)
 	return err
 }
 
-// linkProducers links span to the producer spans of events, once per
-// producer call in a row.
-func linkProducers(span trace.Span, events []Event) {
+// linkProducers links span to the producer spans of n events (their
+// headers), once per producer call in a row.
+func linkProducers(span trace.Span, n int, headers func(int) *string) {
 	var last trace.SpanContext
 	links, dropped := 0, 0
-	for i := range events {
-		h := events[i].Headers
+	for i := range n {
+		h := headers(i)
 		if h == nil || !outbox.HasTraceContext(*h) {
 			continue
 		}

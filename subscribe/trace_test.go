@@ -3,6 +3,7 @@ package subscribe
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -70,5 +71,14 @@ func TestHandlerSpanLinksProducers(t *testing.T) {
 	}
 	if len(parents) != len(want) || !parents[2].Equal(want[2]) || !parents[2].IsRemote() {
 		t.Errorf("Event.TraceContext gave %v, want the producers' span contexts %v", parents, want)
+	}
+	// A batch by column (Options.Columns) gets the same links.
+	rec = tracetest.NewSpanRecorder()
+	opts := Options{Tracer: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), Columns: true}
+	if err := Subscribe(context.Background(), root, "orders", "columns", func(context.Context, *Batch) error { return nil }, opts); err != nil {
+		t.Fatal(err)
+	}
+	if spans := rec.Ended(); len(spans) != 1 || !reflect.DeepEqual(spans[0].Links(), links) {
+		t.Fatalf("by column: %d spans, links %v, want %v", len(spans), spans[0].Links(), links)
 	}
 }

@@ -40,7 +40,10 @@ func envInt(name string, def int) int {
 // the same data files reading every column; the two alternate
 // DELTABUS_BENCH_ROUNDS times (default 3) in the same run. Reports both
 // medians and their ratio, and the median CPU time each spent per event
-// (the machine is shared: CPU time is steadier than the rates).
+// (the machine is shared: CPU time is steadier than the rates). A third
+// reader in the same alternation, the consumer with batches by column
+// (subscribe.Options.Columns, the handler reading each payload), reports
+// columns-ev/s, columns-ratio and columns-cpu-ns/ev.
 func BenchmarkConsumerBacklog(b *testing.B) {
 	n := envInt("DELTABUS_BENCH_BACKLOG", 200_000)
 	dir := b.TempDir()
@@ -58,28 +61,42 @@ func BenchmarkConsumerBacklog(b *testing.B) {
 		got += len(batch.Events)
 		return nil
 	}
+	byColumn := func(_ context.Context, batch *subscribe.Batch) error {
+		cs := batch.Columns
+		for i := range cs.Len() {
+			bytes += len(cs.Payload(i))
+		}
+		got += cs.Len()
+		return nil
+	}
+	consume := func(group string, h subscribe.Handler, columns bool) (evs, cpuNs float64) {
+		got = 0
+		start, cpu0 := time.Now(), processCPU(b)
+		opts := subscribe.Options{BatchSize: envInt("DELTABUS_BENCH_BATCH", subscribe.DefaultBatchSize), Columns: columns}
+		if err := subscribe.Subscribe(ctx, root, "orders", group, h, opts); err != nil {
+			b.Fatal(err)
+		}
+		secs, cpu := time.Since(start).Seconds(), processCPU(b)-cpu0
+		if got != n {
+			b.Fatalf("consumer read %d events, want %d", got, n)
+		}
+		return float64(n) / secs, float64(cpu.Nanoseconds()) / float64(n)
+	}
 	rounds := envInt("DELTABUS_BENCH_ROUNDS", 3)
 	for b.Loop() {
-		// Alternate the two readers and keep each one's median: the
-		// machine is shared and noisy.
-		var ours, duck, oursCPU, duckCPU []float64
+		// Alternate the readers and keep each one's median: the machine is
+		// shared and noisy.
+		var ours, duck, cols, oursCPU, duckCPU, colsCPU []float64
 		for r := range rounds {
-			got = 0
-			start, cpu0 := time.Now(), processCPU(b)
-			opts := subscribe.Options{BatchSize: envInt("DELTABUS_BENCH_BATCH", subscribe.DefaultBatchSize)}
-			if err := subscribe.Subscribe(ctx, root, "orders", fmt.Sprintf("bench-%d", r), h, opts); err != nil {
-				b.Fatal(err)
-			}
-			secs, cpu := time.Since(start).Seconds(), processCPU(b)-cpu0
-			if got != n {
-				b.Fatalf("consumer read %d events, want %d", got, n)
-			}
+			evs, cpu := consume(fmt.Sprintf("bench-%d", r), h, false)
+			ours, oursCPU = append(ours, evs), append(oursCPU, cpu)
 			res := duckScan(b, dir, files)
 			if res.Rows != n {
 				b.Fatalf("DuckDB read %d rows, want %d", res.Rows, n)
 			}
-			ours, duck = append(ours, float64(n)/secs), append(duck, float64(n)/(res.Ms/1000))
-			oursCPU, duckCPU = append(oursCPU, float64(cpu.Nanoseconds())/float64(n)), append(duckCPU, res.CPUMs*1e6/float64(n))
+			duck, duckCPU = append(duck, float64(n)/(res.Ms/1000)), append(duckCPU, res.CPUMs*1e6/float64(n))
+			evs, cpu = consume(fmt.Sprintf("columns-%d", r), byColumn, true)
+			cols, colsCPU = append(cols, evs), append(colsCPU, cpu)
 		}
 		median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
 		b.ReportMetric(median(ours), "consumer-ev/s")
@@ -87,6 +104,9 @@ func BenchmarkConsumerBacklog(b *testing.B) {
 		b.ReportMetric(median(ours)/median(duck), "ratio")
 		b.ReportMetric(median(oursCPU), "consumer-cpu-ns/ev")
 		b.ReportMetric(median(duckCPU), "duckdb-cpu-ns/ev")
+		b.ReportMetric(median(cols), "columns-ev/s")
+		b.ReportMetric(median(cols)/median(duck), "columns-ratio")
+		b.ReportMetric(median(colsCPU), "columns-cpu-ns/ev")
 	}
 }
 

@@ -39,7 +39,7 @@
 //     refused. The strings of one column of one 1,024-event chunk share an
 //     allocation (never reused, so events may be kept): keeping one event's
 //     string keeps that chunk's column, or, for a dictionary-encoded column,
-//     the file's dictionary of it (up to 1 MiB). While there is something to read,
+//     the file's dictionary of it (up to 64 KiB). While there is something to read,
 //     each decoder keeps up to 32 MiB of page buffers, the last dictionary
 //     of each column and, on local disk, the buffer of its last data file
 //     (up to 32 MiB), for the next file; they are dropped once caught up.

@@ -277,8 +277,12 @@ func (s *colPages) plainValues(buf []byte, starts, ends []int32, nulls []bool) (
 }
 
 // maxDictText bounds the dictionaries whose rows are ranges of the
-// dictionary itself (dictText): keeping one value keeps its dictionary.
-const maxDictText = 1 << 20
+// dictionary itself (dictText): keeping one value keeps its dictionary, so
+// a handler that keeps one key per file (a map of the last event per key)
+// keeps at most this much per file, about what a chunk's own column of
+// keys would keep. The relay's topic, type and key dictionaries are far
+// smaller; a larger one (headers unique per event) is copied row by row.
+const maxDictText = 64 << 10
 
 // dictText sets every row of o from the dictionary without a copy: o.text
 // is the dictionary's values (one string per dictionary page, made once,

@@ -61,7 +61,9 @@ func Connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
 }
 
 // ConnectReplication opens a replication=database connection with the
-// session settings the relay's decoder relies on (ISO dates, UTC).
+// session settings the relay's decoder relies on (ISO dates, UTC). Its
+// reads gather the walsender's messages in batches (gatherConn): up to a
+// millisecond more latency, far fewer wake-ups.
 func ConnectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error) {
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
@@ -71,6 +73,7 @@ func ConnectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error)
 	cfg.RuntimeParams["replication"] = "database"
 	cfg.RuntimeParams["datestyle"] = "ISO, MDY"
 	cfg.RuntimeParams["timezone"] = "UTC"
+	cfg.DialFunc = dialGathering(cfg.DialFunc)
 	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, ConnectError(cfg.Host, cfg.Port, err)

@@ -1,0 +1,109 @@
+package pgsource
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// TestGatherConnReadsInBatches sends 200 small messages 50 µs apart, as a
+// walsender sends decoded changes, and reads them through gatherConn: every
+// byte arrives in order, in far fewer reads than messages.
+func TestGatherConnReadsInBatches(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	const msgs, size = 200, 100
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		msg := make([]byte, size)
+		for i := range msgs {
+			for j := range msg {
+				msg[j] = byte(i)
+			}
+			if _, err := c.Write(msg); err != nil {
+				return
+			}
+			for t := time.Now(); time.Since(t) < 50*time.Microsecond; { // time.Sleep would take a millisecond
+			}
+		}
+	}()
+	dial := dialGathering((&net.Dialer{}).DialContext)
+	c, err := dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, 8<<10)
+	var got []byte
+	reads := 0
+	for {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		reads++
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != msgs*size {
+		t.Fatalf("read %d bytes, want %d", len(got), msgs*size)
+	}
+	for i, b := range got {
+		if b != byte(i/size) {
+			t.Fatalf("byte %d is %d, want %d: out of order", i, b, i/size)
+		}
+	}
+	if reads > msgs/4 {
+		t.Fatalf("%d reads for %d messages: reads did not gather", reads, msgs)
+	}
+	t.Logf("%d messages in %d reads", msgs, reads)
+}
+
+// TestGatherConnKeepsDeadlines: a read deadline still ends a read at once
+// (the relay wakes on it, and cancellation sets it in the past).
+func TestGatherConnKeepsDeadlines(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			c.Write([]byte("x"))
+			time.Sleep(time.Second)
+			c.Close()
+		}
+	}()
+	c, err := dialGathering((&net.Dialer{}).DialContext)(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, 8<<10)
+	if _, err := c.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	start := time.Now()
+	_, err = c.Read(buf)
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read after the deadline: %v, want a deadline error", err)
+	}
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Fatalf("read returned %s after a 20 ms deadline", d)
+	}
+}

@@ -94,27 +94,28 @@ func (e *encoder) stats(spec *colSpec, c *Column, rows int, dict bool) metadata.
 	st := metadata.EncodedStatistics{Signed: spec.width > 0}
 	st.SetNullCount(int64(rows - countValid(c.Valid, 0, rows)))
 	var lo, hi []byte
+	found := false
 	switch {
 	case spec.width > 0:
-		lo, hi = e.numberBounds(spec, c, rows)
+		lo, hi, found = e.numberBounds(spec, c, rows)
 	case dict:
 		for k := range int32(e.dict.len()) {
 			lo, hi = widen(lo, hi, e.dict.value(k), k == 0)
 		}
+		found = e.dict.len() > 0
 	default:
-		first := true
 		for r := range rows {
 			if isValid(c.Valid, r) {
-				lo, hi = widen(lo, hi, c.Data[c.Offs[r]:c.Offs[r+1]], first)
-				first = false
+				lo, hi = widen(lo, hi, c.Data[c.Offs[r]:c.Offs[r+1]], !found)
+				found = true
 			}
 		}
 	}
-	if lo != nil && len(lo) <= maxStatBytes {
-		st.SetMin(bytes.Clone(lo))
+	if found && len(lo) <= maxStatBytes {
+		st.SetMin(append([]byte{}, lo...))
 	}
-	if hi != nil && len(hi) <= maxStatBytes {
-		st.SetMax(bytes.Clone(hi))
+	if found && len(hi) <= maxStatBytes {
+		st.SetMax(append([]byte{}, hi...))
 	}
 	return st
 }
@@ -134,8 +135,8 @@ func widen(lo, hi, v []byte, first bool) ([]byte, []byte) {
 }
 
 // numberBounds returns the PLAIN encodings of the least and greatest
-// present value of a number column; nil when none is present.
-func (e *encoder) numberBounds(spec *colSpec, c *Column, rows int) ([]byte, []byte) {
+// present value of a number column; false when none is present.
+func (e *encoder) numberBounds(spec *colSpec, c *Column, rows int) ([]byte, []byte, bool) {
 	var lo, hi int64
 	found := false
 	for r := range rows {
@@ -154,10 +155,10 @@ func (e *encoder) numberBounds(spec *colSpec, c *Column, rows int) ([]byte, []by
 		lo, hi = min(lo, x), max(hi, x)
 	}
 	if !found {
-		return nil, nil
+		return nil, nil, false
 	}
 	if spec.width == 4 {
-		return binary.LittleEndian.AppendUint32(nil, uint32(lo)), binary.LittleEndian.AppendUint32(nil, uint32(hi))
+		return binary.LittleEndian.AppendUint32(nil, uint32(lo)), binary.LittleEndian.AppendUint32(nil, uint32(hi)), true
 	}
-	return binary.LittleEndian.AppendUint64(nil, uint64(lo)), binary.LittleEndian.AppendUint64(nil, uint64(hi))
+	return binary.LittleEndian.AppendUint64(nil, uint64(lo)), binary.LittleEndian.AppendUint64(nil, uint64(hi)), true
 }

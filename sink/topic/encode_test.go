@@ -173,12 +173,12 @@ func TestFooterMatchesPqarrow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := newPendingRows(deadLetterSchema)
+	rows := new(pendingRows)
 	var fs fileStats
 	for i := range dls {
 		rows.appendDeadLetter(&dls[i], &fs)
 	}
-	rec := recordOf(rows)
+	rec := recordOf(deadLetterSchema, rows)
 	if err := pw.Write(rec); err != nil {
 		t.Fatal(err)
 	}
@@ -239,8 +239,8 @@ func compareFooters(t *testing.T, got, want []byte) {
 
 // recordOf wraps the pending rows' buffers, without copying, as an Arrow
 // record (as FileWriter did for pqarrow); release the record before the rows.
-func recordOf(b *pendingRows) arrow.RecordBatch {
-	fields := b.schema.Fields()
+func recordOf(schema *arrow.Schema, b *pendingRows) arrow.RecordBatch {
+	fields := schema.Fields()
 	cols := make([]arrow.Array, len(fields))
 	for i, f := range fields {
 		c := &b.bufs.cols[i]
@@ -261,7 +261,7 @@ func recordOf(b *pendingRows) arrow.RecordBatch {
 		cols[i] = array.MakeFromData(data)
 		data.Release()
 	}
-	rec := array.NewRecordBatch(b.schema, cols, int64(b.rows))
+	rec := array.NewRecordBatch(schema, cols, int64(b.rows))
 	for _, a := range cols {
 		a.Release()
 	}

@@ -4,20 +4,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-
 	"github.com/deltabus/deltabus/outbox"
 )
 
 // pendingRows holds the rows of the next row group column by column in
-// plain Go slices, which become the buffers of an Arrow record without a
-// copy when the row group is encoded. Arrow's builders would zero and
-// regrow their buffers for every row group (a third of a bulk copy's CPU);
-// these slices are reused instead, through a pool shared by every writer
-// in the process, so many writers encoding in turn share a few sets of
-// buffers and the memory held stays about what is pending.
+// plain Go slices, which parquetenc encodes as they are (encode.go).
+// Arrow's builders would zero and regrow their buffers for every row group
+// (a third of a bulk copy's CPU); these slices are reused instead,
+// through a pool shared by every writer in the process, so many writers
+// encoding in turn share a few sets of buffers and the memory held stays
+// about what is pending.
 type pendingRows struct {
-	schema  *arrow.Schema
 	bufs    *rowBuffers // nil while no row is pending
 	rows    int         // rows pending
 	rawSize int64       // approximate bytes pending
@@ -46,10 +43,6 @@ var rowBufferPool = sync.Pool{New: func() any { return new(rowBuffers) }}
 // maxPooledBytes caps what a set of buffers may hold to go back to the
 // pool: one row group of huge values should not pin its memory.
 const maxPooledBytes = 64 << 20
-
-func newPendingRows(schema *arrow.Schema) *pendingRows {
-	return &pendingRows{schema: schema}
-}
 
 // fixedRowSize approximates the bytes of the fixed-width columns of a row.
 const fixedRowSize = 4 + 4 + 8 + 8 + 8 + 8 + 8

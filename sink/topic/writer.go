@@ -100,7 +100,7 @@ func NewFileWriter(store storage.Store, opts FileOptions) *FileWriter {
 		opts:  opts,
 		cols:  tableColumns(opts.DeadLetter),
 		enc:   fileEncoding(opts.DeadLetter),
-		rows:  newPendingRows(ArrowSchema(opts.DeadLetter)),
+		rows:  new(pendingRows),
 	}
 }
 

@@ -3,7 +3,6 @@ package parquetenc
 import (
 	"encoding/binary"
 	"fmt"
-	"io"
 	"math/bits"
 
 	"github.com/klauspost/compress/s2"
@@ -26,6 +25,7 @@ type encoder struct {
 	comp []byte  // compressed page
 	hdr  []byte  // page header
 	idx  []int32 // dictionary indices of the chunk's present values
+	wbuf []byte  // write buffer lent to the file's sink (sink.go)
 	dict dictionary
 	key  [8]byte
 }
@@ -37,26 +37,6 @@ type chunkInfo struct {
 	compressed   int64
 	uncompressed int64
 	dataPages    int32
-}
-
-// sink counts the bytes written to a file.
-type sink struct {
-	w   io.Writer
-	off int64
-}
-
-func (s *sink) Write(p []byte) (int, error) {
-	n, err := s.w.Write(p)
-	s.off += int64(n)
-	if err == nil && n < len(p) {
-		err = io.ErrShortWrite
-	}
-	return n, err
-}
-
-func (s *sink) write(p []byte) error {
-	_, err := s.Write(p)
-	return err
 }
 
 // writeChunk writes column c of rows rows as a column chunk: a dictionary

@@ -125,8 +125,13 @@ func (f *File) WriteRowGroup(rows int, cols []Column) error {
 		return f.err
 	}
 	e := encoders.Get().(*encoder)
+	f.out.lend(e.wbuf)
 	f.err = f.writeRowGroup(e, rows, cols)
-	if cap(e.page)+cap(e.comp)+4*cap(e.idx)+cap(e.dict.data) <= maxPooledScratch {
+	var err error
+	if e.wbuf, err = f.out.reclaim(); f.err == nil && err != nil {
+		f.err = fmt.Errorf("row group %d: %w", f.groups-1, err)
+	}
+	if cap(e.page)+cap(e.comp)+cap(e.wbuf)+4*cap(e.idx)+cap(e.dict.data) <= maxPooledScratch {
 		encoders.Put(e)
 	}
 	return f.err

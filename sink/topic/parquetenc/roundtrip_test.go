@@ -370,6 +370,7 @@ func TestRoundTrip(t *testing.T) {
 		name   string
 		shapes []shape
 	}{
+		{"no row group", nil},
 		{"one row", []shape{{rows: 1, nullPct: 50, distinct: 3, maxLen: 10}}},
 		{"all null", []shape{{rows: 1000, nullPct: 100, distinct: 3, maxLen: 10}}},
 		{"no null", []shape{{rows: 5000, distinct: 5, maxLen: 100}}},

@@ -30,6 +30,13 @@ type encoder struct {
 	key  [8]byte
 }
 
+// scratchBytes is the memory the encoder's buffers hold.
+func (e *encoder) scratchBytes() int {
+	d := &e.dict
+	return cap(e.page) + cap(e.comp) + cap(e.hdr) + cap(e.wbuf) + 4*cap(e.idx) +
+		cap(d.data) + 4*cap(d.offs) + 4*cap(d.slots) + 8*cap(d.hash)
+}
+
 // chunkInfo is what a written column chunk tells the footer.
 type chunkInfo struct {
 	dictOffset   int64 // 0: no dictionary page

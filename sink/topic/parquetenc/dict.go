@@ -19,13 +19,18 @@ type dictionary struct {
 	size  int      // PLAIN size of the dictionary page's values
 }
 
-func (d *dictionary) reset() {
+// reset empties the dictionary for a chunk of rows rows, with a table no
+// larger than those rows need (a small chunk after a large one clears
+// little), grown as values come.
+func (d *dictionary) reset(rows int) {
 	if d.slots == nil {
 		d.seed = maphash.MakeSeed()
-		d.slots = make([]int32, 1024)
-	} else {
-		clear(d.slots)
 	}
+	n := 64
+	for n < 2*rows && n < max(cap(d.slots), 1024) {
+		n <<= 1
+	}
+	d.resize(n)
 	d.data, d.offs, d.hash, d.size = d.data[:0], append(d.offs[:0], 0), d.hash[:0], 0
 }
 
@@ -72,14 +77,19 @@ func (d *dictionary) place(h uint64, k int32) {
 	d.slots[s] = k + 1
 }
 
-// rehash rebuilds the table with n slots (a power of two).
-func (d *dictionary) rehash(n int) {
+// resize empties the table and makes it n slots (a power of two).
+func (d *dictionary) resize(n int) {
 	if cap(d.slots) >= n {
 		d.slots = d.slots[:n]
 		clear(d.slots)
 	} else {
 		d.slots = make([]int32, n)
 	}
+}
+
+// rehash rebuilds the table with n slots (a power of two).
+func (d *dictionary) rehash(n int) {
+	d.resize(n)
 	for k, h := range d.hash {
 		d.place(h, int32(k))
 	}

@@ -131,7 +131,7 @@ func (f *File) WriteRowGroup(rows int, cols []Column) error {
 	if e.wbuf, err = f.out.reclaim(); f.err == nil && err != nil {
 		f.err = fmt.Errorf("row group %d: %w", f.groups-1, err)
 	}
-	if cap(e.page)+cap(e.comp)+cap(e.wbuf)+4*cap(e.idx)+cap(e.dict.data) <= maxPooledScratch {
+	if e.scratchBytes() <= maxPooledScratch {
 		encoders.Put(e)
 	}
 	return f.err

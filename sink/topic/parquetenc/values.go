@@ -3,6 +3,7 @@ package parquetenc
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
@@ -14,7 +15,7 @@ const maxStatBytes = 4096
 // buildDict indexes the present values of column c in e.dict and e.idx;
 // false when the dictionary grows past dictBytes.
 func (e *encoder) buildDict(spec *colSpec, c *Column, rows int) bool {
-	e.dict.reset()
+	e.dict.reset(rows)
 	e.idx = e.idx[:0]
 	prev, prevIdx := -1, int32(0) // the previous present row and its index
 	for r := range rows {
@@ -67,23 +68,50 @@ func (e *encoder) valueBytes(spec *colSpec, c *Column, r int) []byte {
 // appendPlain appends the present values of rows [from, to) to e.page,
 // PLAIN: numbers little-endian, byte arrays each after its 4-byte length.
 func (e *encoder) appendPlain(spec *colSpec, c *Column, from, to int) {
-	b := e.page
-	for r := from; r < to; r++ {
-		if !isValid(c.Valid, r) {
-			continue
+	switch spec.width {
+	case 4:
+		e.page = appendInt32s(e.page, c.I32[from:to], c.Valid, from)
+	case 8:
+		e.page = appendInt64s(e.page, c.I64[from:to], c.Valid, from)
+	default:
+		e.page = appendByteArrays(e.page, c, from, to)
+	}
+}
+
+// appendInt32s appends vals, rows from..., skipping NULL rows.
+func appendInt32s(b []byte, vals []int32, valid []byte, from int) []byte {
+	b = slices.Grow(b, 4*len(vals))
+	for k, v := range vals {
+		if valid == nil || isValid(valid, from+k) {
+			b = binary.LittleEndian.AppendUint32(b, uint32(v))
 		}
-		switch spec.width {
-		case 4:
-			b = binary.LittleEndian.AppendUint32(b, uint32(c.I32[r]))
-		case 8:
-			b = binary.LittleEndian.AppendUint64(b, uint64(c.I64[r]))
-		default:
+	}
+	return b
+}
+
+// appendInt64s appends vals, rows from..., skipping NULL rows.
+func appendInt64s(b []byte, vals []int64, valid []byte, from int) []byte {
+	b = slices.Grow(b, 8*len(vals))
+	for k, v := range vals {
+		if valid == nil || isValid(valid, from+k) {
+			b = binary.LittleEndian.AppendUint64(b, uint64(v))
+		}
+	}
+	return b
+}
+
+// appendByteArrays appends the byte arrays of rows [from, to), skipping
+// NULL rows.
+func appendByteArrays(b []byte, c *Column, from, to int) []byte {
+	b = slices.Grow(b, int(c.Offs[to]-c.Offs[from])+4*(to-from))
+	for r := from; r < to; r++ {
+		if c.Valid == nil || isValid(c.Valid, r) {
 			v := c.Data[c.Offs[r]:c.Offs[r+1]]
 			b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
 			b = append(b, v...)
 		}
 	}
-	e.page = b
+	return b
 }
 
 // stats returns the chunk statistics of column c: the null count and,

@@ -3,6 +3,7 @@ package parquetenc
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/bits"
 
 	"github.com/klauspost/compress/s2"
@@ -115,6 +116,9 @@ func (e *encoder) pageEnd(spec *colSpec, c *Column, from, rows int, dict bool) i
 
 // writePage compresses e.page and writes it with its header.
 func (e *encoder) writePage(out *sink, h pageHeader, info *chunkInfo) error {
+	if s2.MaxEncodedLen(len(e.page)) > math.MaxInt32 || s2.MaxEncodedLen(len(e.page)) < 0 {
+		return fmt.Errorf("page of %d bytes: past Parquet's 2 GiB", len(e.page))
+	}
 	e.comp = s2.EncodeSnappy(e.comp[:cap(e.comp)], e.page)
 	h.uncompressed, h.compressed = int32(len(e.page)), int32(len(e.comp))
 	e.hdr = appendPageHeader(e.hdr[:0], h)

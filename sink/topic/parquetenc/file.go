@@ -71,7 +71,8 @@ func NewSchema(pq *schema.Schema, specs []Spec, createdBy string) (*Schema, erro
 }
 
 // Column is the values of one column of a row group. A byte array column
-// uses Data and Offs (value i is Data[Offs[i]:Offs[i+1]], rows+1 offsets);
+// uses Data and Offs (value i is Data[Offs[i]:Offs[i+1]], rows+1
+// non-decreasing offsets, as in an Arrow string array);
 // INT32 uses I32 and INT64 I64 (one element per row). Valid, when not
 // nil, is a validity bitmap (bit i of byte i/8, LSB first, set when row i
 // has a value); a NULL row keeps its slot (an empty range, any number).

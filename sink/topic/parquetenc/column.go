@@ -64,23 +64,7 @@ func (e *encoder) writeChunk(out *sink, spec *colSpec, c *Column, rows int) (chu
 	vals := 0 // present values before the page
 	for from := 0; from < rows; {
 		to := e.pageEnd(spec, c, from, rows, useDict)
-		e.page = e.page[:0]
-		present := to - from
-		if spec.nullable {
-			e.page = append(e.page, 0, 0, 0, 0)
-			e.page = appendLevels(e.page, c.Valid, from, to-from)
-			binary.LittleEndian.PutUint32(e.page, uint32(len(e.page)-4))
-			present = countValid(c.Valid, from, to)
-		}
-		enc := int32(encPlain)
-		if useDict {
-			enc = encRLEDict
-			w := bitWidth(e.dict.len())
-			e.page = append(e.page, byte(w))
-			e.page = appendHybrid(e.page, e.idx[vals:vals+present], w)
-		} else {
-			e.appendPlain(spec, c, from, to)
-		}
+		present, enc := e.dataPage(spec, c, from, to, vals, useDict)
 		if err := e.writePage(out, pageHeader{numValues: int32(to - from), encoding: enc}, &info); err != nil {
 			return info, false, fmt.Errorf("data page of rows %d-%d: %w", from, to, err)
 		}
@@ -92,9 +76,32 @@ func (e *encoder) writeChunk(out *sink, spec *colSpec, c *Column, rows int) (chu
 	return info, useDict, nil
 }
 
+// dataPage puts in e.page the uncompressed data page of rows [from, to),
+// whose first present value is value vals of the chunk: definition levels
+// (optional columns), then the values, dictionary indices or PLAIN. It
+// returns how many values are present and their encoding.
+func (e *encoder) dataPage(spec *colSpec, c *Column, from, to, vals int, dict bool) (int, int32) {
+	e.page = e.page[:0]
+	present := to - from
+	if spec.nullable {
+		e.page = append(e.page, 0, 0, 0, 0)
+		e.page = appendLevels(e.page, c.Valid, from, to-from)
+		binary.LittleEndian.PutUint32(e.page, uint32(len(e.page)-4))
+		present = countValid(c.Valid, from, to)
+	}
+	if !dict {
+		e.appendPlain(spec, c, from, to)
+		return present, encPlain
+	}
+	w := bitWidth(e.dict.len())
+	e.page = append(e.page, byte(w))
+	e.page = appendHybrid(e.page, e.idx[vals:vals+present], w)
+	return present, encRLEDict
+}
+
 // pageEnd returns the end of the data page starting at row from: a
-// multiple of 8 rows (or the last row), at most maxPageRows, and past the
-// first row group of 8 at most about pageBytes of values.
+// multiple of 8 rows (or the last row), at most maxPageRows, and past its
+// first 8 rows at most about pageBytes of values.
 func (e *encoder) pageEnd(spec *colSpec, c *Column, from, rows int, dict bool) int {
 	limit := min(rows, from+maxPageRows)
 	switch {

@@ -29,6 +29,13 @@
 //     zero-padded to 5 digits). The relay appends in (commit_lsn, seq)
 //     order, so every file, and the concatenation of the returned adds, is
 //     in source commit order.
+//   - Readable by any Parquet reader: data pages v1, PLAIN or
+//     RLE_DICTIONARY values (dictionary for topic, key, type,
+//     schema_version, headers, dead_letter_reason and source_table, unless
+//     a row group's dictionary passes 1 MiB), RLE definition levels, and
+//     footer statistics (null_count, min/max) for every column but
+//     event_id, payload, headers and raw_row, as pqarrow wrote them
+//     (see sink/topic/parquetenc).
 //   - Stats: every add carries stats as a JSON string: numRecords (exact),
 //     nullCount of every column (exact), and minValues/maxValues of every
 //     non-string column (schema_version, commit_lsn, seq, xid, occurred_at,
@@ -36,12 +43,13 @@
 //     minimum is rounded down and the maximum up to the millisecond, so the
 //     bounds always enclose the true microsecond values (data skipping never
 //     drops a matching file). A column with only NULLs has no min/max.
-//   - Bounded memory: rows wait in column buffers (pooled Go slices that
-//     become Arrow arrays without a copy) only until a row group is full
-//     (FileOptions.RowGroupRows / RowGroupBytes, default 64Ki rows /
-//     32 MiB), then they are encoded into the open file (snappy: measured
-//     ~30% less relay CPU than zstd, whose pooled encoders are rebuilt
-//     after each GC). A file is closed when it reaches MaxFileRows or
+//   - Bounded memory: rows wait in column buffers (pooled Go slices) only
+//     until a row group is full (FileOptions.RowGroupRows / RowGroupBytes,
+//     default 64Ki rows / 32 MiB), then they are encoded straight from
+//     those buffers into the open file by parquetenc (data pages v1 of at
+//     most about 1 MiB, PLAIN or dictionary-encoded, snappy: measured ~30%
+//     less relay CPU than zstd, whose pooled encoders are rebuilt after
+//     each GC), whose scratch buffers are pooled too. A file is closed when it reaches MaxFileRows or
 //     MaxFileBytes (default 1,000,000 rows / 32 MiB encoded) and the next
 //     one starts. An open file lives in memory up to MemoryBuffer (8 MiB),
 //     then is written to the store as it grows (storage.Store.Create) and

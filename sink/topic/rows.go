@@ -4,22 +4,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"github.com/deltabus/deltabus/outbox"
 )
 
 // pendingRows holds the rows of the next row group column by column in
-// plain Go slices, which become the buffers of an Arrow record without a
-// copy when the row group is encoded. Arrow's builders would zero and
-// regrow their buffers for every row group (a third of a bulk copy's CPU);
-// these slices are reused instead, through a pool shared by every writer
-// in the process, so many writers encoding in turn share a few sets of
-// buffers and the memory held stays about what is pending.
+// plain Go slices, which parquetenc encodes as they are (encode.go).
+// Arrow's builders would zero and regrow their buffers for every row group
+// (a third of a bulk copy's CPU); these slices are reused instead,
+// through a pool shared by every writer in the process, so many writers
+// encoding in turn share a few sets of buffers and the memory held stays
+// about what is pending.
 type pendingRows struct {
-	schema  *arrow.Schema
 	bufs    *rowBuffers // nil while no row is pending
 	rows    int         // rows pending
 	rawSize int64       // approximate bytes pending
@@ -48,10 +43,6 @@ var rowBufferPool = sync.Pool{New: func() any { return new(rowBuffers) }}
 // maxPooledBytes caps what a set of buffers may hold to go back to the
 // pool: one row group of huge values should not pin its memory.
 const maxPooledBytes = 64 << 20
-
-func newPendingRows(schema *arrow.Schema) *pendingRows {
-	return &pendingRows{schema: schema}
-}
 
 // fixedRowSize approximates the bytes of the fixed-width columns of a row.
 const fixedRowSize = 4 + 4 + 8 + 8 + 8 + 8 + 8
@@ -175,27 +166,6 @@ func (c *colBuf) growBitmap(row int) {
 	}
 }
 
-// array wraps the column's buffers, without copying, as an Arrow array of
-// n values of type dt.
-func (c *colBuf) array(dt arrow.DataType, n int) arrow.Array {
-	var valid *memory.Buffer
-	if c.bitmap {
-		valid = memory.NewBufferBytes(c.valid)
-	}
-	var bufs []*memory.Buffer
-	switch dt.ID() {
-	case arrow.STRING:
-		bufs = []*memory.Buffer{valid, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.offs)), memory.NewBufferBytes(c.data)}
-	case arrow.INT32:
-		bufs = []*memory.Buffer{valid, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(c.i32))}
-	default: // int64, timestamp[us]
-		bufs = []*memory.Buffer{valid, memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(c.i64))}
-	}
-	data := array.NewData(dt, n, bufs, nil, c.nulls, 0)
-	defer data.Release()
-	return array.MakeFromData(data)
-}
-
 func (c *colBuf) reset() {
 	c.data, c.offs, c.i32, c.i64, c.valid = c.data[:0], c.offs[:0], c.i32[:0], c.i64[:0], c.valid[:0]
 	c.bitmap, c.nulls = false, 0
@@ -203,27 +173,6 @@ func (c *colBuf) reset() {
 
 func (c *colBuf) capBytes() int {
 	return cap(c.data) + 4*cap(c.offs) + 4*cap(c.i32) + 8*cap(c.i64) + cap(c.valid)
-}
-
-// encode hands the pending rows, as one record, to write, then recycles
-// the buffers (write must not keep the record past its return).
-func (b *pendingRows) encode(write func(arrow.RecordBatch) error) error {
-	if b.rows == 0 {
-		return nil
-	}
-	fields := b.schema.Fields()
-	cols := make([]arrow.Array, len(fields))
-	for i, f := range fields {
-		cols[i] = b.bufs.cols[i].array(f.Type, b.rows)
-	}
-	rec := array.NewRecordBatch(b.schema, cols, int64(b.rows))
-	for _, a := range cols {
-		a.Release()
-	}
-	err := write(rec)
-	rec.Release()
-	b.release()
-	return err
 }
 
 // release drops the pending rows and returns the buffers to the pool.

@@ -12,8 +12,8 @@ import (
 // them to an object being created in the store (storage.Store.Create: a
 // temporary file beside the target on local disk, a temporary file sent
 // as one PUT on S3), so a large file costs disk, not RAM, and is written
-// once. It deliberately has no Close method (pqarrow closes sinks that have
-// one).
+// once. It deliberately has no Close method: a parquet writer that closes
+// sinks having one must not end it.
 type spillBuffer struct {
 	store    storage.Store
 	key      string

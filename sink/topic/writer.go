@@ -7,13 +7,11 @@ import (
 	"iter"
 	"time"
 
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/google/uuid"
 
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/topic/parquetenc"
 	"github.com/deltabus/deltabus/storage"
 )
 
@@ -70,7 +68,7 @@ func orDefault[T int | int64](v *T, def T) {
 type dataFile struct {
 	name  string
 	buf   *spillBuffer
-	pw    *pqarrow.FileWriter
+	pf    *parquetenc.File // nil until the first row group
 	stats fileStats
 }
 
@@ -82,7 +80,7 @@ type FileWriter struct {
 	store  storage.Store
 	opts   FileOptions
 	cols   []column
-	props  *parquet.WriterProperties
+	enc    *parquetenc.Schema
 	rows   *pendingRows
 	stage  *stage // rows moved out of memory, before the pending ones
 	cur    *dataFile
@@ -97,32 +95,12 @@ type FileWriter struct {
 // root is store (see storage.Sub).
 func NewFileWriter(store storage.Store, opts FileOptions) *FileWriter {
 	opts = opts.withDefaults()
-	props := parquet.NewWriterProperties(
-		parquet.WithCompression(compress.Codecs.Snappy),
-		parquet.WithMaxRowGroupLength(int64(opts.RowGroupRows)),
-		parquet.WithDictionaryFor("event_id", false),
-		parquet.WithDictionaryFor("payload", false),
-		parquet.WithDictionaryFor("raw_row", false),
-		parquet.WithDictionaryFor("occurred_at", false),
-		parquet.WithDictionaryFor("commit_lsn", false),
-		parquet.WithDictionaryFor("seq", false),
-		parquet.WithDictionaryFor("xid", false),
-		parquet.WithDictionaryFor("commit_time", false),
-		// Min/max of a JSON document or a random uuid prunes nothing and
-		// costs a comparison per value (and bytes per page): Delta keeps
-		// the statistics readers prune with.
-		parquet.WithStatsFor("event_id", false),
-		parquet.WithStatsFor("payload", false),
-		parquet.WithStatsFor("headers", false),
-		parquet.WithStatsFor("raw_row", false),
-		parquet.WithCreatedBy("deltabus"),
-	)
 	return &FileWriter{
 		store: store,
 		opts:  opts,
 		cols:  tableColumns(opts.DeadLetter),
-		props: props,
-		rows:  newPendingRows(ArrowSchema(opts.DeadLetter)),
+		enc:   fileEncoding(opts.DeadLetter),
+		rows:  new(pendingRows),
 	}
 }
 
@@ -375,15 +353,11 @@ func (w *FileWriter) encodePending() error {
 	if w.rows.rows == 0 {
 		return nil
 	}
-	if w.cur.pw == nil {
-		pw, err := pqarrow.NewFileWriter(w.rows.schema, w.cur.buf, w.props, pqarrow.DefaultWriterProps())
-		if err != nil {
-			return fmt.Errorf("open parquet writer for %s: %w", w.cur.name, err)
-		}
-		w.cur.pw = pw
+	if w.cur.pf == nil {
+		w.cur.pf = parquetenc.NewFile(w.enc, w.cur.buf)
 	}
 	n := w.rows.rows
-	if err := w.rows.encode(w.cur.pw.Write); err != nil {
+	if err := w.rows.encode(w.cur.pf, len(w.cols)); err != nil {
 		return fmt.Errorf("write row group of %d rows to %s: %w", n, w.cur.name, err)
 	}
 	return nil
@@ -397,10 +371,10 @@ func (w *FileWriter) finishFile() error {
 	f := w.cur
 	w.cur = nil
 	w.done = append(w.done, f)
-	if f.pw == nil {
+	if f.pf == nil {
 		return nil
 	}
-	if err := f.pw.Close(); err != nil {
+	if err := f.pf.Close(); err != nil {
 		return fmt.Errorf("close parquet file %s: %w", f.name, err)
 	}
 	return nil
@@ -479,9 +453,6 @@ func (w *FileWriter) Abort() {
 		w.cur = nil
 	}
 	for _, f := range w.done {
-		if f.pw != nil {
-			_ = f.pw.Close()
-		}
 		f.buf.Discard()
 	}
 	w.done = nil

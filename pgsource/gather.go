@@ -2,44 +2,179 @@ package pgsource
 
 import (
 	"context"
+	"errors"
 	"net"
+	"os"
+	"sync"
+	"syscall"
 	"time"
 )
 
-// A walsender sends each message as soon as it is decoded: one send(2)
-// per message. A reader that keeps up therefore reads one message per
-// read(2), and each read that finds the socket empty parks the reading
-// goroutine and wakes it through the poller: in a drain of single-row
-// transactions, that cost as much CPU as decoding, routing and encoding
-// together, on the cores the database needs. gatherConn reads in batches
-// instead: after a read that returned little, it waits a moment before the
-// next, so that read finds the messages sent meanwhile.
+// A walsender sends each message as soon as it is decoded: one send(2),
+// one TCP segment, per message. Go's poller registers a socket once,
+// edge-triggered, so each segment that arrives wakes the poller, whether
+// or not the relay is waiting to read: in a drain, the scheduler's wake-ups
+// cost more CPU than decoding, routing and encoding together, on the cores
+// the database needs. gatherConn reads in batches instead. While data
+// flows (the last read found little), it raises the socket's low-water
+// mark (SO_RCVLOWAT), so the kernel wakes the poller only once
+// gatherBytes have arrived, and bounds that wait to gatherWait; then it
+// reads whatever is there. When the stream goes idle it returns to the
+// socket's defaults, so an idle relay sleeps without timers.
 const (
-	// gatherBelow is a "little" read: less than this many bytes means the
-	// socket was nearly empty. pgx reads into buffers of 8 KiB or more.
+	// gatherBelow: a read of fewer bytes found the socket nearly empty,
+	// so the next read gathers. pgx reads into buffers of 8 KiB or more.
 	gatherBelow = 4 << 10
-	// gatherPause is the wait. Go's timers sleep at least about a
-	// millisecond on Linux whatever is asked; one millisecond more on a
-	// message costs nothing against a batch delay of tens of milliseconds.
-	gatherPause = time.Millisecond
+	// gatherBytes is the low-water mark while gathering.
+	gatherBytes = 8 << 10
+	// gatherWait bounds a gathering read: what arrived by then is read.
+	// Go's timers fire about a millisecond late at the least on Linux;
+	// a millisecond on a message costs nothing against a batch delay of
+	// tens of milliseconds.
+	gatherWait = time.Millisecond
 )
 
-// gatherConn is a net.Conn whose reads wait gatherPause after a read of
-// less than gatherBelow bytes. A reader that falls behind reads full
-// buffers and never waits, so throughput is unchanged; deadlines and
-// writes pass through.
+// gatherConn is a net.Conn whose reads gather (see above). Deadlines set
+// by the caller keep their meaning: a read returns when the caller's
+// deadline passes, and a deadline set from another goroutine interrupts a
+// read at once.
 type gatherConn struct {
 	net.Conn
-	short bool
+	raw syscall.RawConn // nil: not a socket; reads do not gather
+
+	mu       sync.Mutex
+	deadline time.Time // the caller's read deadline
+	applied  time.Time // the read deadline set on the socket
+	short    bool      // the last read returned less than gatherBelow
+	lowat    bool      // SO_RCVLOWAT is raised
+}
+
+func newGatherConn(c net.Conn) *gatherConn {
+	g := &gatherConn{Conn: c}
+	if sc, ok := c.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			g.raw = raw
+		}
+	}
+	return g
 }
 
 func (c *gatherConn) Read(p []byte) (int, error) {
-	if c.short && len(p) >= gatherBelow {
-		time.Sleep(gatherPause)
+	if c.gathering(p) {
+		n, err := c.Conn.Read(p)
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || c.callerExpired() {
+			c.done(n)
+			return n, err
+		}
+		// The gathering wait ended: read what is there the ordinary way.
+	}
+	if err := c.plain(); err != nil {
+		return 0, err
 	}
 	n, err := c.Conn.Read(p)
-	c.short = n < gatherBelow
+	c.done(n)
 	return n, err
+}
+
+// gathering prepares a gathering read when the last read was short and
+// reports whether it did: the low-water mark raised and the read deadline
+// at most gatherWait away.
+func (c *gatherConn) gathering(p []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.short || c.raw == nil || len(p) < gatherBytes {
+		return false
+	}
+	wait := time.Now().Add(gatherWait)
+	if !c.deadline.IsZero() && !c.deadline.After(wait) {
+		return false // the caller's deadline comes first
+	}
+	if !c.lowat {
+		if c.setLowat(gatherBytes) != nil {
+			return false
+		}
+		c.lowat = true
+	}
+	return c.setDeadline(wait) == nil
+}
+
+// setDeadline sets the socket's read deadline unless it is set already
+// (each change resets a runtime timer).
+func (c *gatherConn) setDeadline(t time.Time) error {
+	if t.Equal(c.applied) {
+		return nil
+	}
+	if err := c.Conn.SetReadDeadline(t); err != nil {
+		return err
+	}
+	c.applied = t
+	return nil
+}
+
+// plain restores the caller's deadline and the default low-water mark.
+func (c *gatherConn) plain() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lowat {
+		if err := c.setLowat(1); err != nil {
+			return err
+		}
+		c.lowat = false
+	}
+	return c.setDeadline(c.deadline)
+}
+
+func (c *gatherConn) done(n int) {
+	c.mu.Lock()
+	c.short = n < gatherBelow
+	c.mu.Unlock()
+}
+
+func (c *gatherConn) callerExpired() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.deadline.IsZero() && !time.Now().Before(c.deadline)
+}
+
+func (c *gatherConn) setLowat(n int) error {
+	var serr error
+	err := c.raw.Control(func(fd uintptr) {
+		serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT, n)
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// SetReadDeadline records the caller's deadline and applies it at once,
+// with the default low-water mark: a read in progress, gathering or not,
+// then ends by the caller's deadline or on any data, as a plain read does.
+func (c *gatherConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.setCallerDeadline(t, c.Conn.SetReadDeadline)
+}
+
+func (c *gatherConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.setCallerDeadline(t, c.Conn.SetDeadline)
+}
+
+func (c *gatherConn) setCallerDeadline(t time.Time, set func(time.Time) error) error {
+	c.deadline = t
+	if c.lowat {
+		if err := c.setLowat(1); err != nil {
+			return err
+		}
+		c.lowat = false
+	}
+	if err := set(t); err != nil {
+		return err
+	}
+	c.applied = t
+	return nil
 }
 
 // dialGathering wraps a dial function so that its connections read in
@@ -50,6 +185,6 @@ func dialGathering(dial func(ctx context.Context, network, addr string) (net.Con
 		if err != nil {
 			return nil, err
 		}
-		return &gatherConn{Conn: c}, nil
+		return newGatherConn(c), nil
 	}
 }

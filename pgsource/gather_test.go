@@ -107,3 +107,93 @@ func TestGatherConnKeepsDeadlines(t *testing.T) {
 		t.Fatalf("read returned %s after a 20 ms deadline", d)
 	}
 }
+
+// gatherPair returns a gathering client connection and the server's end.
+func gatherPair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	c, err := dialGathering((&net.Dialer{}).DialContext)(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := <-accepted
+	if srv == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { c.Close(); srv.Close() })
+	return c, srv
+}
+
+// TestGatherConnSmallMessageArrives: while gathering (the socket's
+// low-water mark raised), a message smaller than the mark still arrives
+// within a few milliseconds, with no deadline set by the caller.
+func TestGatherConnSmallMessageArrives(t *testing.T) {
+	c, srv := gatherPair(t)
+	buf := make([]byte, 8<<10)
+	srv.Write([]byte("first"))
+	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "first" {
+		t.Fatalf("first read: %q, %v", buf[:n], err)
+	}
+	for i := range 20 { // each read after a short one gathers
+		go func() {
+			time.Sleep(3 * time.Millisecond)
+			srv.Write([]byte("small"))
+		}()
+		start := time.Now()
+		n, err := c.Read(buf)
+		if err != nil || string(buf[:n]) != "small" {
+			t.Fatalf("read %d: %q, %v", i, buf[:n], err)
+		}
+		if d := time.Since(start); d > 100*time.Millisecond {
+			t.Fatalf("read %d: a small message took %s to arrive", i, d)
+		}
+	}
+}
+
+// TestGatherConnInterrupted: a deadline set in the past from another
+// goroutine (how cancellation interrupts a read) ends a gathering read at
+// once; a later deadline is then honoured as set.
+func TestGatherConnInterrupted(t *testing.T) {
+	c, srv := gatherPair(t)
+	buf := make([]byte, 8<<10)
+	srv.Write([]byte("x"))
+	if _, err := c.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		c.SetReadDeadline(time.Unix(1, 0))
+	}()
+	start := time.Now()
+	if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("interrupted read: %v, want a deadline error", err)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("interrupted read returned after %s", d)
+	}
+	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	start = time.Now()
+	if _, err := c.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read with nothing to read: %v, want a deadline error", err)
+	}
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("read returned after %s, before its 300 ms deadline", d)
+	}
+	c.SetReadDeadline(time.Time{})
+	srv.Write([]byte("y"))
+	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "y" {
+		t.Fatalf("read after the deadline was cleared: %q, %v", buf[:n], err)
+	}
+}

@@ -22,8 +22,9 @@ import (
 // DELTABUS_BENCH_ROWS rows (default 2M) over DELTABUS_BENCH_TOPICS topics
 // (default 4) with `COPY (SELECT * FROM outbox)
 // TO STDOUT (FORMAT binary)` into io.Discard on the same database, and
-// reports the peak RSS of the bootstrap (VmHWM after a reset). The Go
-// runtime is set up as the relay binary sets it (relay.TuneRuntime).
+// reports the peak RSS of the bootstrap (VmHWM after a reset) and the CPU
+// time the process used per row. The Go runtime is set up as the relay
+// binary sets it (relay.TuneRuntime).
 func BenchmarkBootstrap(b *testing.B) {
 	relay.TuneRuntime()
 	n := 2_000_000
@@ -45,12 +46,14 @@ func BenchmarkBootstrap(b *testing.B) {
 		runtime.GC()
 		resetPeakRSS(b)
 		baseRSS := rssKiB(b, "VmRSS")
+		cpu := processCPU(b)
 		start := time.Now()
 		res, err := bootstrap.Snapshot(ctx, testConfig(db, url), store, bootstrap.Options{Log: testLog(b)})
 		if err != nil {
 			b.Fatal(err)
 		}
 		took := time.Since(start)
+		cpu = processCPU(b) - cpu
 		if res.Rows != int64(n) {
 			b.Fatalf("bootstrap copied %d rows, want %d", res.Rows, n)
 		}
@@ -59,6 +62,7 @@ func BenchmarkBootstrap(b *testing.B) {
 		b.ReportMetric(copyRate, "copy_binary_rows/s")
 		b.ReportMetric(rate/copyRate, "ratio")
 		b.ReportMetric(float64(rssKiB(b, "VmHWM"))/1024, "peak_rss_MiB")
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(n), "cpu_ns/row")
 		b.ReportMetric(float64(baseRSS)/1024, "base_rss_MiB")
 		b.ReportMetric(float64(fillTopics()), "topics")
 		db.Exec(b, "SELECT pg_drop_replication_slot('deltabus')")
@@ -75,6 +79,17 @@ func copyBinaryRate(b *testing.B, ctx context.Context, conn *pgx.Conn, n int) fl
 		b.Fatalf("COPY read %d rows", tag.RowsAffected())
 	}
 	return float64(n) / time.Since(start).Seconds()
+}
+
+// processCPU is the user and system CPU time the process has used: a
+// bootstrap's CPU per row varies much less than its rate on a shared
+// machine.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func resetPeakRSS(b *testing.B) {

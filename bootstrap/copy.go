@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -214,12 +215,18 @@ func (j *copyJob) fanOutPart(ctx context.Context, conn *pgx.Conn, s *source, ws 
 		parsers[k] = w.rowParser(s).(*binRows)
 		parsers[k].header = true // the stream's header stays with fanOut
 	}
-	f := newFanOut(ctx, len(s.rel.Columns), len(ws))
+	f := newFanOut(ctx, len(s.rel.Columns), len(ws), s.topicColumn())
 	return f.run(func(ctx context.Context, sink *fanOut) error {
 		tag, err := conn.PgConn().CopyTo(ctx, sink, ws[0].u.copySQL(s))
 		j.metrics.addRows(tag.RowsAffected())
 		return err
 	}, parsers)
+}
+
+// topicColumn returns the index of the mapping's topic column, -1 if the
+// table has none.
+func (s *source) topicColumn() int {
+	return slices.IndexFunc(s.rel.Columns, func(c decoding.Column) bool { return c.Name == s.mapping.Topic })
 }
 
 // copyParser is what COPY output is written to.

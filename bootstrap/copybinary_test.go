@@ -300,3 +300,40 @@ func texts(d []decoding.Datum) []string {
 	}
 	return out
 }
+
+// TestFastRowValidTopic: interleaved topics are checked once each (while
+// fewer than maxValidTopics), an invalid one is refused every time, and
+// the accepted topic becomes the last one, copied out of the row.
+func TestFastRowValidTopic(t *testing.T) {
+	var r fastRow
+	buf := []byte("topic-a")
+	for range 3 {
+		for _, topic := range []string{"topic-a", "Topic-A", "topic-b", "", "_dead", "topic-a"} {
+			want := outbox.ValidTopic(topic) == nil
+			if got := r.validTopic(topic); got != want {
+				t.Fatalf("validTopic(%q) = %t, want %t", topic, got, want)
+			}
+			if want && r.lastTopic != topic {
+				t.Fatalf("after %q the last topic is %q", topic, r.lastTopic)
+			}
+		}
+	}
+	if len(r.valid) != 2 {
+		t.Errorf("%d topics remembered, want 2: %v", len(r.valid), r.valid)
+	}
+	if !r.validTopic(aliasString(buf)) {
+		t.Fatal("topic-a refused")
+	}
+	copy(buf, "xxxxxxx")
+	if r.lastTopic != "topic-a" {
+		t.Errorf("the last topic aliases the row: %q", r.lastTopic)
+	}
+	for i := range maxValidTopics + 10 {
+		if topic := fmt.Sprint("t-", i); !r.validTopic(topic) || r.lastTopic != topic {
+			t.Fatalf("validTopic(%q) refused or not last (%q)", topic, r.lastTopic)
+		}
+	}
+	if len(r.valid) != maxValidTopics {
+		t.Errorf("%d topics remembered, want at most %d", len(r.valid), maxValidTopics)
+	}
+}

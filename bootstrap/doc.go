@@ -38,9 +38,13 @@
 //     open-ended, which connections take from a shared queue and read with
 //     `... WHERE ctid >= '(a,0)' AND ctid < '(b,0)'`, a TID range scan
 //     (PostgreSQL < 14 has none: each table is then one unit). A unit's rows
-//     are dealt, in 256 KiB chunks of whole tuples, to Options.Workers
-//     (default 2) goroutines that build and encode the events, each into
-//     its own files: encoding costs more CPU than the server's read. Binary is
+//     go, in 256 KiB chunks of whole tuples, to Options.Workers (default 2)
+//     goroutines that build and encode the events, each into its own
+//     files: encoding costs more CPU than the server's read. Each topic's
+//     rows go to one worker while that keeps the workers' loads within 5/4
+//     of even (fewer files, larger row groups within the memory bound);
+//     otherwise (one topic is most of the rows) chunks are dealt in turn
+//     (topicRoute). Binary is
 //     used when every column's text output can be rebuilt exactly from it
 //     (text, varchar, bpchar, name, json, jsonb, uuid, bool, int2/4/8,
 //     timestamp; timestamptz when the session's TimeZone is UTC; DateStyle

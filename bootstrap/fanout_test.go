@@ -63,7 +63,7 @@ func TestFanOutDealsEveryRowOnceInOrder(t *testing.T) {
 		})
 		parsers[k].header = true
 	}
-	f := newFanOut(t.Context(), 1, workers)
+	f := newFanOut(t.Context(), 1, workers, -1)
 	if err := f.run(copyInPieces(binStream(n, true)), parsers); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestFanOutStopsOnAnyError(t *testing.T) {
 		parsers[k].header = true
 	}
 	done := make(chan error, 1)
-	go func() { done <- newFanOut(t.Context(), 1, 2).run(copyInPieces(binStream(200_000, true)), parsers) }()
+	go func() { done <- newFanOut(t.Context(), 1, 2, -1).run(copyInPieces(binStream(200_000, true)), parsers) }()
 	select {
 	case err := <-done:
 		if !errors.Is(err, boom) {
@@ -109,7 +109,7 @@ func TestFanOutStopsOnAnyError(t *testing.T) {
 
 	ok := []*binRows{newBinRows(1, func([]decoding.Datum) error { return nil })}
 	ok[0].header = true
-	if err := newFanOut(t.Context(), 1, 1).run(copyInPieces(binStream(100, false)), ok); err == nil {
+	if err := newFanOut(t.Context(), 1, 1, -1).run(copyInPieces(binStream(100, false)), ok); err == nil {
 		t.Fatal("a stream without its end marker was accepted")
 	}
 }

@@ -98,7 +98,33 @@ type fastRow struct {
 	headers   string
 	idText    [36]byte
 	key       idKey
-	lastTopic string // the last topic accepted (one unit has one topic)
+	lastTopic string // the last topic accepted (a topic unit has one topic)
+	// valid holds topics accepted (key and value the same copy), at most
+	// maxValidTopics: the rows of a range unit interleave topics.
+	valid map[string]string
+}
+
+// maxValidTopics bounds fastRow.valid.
+const maxValidTopics = 4096
+
+// validTopic reports whether topic is a valid topic name, and if so makes
+// it the last topic.
+func (r *fastRow) validTopic(topic string) bool {
+	if known, ok := r.valid[topic]; ok {
+		r.lastTopic = known
+		return true
+	}
+	if outbox.ValidTopic(topic) != nil {
+		return false
+	}
+	r.lastTopic = strings.Clone(topic)
+	if r.valid == nil {
+		r.valid = map[string]string{}
+	}
+	if len(r.valid) < maxValidTopics {
+		r.valid[r.lastTopic] = r.lastTopic
+	}
+	return true
 }
 
 // build fills r from a binary tuple; ok is false when the row must take
@@ -120,11 +146,8 @@ func (p *fastPlan) build(d []decoding.Datum, r *fastRow) (ok bool) {
 		}
 		strs[i] = aliasString(v.Data)
 	}
-	if strs[0] != r.lastTopic {
-		if outbox.ValidTopic(strs[0]) != nil {
-			return false
-		}
-		r.lastTopic = strings.Clone(strs[0])
+	if strs[0] != r.lastTopic && !r.validTopic(strs[0]) {
+		return false
 	}
 	ev.Topic, ev.Key, ev.Type = strs[0], strs[1], strs[2]
 	if !p.schemaVersion(d, ev) {

@@ -16,12 +16,7 @@ import (
 // page buffers are reused), with or without Dedup (events one by one or
 // in runs), across a failed batch that resumes in the middle of a chunk.
 func TestKeptEventsMatchTheFiles(t *testing.T) {
-	root := localRoot(t)
-	tt := newTestTopic(t, root, "orders")
-	for _, n := range []int{2500, 3000, 7, 2048} {
-		tt.commit(n, 1000)
-	}
-	want := logEvents(t, storage.Sub(root, "orders"), 4)
+	root, want := mixedTopic(t)
 	for _, dedup := range []int{0, 10_000} {
 		c, group := collector{failAt: 2}, fmt.Sprintf("g%d", dedup)
 		opts := Options{BatchSize: 700, Dedup: dedup}
@@ -43,6 +38,20 @@ func TestKeptEventsMatchTheFiles(t *testing.T) {
 			}
 		}
 	}
+}
+
+// mixedTopic writes topic "orders" with four versions of 2,500, 3,000, 7
+// and 2,048 events in files of up to 1,000 (chunks cut in the middle of
+// files and files in the middle of chunks) and returns the store root and
+// the events its log holds.
+func mixedTopic(t *testing.T) (storage.Store, []Event) {
+	t.Helper()
+	root := localRoot(t)
+	tt := newTestTopic(t, root, "orders")
+	for _, n := range []int{2500, 3000, 7, 2048} {
+		tt.commit(n, 1000)
+	}
+	return root, logEvents(t, storage.Sub(root, "orders"), 4)
 }
 
 // logEvents reads versions 1..last of a topic table through sink/topic, in

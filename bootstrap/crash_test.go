@@ -97,20 +97,7 @@ func TestCrashDuringBootstrap(t *testing.T) {
 // the store, so the next relay makes a first start again.
 func startOver(t *testing.T, db *pgtest.DB, url, slot string) {
 	t.Helper()
-	conn := db.Conn(t)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var active bool
-		err := conn.QueryRow(t.Context(), "SELECT active FROM pg_replication_slots WHERE slot_name = $1", slot).Scan(&active)
-		if err == nil && !active {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("slot %s still active (or unreadable: %v) 30 s after the kill", slot, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	db.Exec(t, "SELECT pg_drop_replication_slot($1)", slot)
+	dropSlotWhenFree(t, db, slot)
 	dir := strings.TrimPrefix(url, "file://")
 	entries, err := os.ReadDir(dir)
 	if err != nil {

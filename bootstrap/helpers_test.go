@@ -325,3 +325,24 @@ func runInProcess(t *testing.T, cfg bootstrap.Config, store storage.Store) (stop
 		}
 	}
 }
+
+// dropSlotWhenFree drops a replication slot once no walsender holds it: the
+// walsender of a relay that just exited (stopped or killed) takes a moment
+// to notice, and a slot in use cannot be dropped.
+func dropSlotWhenFree(t *testing.T, db *pgtest.DB, slot string) {
+	t.Helper()
+	conn := db.Conn(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var active bool
+		err := conn.QueryRow(t.Context(), "SELECT active FROM pg_replication_slots WHERE slot_name = $1", slot).Scan(&active)
+		if err == nil && !active {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slot %s still active (or unreadable: %v) 30 s after its relay exited", slot, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	db.Exec(t, "SELECT pg_drop_replication_slot($1)", slot)
+}

@@ -36,7 +36,7 @@ func TestLostSlotRecovery(t *testing.T) {
 		t.Fatalf("relay: %v\n%s", err, p.output())
 	}
 	before, _, _ := catalog.ReadMarker(t.Context(), store, cfg.AppID)
-	db.Exec(t, "SELECT pg_drop_replication_slot('deltabus')")
+	dropSlotWhenFree(t, db, "deltabus")
 	time.Sleep(time.Second) // events arrive while there is no slot
 
 	out, err := runRelay(t, bin, db, url, time.Minute, "run")

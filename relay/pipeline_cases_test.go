@@ -260,3 +260,18 @@ func TestHeartbeatAdvancesAnIdleSlot(t *testing.T) {
 	at := h.src.send(pg.Message(false, h.src.lsn+0x100, HeartbeatPrefix, nil))
 	h.waitAck(at)
 }
+
+// A commit is acknowledged as soon as it is durable, not at the next
+// status interval: the server frees its WAL, and sees the slot caught up,
+// within milliseconds of the commit.
+func TestAcknowledgedOnceDurable(t *testing.T) {
+	h := newHarness(t, sinktest.NewMemory(), 0x1000, func(c *Config) { c.StatusInterval = time.Minute })
+	for range 3 {
+		_, end := h.src.tx("orders")
+		start := time.Now()
+		h.waitAck(end)
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("acknowledged %s after the commit, with a 1 min status interval", d)
+		}
+	}
+}

@@ -93,6 +93,7 @@ type session struct {
 	batchSeq   int64
 	received   pglogrepl.LSN
 	lastStatus time.Time
+	ackedFrom  pglogrepl.LSN // the committer's durable position at the last status update
 	// now is the time read once per turn of the receive loop: the batch
 	// deadlines it decides are tens of milliseconds apart, and reading the
 	// clock five times per message cost a tenth of the relay's CPU.
@@ -101,6 +102,7 @@ type session struct {
 	// moves every 2 ms, not every message (each move resets the socket's
 	// read deadline).
 	retryAt time.Time
+	ackWake time.Time // the wake-up while the committer works (see deadline)
 
 	holds      holds
 	watermarks []pendingWatermark
@@ -139,11 +141,17 @@ func (s *session) stream(ctx context.Context, stop <-chan struct{}) error {
 			return err
 		}
 		s.noteProgress()
-		if s.now.Sub(s.lastStatus) >= s.r.cfg.StatusInterval {
+		due := s.now.Sub(s.lastStatus) >= s.r.cfg.StatusInterval
+		if due || s.com.durableLSN() != s.ackedFrom {
+			// A commit made more durable: acknowledge it now, not at the
+			// next interval, so the server frees its WAL (and sees the
+			// slot caught up) within milliseconds of the commit.
 			if err := s.sendStatus(ctx); err != nil {
 				return err
 			}
-			s.warnHeld()
+			if due {
+				s.warnHeld()
+			}
 		}
 		if err := s.receiveOne(ctx); err != nil {
 			return err
@@ -172,6 +180,17 @@ func (s *session) deadline() time.Time {
 		}
 		if ready.Before(d) {
 			d = ready
+		}
+	}
+	if !s.com.idle() {
+		// A batch is being committed: wake soon after it is durable to
+		// acknowledge it (the committer does not wake the session). Like
+		// retryAt, the wake-up moves every 5 ms, not every message.
+		if !s.now.Before(s.ackWake) {
+			s.ackWake = s.now.Add(5 * time.Millisecond)
+		}
+		if s.ackWake.Before(d) {
+			d = s.ackWake
 		}
 	}
 	return d
@@ -355,6 +374,7 @@ func (s *session) finish(ctx context.Context) error {
 
 func (s *session) sendStatus(ctx context.Context) error {
 	durable := s.com.durableLSN()
+	s.ackedFrom = durable
 	if h := s.holds.position(); h != 0 && h < durable {
 		durable = h // a held topic must be able to re-read from its hold
 	}

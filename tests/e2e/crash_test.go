@@ -78,6 +78,10 @@ func crashTest(t testing.TB, storeURL string, store storage.Store, extraEnv []st
 		procs = append(procs, p)
 	}
 	<-produced
+	// The last relay started just after a kill; the slot may be drained
+	// already (a commit is acknowledged once durable), so wait until this
+	// relay streams before asking it to stop.
+	waitSlotActive(t, db.DSN, "deltabus", p)
 	waitDrained(t, db.DSN, "deltabus", 3*time.Minute)
 	if err := p.stop(time.Minute); err != nil {
 		t.Fatalf("relay did not stop cleanly on SIGTERM: %v\n%s", err, p.tail())

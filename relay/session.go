@@ -98,11 +98,10 @@ type session struct {
 	// deadlines it decides are tens of milliseconds apart, and reading the
 	// clock five times per message cost a tenth of the relay's CPU.
 	now time.Time
-	// retryAt is the wake-up while a due batch waits for the committer; it
-	// moves every 2 ms, not every message (each move resets the socket's
-	// read deadline).
+	// retryAt and ackWake are the wake-ups while a due batch waits for the
+	// committer and while the committer works (stepWake).
 	retryAt time.Time
-	ackWake time.Time // the wake-up while the committer works (see deadline)
+	ackWake time.Time
 
 	holds      holds
 	watermarks []pendingWatermark
@@ -173,10 +172,7 @@ func (s *session) deadline() time.Time {
 	if !s.cur.empty() {
 		ready := s.dueAt()
 		if s.batchFull() || s.now.After(ready) {
-			if !s.now.Before(s.retryAt) {
-				s.retryAt = s.now.Add(2 * time.Millisecond) // waiting for the committer
-			}
-			ready = s.retryAt
+			ready = stepWake(&s.retryAt, s.now, 2*time.Millisecond) // waiting for the committer
 		}
 		if ready.Before(d) {
 			d = ready
@@ -184,16 +180,21 @@ func (s *session) deadline() time.Time {
 	}
 	if !s.com.idle() {
 		// A batch is being committed: wake soon after it is durable to
-		// acknowledge it (the committer does not wake the session). Like
-		// retryAt, the wake-up moves every 5 ms, not every message.
-		if !s.now.Before(s.ackWake) {
-			s.ackWake = s.now.Add(5 * time.Millisecond)
-		}
-		if s.ackWake.Before(d) {
-			d = s.ackWake
+		// acknowledge it (the committer does not wake the session).
+		if wake := stepWake(&s.ackWake, s.now, 5*time.Millisecond); wake.Before(d) {
+			d = wake
 		}
 	}
 	return d
+}
+
+// stepWake returns a wake-up that moves by step once now reaches it, not
+// on every message: each move resets the socket's read deadline.
+func stepWake(at *time.Time, now time.Time, step time.Duration) time.Time {
+	if !now.Before(*at) {
+		*at = now.Add(step)
+	}
+	return *at
 }
 
 func (s *session) receiveOne(ctx context.Context) error {

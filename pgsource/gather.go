@@ -1,13 +1,17 @@
 package pgsource
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // A walsender sends each message as soon as it is decoded: one send(2),
@@ -25,8 +29,17 @@ const (
 	// gatherBelow: a read of fewer bytes found the socket nearly empty,
 	// so the next read gathers. pgx reads into buffers of 8 KiB or more.
 	gatherBelow = 4 << 10
-	// gatherBytes is the low-water mark while gathering.
-	gatherBytes = 8 << 10
+	// gatherBytes is the low-water mark while gathering: 32 KiB is about
+	// half a millisecond of a drain's stream. Each read and each wake-up
+	// also costs the kernel a TCP window update: fewer, larger reads cost
+	// the relay 14% less CPU per event in 1,000-row transactions than
+	// 8 KiB reads (side by side, two rounds). 128 KiB slowed single-row
+	// drains: the walsender then waits on its full socket.
+	gatherBytes = 32 << 10
+	// readBuffer is what one read asks of the socket. pgx's own reader
+	// asks for at most 8 KiB, so the replication connection reads through
+	// a buffer of this size (gatheringFrontend).
+	readBuffer = 64 << 10
 	// gatherWait bounds a gathering read: what arrived by then is read.
 	// Go's timers fire about a millisecond late at the least on Linux;
 	// a millisecond on a message costs nothing against a batch delay of
@@ -175,6 +188,12 @@ func (c *gatherConn) setCallerDeadline(t time.Time, set func(time.Time) error) e
 	}
 	c.applied = t
 	return nil
+}
+
+// gatheringFrontend is pgx's frontend reading through a readBuffer-sized
+// buffer, so that a gathering read takes all that has gathered.
+func gatheringFrontend(r io.Reader, w io.Writer) *pgproto3.Frontend {
+	return pgproto3.NewFrontend(bufio.NewReaderSize(r, readBuffer), w)
 }
 
 // dialGathering wraps a dial function so that its connections read in

@@ -44,7 +44,7 @@ func TestGatherConnReadsInBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	buf := make([]byte, 8<<10)
+	buf := make([]byte, readBuffer)
 	var got []byte
 	reads := 0
 	for {
@@ -93,7 +93,7 @@ func TestGatherConnKeepsDeadlines(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	buf := make([]byte, 8<<10)
+	buf := make([]byte, readBuffer)
 	if _, err := c.Read(buf); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func gatherPair(t *testing.T) (net.Conn, net.Conn) {
 // within a few milliseconds, with no deadline set by the caller.
 func TestGatherConnSmallMessageArrives(t *testing.T) {
 	c, srv := gatherPair(t)
-	buf := make([]byte, 8<<10)
+	buf := make([]byte, readBuffer)
 	srv.Write([]byte("first"))
 	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "first" {
 		t.Fatalf("first read: %q, %v", buf[:n], err)
@@ -167,7 +167,7 @@ func TestGatherConnSmallMessageArrives(t *testing.T) {
 // once; a later deadline is then honoured as set.
 func TestGatherConnInterrupted(t *testing.T) {
 	c, srv := gatherPair(t)
-	buf := make([]byte, 8<<10)
+	buf := make([]byte, readBuffer)
 	srv.Write([]byte("x"))
 	if _, err := c.Read(buf); err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ func TestBoundedMemory(t *testing.T) {
 		fileBytes = 4 << 20
 	)
 	st := newLocalStore(t)
+	emptyRowBufferPool(t)
 	w := NewFileWriter(st, FileOptions{RowGroupBytes: rowGroup, MaxFileBytes: fileBytes, MemoryBuffer: 512 << 10})
 	rnd := rand.NewChaCha8([32]byte{1})
 	raw := make([]byte, 512)
@@ -119,6 +120,7 @@ func TestCompactBoundedMemory(t *testing.T) {
 	for _, a := range tbl.Files() {
 		total += a.Size
 	}
+	emptyRowBufferPool(t)
 	done := make(chan struct{})
 	peakCh := make(chan uint64)
 	go func() {
@@ -311,5 +313,37 @@ func TestBoundPendingStagesSmallRows(t *testing.T) {
 		if !strings.Contains(stats, fmt.Sprintf(`"numRecords":%d`, len(got))) || !strings.Contains(stats, fmt.Sprintf(`"headers":%d`, nullHeaders)) {
 			t.Errorf("writer %d: stats %s, want numRecords %d and %d null headers", i, stats, len(got), nullHeaders)
 		}
+	}
+}
+
+// emptyRowBufferPool drops the buffers earlier tests left in the process's
+// free list, so a test measures what its own writers retain, the free list
+// included.
+func emptyRowBufferPool(t *testing.T) {
+	t.Helper()
+	rowBufferPool.mu.Lock()
+	defer rowBufferPool.mu.Unlock()
+	clear(rowBufferPool.free)
+	rowBufferPool.free, rowBufferPool.bytes = nil, 0
+}
+
+// TestRowBufferPoolBounded: released buffers are reused, and the free list
+// holds at most keptBufferBytes of capacity, whatever is released.
+func TestRowBufferPoolBounded(t *testing.T) {
+	f := &rowBufferFree{}
+	big := func() *rowBuffers {
+		b := f.Get()
+		b.cols[colPayload].data = make([]byte, 0, 10<<20)
+		return b
+	}
+	sets := []*rowBuffers{big(), big(), big(), big(), big()}
+	for _, b := range sets {
+		f.Put(b)
+	}
+	if f.bytes > keptBufferBytes || len(f.free) != keptBufferBytes/(10<<20) {
+		t.Fatalf("free list holds %d sets, %d bytes; want at most %d bytes", len(f.free), f.bytes, keptBufferBytes)
+	}
+	if got := f.Get(); got != sets[len(f.free)] || cap(got.cols[colPayload].data) != 10<<20 {
+		t.Fatal("Get did not reuse the last set released")
 	}
 }

@@ -16,7 +16,7 @@ func (w *FileWriter) appendCopy(v *recordView, i int) error {
 	}
 	st := w.current()
 	if w.rows.bufs == nil {
-		w.rows.bufs = rowBufferPool.Get().(*rowBuffers)
+		w.rows.bufs = rowBufferPool.Get()
 	}
 	before := w.rows.rawSize
 	for c := range w.cols {

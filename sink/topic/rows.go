@@ -13,7 +13,8 @@ import (
 // (a third of a bulk copy's CPU); these slices are reused instead,
 // through a pool shared by every writer in the process, so many writers
 // encoding in turn share a few sets of buffers and the memory held stays
-// about what is pending.
+// about what is pending. The pool is a free list the collector does not
+// empty (rowBufferFree).
 type pendingRows struct {
 	bufs    *rowBuffers // nil while no row is pending
 	rows    int         // rows pending
@@ -38,18 +39,68 @@ type colBuf struct {
 	nulls  int
 }
 
-var rowBufferPool = sync.Pool{New: func() any { return new(rowBuffers) }}
+// rowBufferPool keeps released buffers for the next row group. A
+// sync.Pool would not do: it is emptied by every second collection, and a
+// relay draining a backlog collects several times a second, so each batch
+// regrew its buffers (putString's appends were 46% of the bytes the relay
+// allocated in a 1,000-row drain).
+var rowBufferPool = &rowBufferFree{}
 
-// maxPooledBytes caps what a set of buffers may hold to go back to the
-// pool: one row group of huge values should not pin its memory.
-const maxPooledBytes = 64 << 20
+// keptBufferBytes caps what the free list holds: a few topics' row groups.
+// A set of buffers that would pass it is left to the collector, so one row
+// group of huge values does not pin its memory.
+const keptBufferBytes = 32 << 20
+
+// rowBufferFree is a free list of row buffers holding at most
+// keptBufferBytes of capacity.
+type rowBufferFree struct {
+	mu    sync.Mutex
+	free  []*rowBuffers
+	bytes int
+}
+
+// Get returns a set of empty buffers, reused when one is free.
+func (f *rowBufferFree) Get() *rowBuffers {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := len(f.free)
+	if n == 0 {
+		return new(rowBuffers)
+	}
+	b := f.free[n-1]
+	f.free[n-1] = nil
+	f.free = f.free[:n-1]
+	f.bytes -= b.capBytes()
+	return b
+}
+
+// Put keeps reset buffers for reuse unless that would pass
+// keptBufferBytes.
+func (f *rowBufferFree) Put(b *rowBuffers) {
+	size := b.capBytes()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.bytes+size > keptBufferBytes {
+		return
+	}
+	f.free = append(f.free, b)
+	f.bytes += size
+}
+
+func (b *rowBuffers) capBytes() int {
+	total := 0
+	for i := range b.cols {
+		total += b.cols[i].capBytes()
+	}
+	return total
+}
 
 // fixedRowSize approximates the bytes of the fixed-width columns of a row.
 const fixedRowSize = 4 + 4 + 8 + 8 + 8 + 8 + 8
 
 func (b *pendingRows) appendEvent(e *outbox.Event, st *fileStats) {
 	if b.bufs == nil {
-		b.bufs = rowBufferPool.Get().(*rowBuffers)
+		b.bufs = rowBufferPool.Get()
 	}
 	b.putString(colEventID, e.ID)
 	b.putString(colTopic, e.Topic)
@@ -74,7 +125,7 @@ func (b *pendingRows) appendEvent(e *outbox.Event, st *fileStats) {
 
 func (b *pendingRows) appendDeadLetter(d *outbox.DeadLetter, st *fileStats) {
 	if b.bufs == nil {
-		b.bufs = rowBufferPool.Get().(*rowBuffers)
+		b.bufs = rowBufferPool.Get()
 	}
 	b.putString(colReason, d.Reason)
 	b.putString(colSourceTable, d.SourceTable)
@@ -180,13 +231,9 @@ func (b *pendingRows) release() {
 	if b.bufs == nil {
 		return
 	}
-	total := 0
 	for i := range b.bufs.cols {
 		b.bufs.cols[i].reset()
-		total += b.bufs.cols[i].capBytes()
 	}
-	if total <= maxPooledBytes {
-		rowBufferPool.Put(b.bufs)
-	}
+	rowBufferPool.Put(b.bufs)
 	b.bufs, b.rows, b.rawSize = nil, 0, 0
 }

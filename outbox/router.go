@@ -46,11 +46,12 @@ type Router struct {
 	plans    map[uint32]*plan // by relation ID; plan.rel is the pointer it was built for
 	last     *plan
 	stats    RouteStats
+	names    map[string]string // topic names met, interned for RouteView
 }
 
 // NewRouter returns a Router that reads each table with its mapping in ms.
 func NewRouter(ms Mappings) *Router {
-	return &Router{mappings: ms, plans: make(map[uint32]*plan)}
+	return &Router{mappings: ms, plans: make(map[uint32]*plan), names: make(map[string]string)}
 }
 
 // Stats returns the counts so far.
@@ -69,30 +70,9 @@ func (r *Router) Stats() RouteStats { return r.stats }
 // ev and dl do not alias row: they stay valid after the decoder reuses its
 // buffers.
 func (r *Router) Route(row *decoding.Row) (ev *Event, dl *DeadLetter, err error) {
-	if row == nil || row.Relation == nil {
-		return nil, nil, errors.New("route row: row without relation")
-	}
-	switch row.Op {
-	case decoding.OpDelete:
-		r.stats.Deletes++
-		return nil, nil, nil
-	case decoding.OpTruncate:
-		r.stats.Truncates++
-		return nil, nil, nil
-	case decoding.OpInsert, decoding.OpUpdate:
-	default:
-		return nil, nil, fmt.Errorf("route row of %s: unknown op %d", tableName(row.Relation), row.Op)
-	}
-	if len(row.New) != len(row.Relation.Columns) {
-		return nil, nil, fmt.Errorf("route row of %s: tuple has %d values, relation has %d columns",
-			tableName(row.Relation), len(row.New), len(row.Relation.Columns))
-	}
-	p := r.plan(row.Relation)
-	var v values
-	p.check(row, &v)
-	if row.Op == decoding.OpUpdate {
-		r.stats.Updates++
-		v.reasons = append([]string{ReasonUpdate}, v.reasons...)
+	p, v, err := r.check(row)
+	if p == nil || err != nil {
+		return nil, nil, err
 	}
 	if len(v.reasons) == 0 && p.missing == "" {
 		r.stats.Events++
@@ -100,6 +80,73 @@ func (r *Router) Route(row *decoding.Row) (ev *Event, dl *DeadLetter, err error)
 	}
 	r.stats.DeadLetters++
 	return nil, p.deadLetter(row, &v), nil
+}
+
+// RouteView is Route for a caller that is done with the event before the
+// decoder's next message, as a relay appending it to a batch is: instead
+// of a new Event it fills view, whose text fields alias row's data (see
+// View), and reports whether the row is an event. Dead letters, rare,
+// are built as Route builds them.
+func (r *Router) RouteView(row *decoding.Row, view *View) (isEvent bool, dl *DeadLetter, err error) {
+	p, v, err := r.check(row)
+	if p == nil || err != nil {
+		return false, nil, err
+	}
+	if len(v.reasons) == 0 && p.missing == "" {
+		r.stats.Events++
+		p.view(row, &v, view, r.topicName)
+		return true, nil, nil
+	}
+	r.stats.DeadLetters++
+	return false, p.deadLetter(row, &v), nil
+}
+
+// check validates row and reads its fields; a nil plan (and error) means
+// the row is ignored.
+func (r *Router) check(row *decoding.Row) (*plan, values, error) {
+	var v values
+	if row == nil || row.Relation == nil {
+		return nil, v, errors.New("route row: row without relation")
+	}
+	switch row.Op {
+	case decoding.OpDelete:
+		r.stats.Deletes++
+		return nil, v, nil
+	case decoding.OpTruncate:
+		r.stats.Truncates++
+		return nil, v, nil
+	case decoding.OpInsert, decoding.OpUpdate:
+	default:
+		return nil, v, fmt.Errorf("route row of %s: unknown op %d", tableName(row.Relation), row.Op)
+	}
+	if len(row.New) != len(row.Relation.Columns) {
+		return nil, v, fmt.Errorf("route row of %s: tuple has %d values, relation has %d columns",
+			tableName(row.Relation), len(row.New), len(row.Relation.Columns))
+	}
+	p := r.plan(row.Relation)
+	p.check(row, &v)
+	if row.Op == decoding.OpUpdate {
+		r.stats.Updates++
+		v.reasons = append([]string{ReasonUpdate}, v.reasons...)
+	}
+	return p, v, nil
+}
+
+// maxTopicNames bounds the interned topic names; past it, each event's
+// topic is a new string.
+const maxTopicNames = 4096
+
+// topicName returns the topic name b, valid, as a string that does not
+// alias b: the one interned for it, once met.
+func (r *Router) topicName(b []byte) string {
+	if s, ok := r.names[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(r.names) < maxTopicNames {
+		r.names[s] = s
+	}
+	return s
 }
 
 // plan returns the column plan of rel, building it on first sight.

@@ -16,13 +16,13 @@ import (
 // route turns a row into an event of its topic, a dead letter, or nothing
 // (a DELETE; a transaction the topic already holds; a held topic).
 func (s *session) route(ctx context.Context, row *decoding.Row) error {
-	ev, dl, err := s.r.router.Route(row)
+	isEvent, dl, err := s.r.router.RouteView(row, &s.view)
 	if err != nil {
 		return fmt.Errorf("route row of %s.%s: %w", row.Relation.Namespace, row.Relation.Name, err)
 	}
 	switch {
-	case ev != nil:
-		return s.routeEvent(ctx, row, ev)
+	case isEvent:
+		return s.routeEvent(ctx, row, &s.view.Event)
 	case dl != nil:
 		return s.deadLetter(ctx, row, dl)
 	}

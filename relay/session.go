@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/deltabus/deltabus/decoding"
+	"github.com/deltabus/deltabus/outbox"
 )
 
 // replicationConn is the replication connection as a session uses it; the
@@ -102,6 +103,10 @@ type session struct {
 	// committer and while the committer works (stepWake).
 	retryAt time.Time
 	ackWake time.Time
+
+	// view is the event being routed, read in place (outbox.View): it
+	// is appended to the batch before the next message is read.
+	view outbox.View
 
 	holds      holds
 	watermarks []pendingWatermark

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -75,13 +76,13 @@ func (t *batchTrace) event(ev *outbox.Event, openedAt time.Time) {
 	l := t.links[ev.Topic]
 	if l == nil {
 		l = &producerLinks{}
-		t.links[ev.Topic] = l
+		t.links[strings.Clone(ev.Topic)] = l // ev may alias the stream (outbox.View)
 	}
 	if len(l.links) >= MaxProducerLinks {
 		l.dropped++
 		return
 	}
-	sc := outbox.ProducerSpan(*ev.Headers)
+	sc := outbox.ProducerSpan(strings.Clone(*ev.Headers)) // a trace state keeps pieces of it
 	if !sc.IsValid() {
 		return
 	}

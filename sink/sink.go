@@ -40,7 +40,9 @@ type Sink interface {
 // of Commit, Carry or Abort ends the batch's use of each topic.
 type Batch interface {
 	// Append adds an event to its topic's share of the batch. Rows of a
-	// topic are committed in the order they were appended.
+	// topic are committed in the order they were appended. ev may be an
+	// outbox.View: its text is valid only during the call, so Append
+	// copies what it keeps (Topic excepted, which stays valid).
 	Append(ev *outbox.Event) error
 	// AppendDeadLetter adds a row to the dead-letter topic.
 	AppendDeadLetter(dl *outbox.DeadLetter) error

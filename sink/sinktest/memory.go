@@ -6,6 +6,7 @@ package sinktest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/deltabus/deltabus/catalog"
@@ -141,7 +142,8 @@ type memBatch struct {
 }
 
 func (b *memBatch) Append(ev *outbox.Event) error {
-	b.rows[ev.Topic] = append(b.rows[ev.Topic], Row{ID: ev.ID, CommitLSN: ev.CommitLSN, Seq: ev.Seq})
+	// ev may alias the replication stream (outbox.View): keep copies.
+	b.rows[ev.Topic] = append(b.rows[ev.Topic], Row{ID: strings.Clone(ev.ID), CommitLSN: ev.CommitLSN, Seq: ev.Seq})
 	return nil
 }
 

@@ -3,6 +3,7 @@ package relay
 import (
 	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
 )
 
@@ -33,4 +34,25 @@ func TuneRuntime() {
 	if os.Getenv("GOGC") == "" && debug.SetMemoryLimit(-1) < math.MaxInt64 {
 		debug.SetGCPercent(DefaultGCPercent)
 	}
+}
+
+// ShareCores leaves half the machine's cores to the database the relay
+// runs beside: unless the operator set GOMAXPROCS, the relay runs Go code
+// on half the cores Go would use (runtime.GOMAXPROCS, which counts a
+// container's CPU limit), at least one. It returns the number in use.
+//
+// A streaming relay needs well under a core (about 2-5 µs of CPU per
+// event), and on every extra core Go's scheduler spins looking for work,
+// on the cores the walsender needs. On 2 cores with a CPU hog on one
+// (side by side, one run each): drains against pg_recvlogical 0.84/0.80
+// -> 1.00/1.13 (single-row transactions) and 0.95 -> 1.17 (1,000-row),
+// CPU per event 9-20% lower; unloaded drains unchanged. The bootstrap and
+// the maintenance commands, which encode in parallel, keep every core.
+func ShareCores() int {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return runtime.GOMAXPROCS(0)
+	}
+	n := max(1, runtime.GOMAXPROCS(0)/2)
+	runtime.GOMAXPROCS(n)
+	return n
 }

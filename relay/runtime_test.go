@@ -2,6 +2,7 @@ package relay
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
 )
@@ -33,5 +34,25 @@ func TestTuneRuntime(t *testing.T) {
 	TuneRuntime()
 	if l, p := debug.SetMemoryLimit(-1), debug.SetGCPercent(100); l != math.MaxInt64 || p != 100 {
 		t.Errorf("without a memory limit: limit %d, GOGC %d; want none, 100", l, p)
+	}
+}
+
+// TestShareCores: half the cores by default, at least one; an operator's
+// GOMAXPROCS is kept.
+func TestShareCores(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(before) })
+
+	t.Setenv("GOMAXPROCS", "")
+	for _, c := range []struct{ procs, want int }{{1, 1}, {2, 1}, {3, 1}, {8, 4}} {
+		runtime.GOMAXPROCS(c.procs)
+		if got := ShareCores(); got != c.want || runtime.GOMAXPROCS(0) != c.want {
+			t.Errorf("from %d: ShareCores = %d, GOMAXPROCS %d; want %d", c.procs, got, runtime.GOMAXPROCS(0), c.want)
+		}
+	}
+	t.Setenv("GOMAXPROCS", "3")
+	runtime.GOMAXPROCS(3)
+	if got := ShareCores(); got != 3 || runtime.GOMAXPROCS(0) != 3 {
+		t.Errorf("with GOMAXPROCS=3: ShareCores = %d, GOMAXPROCS %d; want 3 kept", got, runtime.GOMAXPROCS(0))
 	}
 }

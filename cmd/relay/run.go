@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/deltabus/deltabus/daemon"
@@ -43,6 +44,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitUsage, fmt.Errorf("--mapping: %w", err))
 	}
+	log.Info("runtime", "gomaxprocs", relay.ShareCores(), "cpus", runtime.NumCPU())
 	tel, flush, err := startTelemetry(ctx, "deltabus-relay", true, cfg.WithDefaults().ShutdownTimeout, log)
 	if err != nil {
 		return fail(env, exitUsage, err)

@@ -36,6 +36,13 @@ func NewDecoder() *Decoder {
 	return &Decoder{relations: make(map[uint32]*Relation)}
 }
 
+// ReuseRows makes every Row that Decode returns the same Row, its tuples
+// carved from the same slab: a Row is then valid only until the next
+// Decode, as its datums' Data already are, and decoding a row allocates
+// nothing. For a caller done with each row before it decodes the next one,
+// as the relay routing rows into a batch is.
+func (d *Decoder) ReuseRows() { d.alloc.reuse = true }
+
 // Decode parses one XLogData payload (XLogData.WALData) and returns the
 // message it carries, or nil for messages that only change the decoder's
 // state (Relation, Type, Origin). Returned values may alias walData (see

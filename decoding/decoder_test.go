@@ -26,8 +26,19 @@ func mustDecode(t *testing.T, d *Decoder, msg []byte) Message {
 	return m
 }
 
+// TestDecodeTransaction decodes a transaction of every row kind, with new
+// rows and with reused ones (ReuseRows): each row is checked before the
+// next message is decoded.
 func TestDecodeTransaction(t *testing.T) {
+	t.Run("new rows", func(t *testing.T) { testDecodeTransaction(t, false) })
+	t.Run("reused rows", func(t *testing.T) { testDecodeTransaction(t, true) })
+}
+
+func testDecodeTransaction(t *testing.T, reuse bool) {
 	d := NewDecoder()
+	if reuse {
+		d.ReuseRows()
+	}
 	outbox, other := outboxRelation(16390), &Relation{ID: 16400, Namespace: "app", Name: "orders",
 		Columns: []Column{{Name: "id", TypeOID: 20, TypeMod: -1, Key: true}, {Name: "note", TypeOID: 25, TypeMod: -1}}}
 	for _, msg := range [][]byte{encRelation(outbox), encRelation(other), encType(16500, "app", "mood"), encOrigin(0x99, "up")} {
@@ -221,5 +232,23 @@ func TestDetach(t *testing.T) {
 	clear(buf)
 	if string(m.Content) != "content" {
 		t.Fatalf("message content after Detach = %q", m.Content)
+	}
+}
+
+// TestReuseRowsDoesNotAllocate: with ReuseRows, decoding an insert allocates
+// nothing and returns the same Row each time.
+func TestReuseRowsDoesNotAllocate(t *testing.T) {
+	d := NewDecoder()
+	d.ReuseRows()
+	mustDecode(t, d, encRelation(outboxRelation(16390)))
+	mustDecode(t, d, encBegin(0x16B3748, commitTime, 771))
+	msg := encInsert(16390, outboxTuple(uuid1, "orders", `{"a":1}`)...)
+	first := mustDecode(t, d, msg)
+	if n := testing.AllocsPerRun(100, func() {
+		if m, err := d.Decode(msg); err != nil || m != first {
+			t.Fatalf("Decode = %p, %v; want the reused row %p", m, err, first)
+		}
+	}); n != 0 {
+		t.Fatalf("decoding an insert allocates %v times with ReuseRows", n)
 	}
 }

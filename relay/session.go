@@ -115,7 +115,9 @@ type session struct {
 }
 
 func newSession(r *Relay, conn replicationConn, com *committer) *session {
-	return &session{r: r, conn: conn, dec: decoding.NewDecoder(), com: com, topics: newTopics(r), pace: newPacer(r.cfg),
+	dec := decoding.NewDecoder()
+	dec.ReuseRows() // a row is routed into the batch before the next message
+	return &session{r: r, conn: conn, dec: dec, com: com, topics: newTopics(r), pace: newPacer(r.cfg),
 		cur: newBatch(r.sink, 0, com.durableLSN(), r.tracer), lastStatus: time.Now(), now: time.Now(), holds: holds{m: map[string]*hold{}}}
 }
 

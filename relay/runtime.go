@@ -37,9 +37,9 @@ func TuneRuntime() {
 }
 
 // ShareCores leaves half the machine's cores to the database the relay
-// runs beside: unless the operator set GOMAXPROCS, the relay runs Go code
-// on half the cores Go would use (runtime.GOMAXPROCS, which counts a
-// container's CPU limit), at least one. It returns the number in use.
+// runs beside: unless the operator set GOMAXPROCS, or a container CPU limit
+// already gives the relay fewer cores than the machine has, the relay runs
+// Go code on half the cores, at least one. It returns the number in use.
 //
 // A streaming relay needs well under a core (about 2-5 µs of CPU per
 // event), and on every extra core Go's scheduler spins looking for work,
@@ -52,7 +52,17 @@ func ShareCores() int {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return runtime.GOMAXPROCS(0)
 	}
-	n := max(1, runtime.GOMAXPROCS(0)/2)
+	n := sharedCores(runtime.GOMAXPROCS(0), runtime.NumCPU())
 	runtime.GOMAXPROCS(n)
 	return n
+}
+
+// sharedCores is ShareCores' rule: procs is Go's default (the machine's
+// cores, or fewer under a container CPU limit), cpus the machine's cores.
+// A limit below the machine is a budget made for the relay and is kept.
+func sharedCores(procs, cpus int) int {
+	if procs < cpus {
+		return procs
+	}
+	return max(1, procs/2)
 }

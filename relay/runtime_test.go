@@ -40,15 +40,21 @@ func TestTuneRuntime(t *testing.T) {
 // TestShareCores: half the cores by default, at least one; an operator's
 // GOMAXPROCS is kept.
 func TestShareCores(t *testing.T) {
+	for _, c := range []struct{ procs, cpus, want int }{
+		{1, 1, 1}, {2, 2, 1}, {3, 3, 1}, {8, 8, 4}, {16, 8, 8},
+		{1, 2, 1}, {2, 8, 2}, {6, 8, 6}, // a CPU limit is the relay's own budget
+	} {
+		if got := sharedCores(c.procs, c.cpus); got != c.want {
+			t.Errorf("sharedCores(%d, %d) = %d; want %d", c.procs, c.cpus, got, c.want)
+		}
+	}
+
 	before := runtime.GOMAXPROCS(0)
 	t.Cleanup(func() { runtime.GOMAXPROCS(before) })
-
 	t.Setenv("GOMAXPROCS", "")
-	for _, c := range []struct{ procs, want int }{{1, 1}, {2, 1}, {3, 1}, {8, 4}} {
-		runtime.GOMAXPROCS(c.procs)
-		if got := ShareCores(); got != c.want || runtime.GOMAXPROCS(0) != c.want {
-			t.Errorf("from %d: ShareCores = %d, GOMAXPROCS %d; want %d", c.procs, got, runtime.GOMAXPROCS(0), c.want)
-		}
+	runtime.GOMAXPROCS(runtime.NumCPU())
+	if got, want := ShareCores(), max(1, runtime.NumCPU()/2); got != want || runtime.GOMAXPROCS(0) != want {
+		t.Errorf("ShareCores = %d, GOMAXPROCS %d; want %d", got, runtime.GOMAXPROCS(0), want)
 	}
 	t.Setenv("GOMAXPROCS", "3")
 	runtime.GOMAXPROCS(3)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -192,7 +193,8 @@ func (r *Relay) serve(ctx, hard context.Context, conn replicationConn, start pgl
 	s := newSession(r, conn, com)
 	r.health.setStreaming(true)
 	r.markStarted()
-	r.log.Info("streaming", "slot", r.cfg.Slot, "publication", r.cfg.Publication, "from_lsn", start, "store", r.store.String())
+	r.log.Info("streaming", "slot", r.cfg.Slot, "publication", r.cfg.Publication, "from_lsn", start, "store", r.store.String(),
+		"gomaxprocs", runtime.GOMAXPROCS(0), "cpus", runtime.NumCPU())
 	if err := s.stream(hard, ctx.Done()); err != nil {
 		s.cur.abort()
 		com.close()

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/deltabus/deltabus/daemon"
@@ -44,7 +43,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitUsage, fmt.Errorf("--mapping: %w", err))
 	}
-	log.Info("runtime", "gomaxprocs", relay.ShareCores(), "cpus", runtime.NumCPU())
+	relay.ShareCores() // the streaming log line and go_sched_gomaxprocs_threads show it
 	tel, flush, err := startTelemetry(ctx, "deltabus-relay", true, cfg.WithDefaults().ShutdownTimeout, log)
 	if err != nil {
 		return fail(env, exitUsage, err)

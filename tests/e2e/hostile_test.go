@@ -125,7 +125,7 @@ func TestTableDeletedMidStreamThenRebuilt(t *testing.T) {
 	lost := topics[0]
 	s, p := streamingLocal(t, 8000, 400, lost, 100)
 	store := s.store
-	deleteAll(t, storage.Sub(store, lost))
+	moveAway(t, s.storeURL, lost)
 	t.Logf("table %s deleted after %d events", lost, s.written())
 	ctx := context.Background()
 	eventually(t, time.Minute, lost+" held", func() bool {

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +142,26 @@ func checkRebuiltTopic(t testing.TB, tp string, got []verify.Logged, want []trut
 	}
 	if len(seen) != len(want) {
 		t.Errorf("topic %s: %d distinct source rows after the rebuild, %d in the source", tp, len(seen), len(want))
+	}
+}
+
+// moveAway removes a topic's table from a local store at one instant, as
+// an operator's mv or rm -r of the directory appears to a relay that is
+// streaming: deleting object by object would race its commits (one landing
+// between the listing and the deletes would leave a log without its
+// beginning, which no check of the relay's could prevent).
+func moveAway(t testing.TB, storeURL, topic string) {
+	t.Helper()
+	dir, ok := strings.CutPrefix(storeURL, "file://")
+	if !ok {
+		t.Fatalf("moveAway needs a local store, got %s", storeURL)
+	}
+	from, to := filepath.Join(dir, topic), filepath.Join(t.TempDir(), topic)
+	if err := os.Rename(from, to); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(to); err != nil {
+		t.Fatal(err)
 	}
 }
 

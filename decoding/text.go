@@ -30,6 +30,14 @@ func ParseTimestamptz(text []byte) (time.Time, error) {
 }
 
 func parseTimestamptz(s []byte) (time.Time, bool) {
+	if t, ok := parseCommonTimestamptz(s); ok {
+		return t, true
+	}
+	return parseAnyTimestamptz(s)
+}
+
+// parseAnyTimestamptz reads every form ParseTimestamptz accepts.
+func parseAnyTimestamptz(s []byte) (time.Time, bool) {
 	p := textParser{s: s}
 	year := p.digitsUntil('-', 4, 7)
 	month, day := p.fixed(2, '-'), p.fixed(2, ' ')
@@ -51,8 +59,74 @@ func parseTimestamptz(s []byte) (time.Time, bool) {
 		hour > 23 || minute > 59 || sec > 59 {
 		return time.Time{}, false
 	}
-	t := time.Date(year, time.Month(month), day, hour, minute, sec, nanos, time.UTC)
-	return t.Add(-time.Duration(offset) * time.Second), true
+	secs := daysFromCivil(int64(year), month, day)*86400 +
+		int64(hour*3600+minute*60+sec-offset)
+	return time.Unix(secs, int64(nanos)).UTC(), true
+}
+
+// parseCommonTimestamptz reads the shape nearly every value has, a
+// four-digit year AD: "YYYY-MM-DD HH:MM:SS[.f{1,6}]±HH[:MM]", with fixed
+// offsets and no per-field calls. Anything else (ok false) goes to the
+// general parser, which also decides whether it is valid.
+func parseCommonTimestamptz(s []byte) (time.Time, bool) {
+	if len(s) < 22 || s[4] != '-' || s[7] != '-' || s[10] != ' ' || s[13] != ':' || s[16] != ':' {
+		return time.Time{}, false
+	}
+	var bad byte
+	digit := func(i int) int {
+		c := s[i] - '0'
+		bad |= c / 10 // 0 for a digit, non-zero (with wrap-around) otherwise
+		return int(c)
+	}
+	two := func(i int) int { return digit(i)*10 + digit(i+1) }
+	year := two(0)*100 + two(2)
+	month, day, hour, minute, sec := two(5), two(8), two(11), two(14), two(17)
+	i, nanos := 19, 0
+	if s[i] == '.' {
+		scale := 100_000_000
+		for i++; i < len(s) && s[i] >= '0' && s[i] <= '9' && scale >= 1000; i++ {
+			nanos += int(s[i]-'0') * scale
+			scale /= 10
+		}
+		if scale == 100_000_000 {
+			return time.Time{}, false
+		}
+	}
+	if n := len(s) - i; (n != 3 && n != 6) || (s[i] != '+' && s[i] != '-') || (n == 6 && s[i+3] != ':') {
+		return time.Time{}, false
+	}
+	offset := two(i+1) * 3600
+	if len(s)-i == 6 {
+		offset += two(i+4) * 60
+	}
+	if s[i] == '-' {
+		offset = -offset
+	}
+	if bad != 0 || year < 1 || month < 1 || month > 12 || day < 1 || day > daysIn(time.Month(month), year) ||
+		hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	secs := daysFromCivil(int64(year), month, day)*86400 + int64(hour*3600+minute*60+sec-offset)
+	return time.Unix(secs, int64(nanos)).UTC(), true
+}
+
+// daysFromCivil is the number of days from 1970-01-01 to the given date of
+// the proleptic Gregorian calendar (year counted astronomically), by Howard
+// Hinnant's algorithm: a third of time.Date's cost, which normalises every
+// field and consults the location.
+func daysFromCivil(y int64, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era--
+	}
+	yoe := y - era*400 // [0, 399]
+	mp := int64((m + 9) % 12)
+	doy := (153*mp+2)/5 + int64(d) - 1 // [0, 365]
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
 }
 
 // daysIn is the number of days of month m (1-12) in the proleptic Gregorian

@@ -95,3 +95,48 @@ func TestTextValue(t *testing.T) {
 		t.Errorf("TextValue(unchanged) = %q, %v", s, null)
 	}
 }
+
+// TestDaysFromCivilMatchesTimeDate checks the calendar arithmetic against
+// the standard library over every day of 40 centuries around year 0 and a
+// sample of the whole timestamptz range.
+func TestDaysFromCivilMatchesTimeDate(t *testing.T) {
+	check := func(y, m, d int) {
+		want := time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC).Unix() / 86400
+		if got := daysFromCivil(int64(y), m, d); got != want {
+			t.Fatalf("daysFromCivil(%d, %d, %d) = %d; want %d", y, m, d, got, want)
+		}
+	}
+	for y := -2001; y <= 2401; y++ {
+		for m := 1; m <= 12; m++ {
+			for d := 1; d <= daysIn(time.Month(m), y); d++ {
+				check(y, m, d)
+			}
+		}
+	}
+	for y := -4713; y <= 294276; y += 997 {
+		check(y, 2, daysIn(time.February, y))
+		check(y, 12, 31)
+	}
+}
+
+// FuzzParseTimestamptz checks the fast path for the common shape against
+// the general parser: whatever the fast path accepts, the general parser
+// accepts with the same instant.
+func FuzzParseTimestamptz(f *testing.F) {
+	for _, s := range []string{"2026-11-30 07:48:59.123456+00", "2026-11-30 13:18:59.5+05:30",
+		"2024-02-29 23:59:59.999999-12", "2026-11-30 07:48:59+00", "2026-11-30 07:48:59.1234567+00",
+		"0001-01-01 00:00:00+00 BC", "2026-11-30 07:48:59+00:19:32", "2026-11-3a 07:48:59+00",
+		"2026-11-30 07:48:59.+00", "2026/11-30 07:48:59+00", "2026-11-30 07:48:59.12-00:0"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, s []byte) {
+		fast, ok := parseCommonTimestamptz(s)
+		if !ok {
+			return
+		}
+		slow, ok := parseAnyTimestamptz(s)
+		if !ok || !fast.Equal(slow) || fast.Location() != time.UTC {
+			t.Fatalf("%q: fast path %v, general parser %v (ok %v)", s, fast, slow, ok)
+		}
+	})
+}

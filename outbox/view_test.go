@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/deltabus/deltabus/decoding"
@@ -65,5 +66,28 @@ func TestRouteViewAliasesRowTopicDoesNot(t *testing.T) {
 	}
 	if v.Key != "XXXXXXXX" {
 		t.Errorf("Key = %q, want the row's bytes (XXXXXXXX): a View reads in place", v.Key)
+	}
+}
+
+// TestRouteViewTopicPastInternBound: past maxTopicNames distinct topics a
+// View's Topic is a copy, not interned, and still does not alias the row.
+func TestRouteViewTopicPastInternBound(t *testing.T) {
+	r := NewRouter(Mappings{})
+	var v View
+	for i := range maxTopicNames + 2 {
+		tuple := goodTuple()
+		tuple[1] = txt(fmt.Sprintf("t%d", i))
+		row := newRow(outboxRelation(), decoding.OpInsert, tuple)
+		if ok, _, err := r.RouteView(row, &v); !ok || err != nil {
+			t.Fatalf("topic %d: RouteView = %v, %v", i, ok, err)
+		}
+		want := string(row.New[1].Data)
+		clear(row.New[1].Data)
+		if v.Topic != want {
+			t.Fatalf("topic %d: Topic = %q after the row's buffer changed, want %q", i, v.Topic, want)
+		}
+	}
+	if len(r.names) != maxTopicNames {
+		t.Errorf("%d interned names, want the bound %d", len(r.names), maxTopicNames)
 	}
 }

@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"strings"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -60,7 +59,6 @@ func (b *batch) empty() bool { return b.txs == 0 && len(b.order) == 0 }
 func (b *batch) opened(p *pacer, topic string, size int) {
 	sh := b.shares[topic]
 	if sh == nil {
-		topic = strings.Clone(topic) // it may alias the stream (outbox.View)
 		now := time.Now()
 		sh = &share{since: now, ackCap: b.prevEnd}
 		b.adopt(topic, sh, p.readyAt(topic, now))

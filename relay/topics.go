@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/sink"
@@ -29,7 +28,6 @@ func (ts *topics) get(ctx context.Context, name string) (*topicView, error) {
 	if v := ts.m[name]; v != nil {
 		return v, nil
 	}
-	name = strings.Clone(name) // it may alias the stream (outbox.View)
 	t, err := ts.r.sink.Open(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("open topic %q: %w", name, err)

@@ -76,7 +76,7 @@ func (t *batchTrace) event(ev *outbox.Event, openedAt time.Time) {
 	l := t.links[ev.Topic]
 	if l == nil {
 		l = &producerLinks{}
-		t.links[strings.Clone(ev.Topic)] = l // ev may alias the stream (outbox.View)
+		t.links[ev.Topic] = l
 	}
 	if len(l.links) >= MaxProducerLinks {
 		l.dropped++

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
@@ -31,7 +30,6 @@ func (b *batch) writer(name string) *topic.FileWriter {
 	if w == nil {
 		opts := b.s.opts.Files
 		opts.DeadLetter = name == outbox.DeadLetterTopic
-		name = strings.Clone(name) // it may alias the stream (outbox.View)
 		w = topic.NewFileWriter(b.s.sub(name), opts)
 		b.writers[name] = w
 	}

@@ -55,12 +55,18 @@ func parseAnyTimestamptz(s []byte) (time.Time, bool) {
 	default:
 		return time.Time{}, false
 	}
+	return instant(year, month, day, hour, minute, sec, nanos, offset)
+}
+
+// instant checks the fields of a date and time (year counted
+// astronomically, offset in seconds east of UTC) and returns the instant
+// in UTC.
+func instant(year, month, day, hour, minute, sec, nanos, offset int) (time.Time, bool) {
 	if month < 1 || month > 12 || day < 1 || day > daysIn(time.Month(month), year) ||
 		hour > 23 || minute > 59 || sec > 59 {
 		return time.Time{}, false
 	}
-	secs := daysFromCivil(int64(year), month, day)*86400 +
-		int64(hour*3600+minute*60+sec-offset)
+	secs := daysFromCivil(int64(year), month, day)*86400 + int64(hour*3600+minute*60+sec-offset)
 	return time.Unix(secs, int64(nanos)).UTC(), true
 }
 
@@ -102,12 +108,10 @@ func parseCommonTimestamptz(s []byte) (time.Time, bool) {
 	if s[i] == '-' {
 		offset = -offset
 	}
-	if bad != 0 || year < 1 || month < 1 || month > 12 || day < 1 || day > daysIn(time.Month(month), year) ||
-		hour > 23 || minute > 59 || sec > 59 {
+	if bad != 0 || year < 1 {
 		return time.Time{}, false
 	}
-	secs := daysFromCivil(int64(year), month, day)*86400 + int64(hour*3600+minute*60+sec-offset)
-	return time.Unix(secs, int64(nanos)).UTC(), true
+	return instant(year, month, day, hour, minute, sec, nanos, offset)
 }
 
 // daysFromCivil is the number of days from 1970-01-01 to the given date of

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pglogrepl"
+
 	"github.com/deltabus/deltabus/catalog"
 	pg "github.com/deltabus/deltabus/decoding/pgoutputtest"
 	"github.com/deltabus/deltabus/sink"
@@ -273,5 +275,47 @@ func TestAcknowledgedOnceDurable(t *testing.T) {
 		if d := time.Since(start); d > 2*time.Second {
 			t.Fatalf("acknowledged %s after the commit, with a 1 min status interval", d)
 		}
+	}
+}
+
+// Reading a backlog (transactions committed long ago), the relay makes
+// large batches while the stream flows and commits the last one once the
+// stream goes quiet, not a second after the batch opened.
+func TestBacklogBatchedThenCommittedOnceQuiet(t *testing.T) {
+	mem := sinktest.NewMemory()
+	h := newHarness(t, mem, 0x1000, func(c *Config) { c.StatusInterval = time.Minute })
+	h.src.committedAt = time.Now().Add(-time.Minute)
+	var end pglogrepl.LSN
+	for range 40 { // 200 ms of a flowing backlog, a transaction every 5 ms (the batch delay)
+		_, end = h.src.tx("orders")
+		time.Sleep(5 * time.Millisecond)
+	}
+	quiet := time.Now()
+	h.waitAck(end)
+	if d := time.Since(quiet); d > catchUpDelay/2 {
+		t.Errorf("the backlog's last batch was acknowledged %s after the stream went quiet", d)
+	}
+	if n := mem.Commits(); n > 4 {
+		t.Errorf("%d commits for 40 transactions of a flowing backlog; want a few large batches", n)
+	}
+	if got := len(mem.Rows("orders")); got != 40 {
+		t.Errorf("orders holds %d events, want 40", got)
+	}
+}
+
+// A keepalive says the walsender has caught up: a backlog's batch is
+// committed at once, and once everything is durable the slot moves to the
+// keepalive's WAL end even though the keepalive came while the batch was
+// still open.
+func TestKeepaliveEndsABacklogBatch(t *testing.T) {
+	h := newHarness(t, sinktest.NewMemory(), 0x1000, func(c *Config) { c.StatusInterval = time.Minute })
+	h.src.committedAt = time.Now().Add(-time.Minute)
+	_, end := h.src.tx("orders")
+	walEnd := end + 0x1000 // WAL of other databases after the last transaction
+	sent := time.Now()
+	h.conn.frames <- pg.Keepalive(walEnd, false)
+	h.waitAck(walEnd)
+	if d := time.Since(sent); d > quietAfter {
+		t.Errorf("acknowledged %s after a keepalive that found the walsender caught up; want at once", d)
 	}
 }

@@ -68,6 +68,9 @@ type source struct {
 	n    int
 	rel  bool
 	sent map[string][]string // topic -> event ids, in commit order
+	// committedAt, if set, is the commit time of the transactions tx
+	// writes (default: now).
+	committedAt time.Time
 }
 
 func newSource(c *fakeConn, from pglogrepl.LSN) *source {
@@ -97,7 +100,11 @@ func (s *source) tx(topics ...string) (commit, end pglogrepl.LSN) {
 		s.send(pg.Insert(1, pg.OutboxTuple(id, t, `{"n":1}`)...))
 	}
 	s.lsn = commit - 0x100
-	s.send(pg.Commit(commit, commit+0x10, time.Now()))
+	at := s.committedAt
+	if at.IsZero() {
+		at = time.Now()
+	}
+	s.send(pg.Commit(commit, commit+0x10, at))
 	return commit, commit + 0x10
 }
 

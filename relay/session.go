@@ -103,6 +103,12 @@ type session struct {
 	// committer and while the committer works (stepWake).
 	retryAt time.Time
 	ackWake time.Time
+	// lastData is when the last data message arrived (the loop turn's
+	// time): a backlog's batch closes once the stream is quiet (dueAt).
+	lastData time.Time
+	// serverEnd is the server's WAL end in the last keepalive: it sent
+	// every change before it (advanceIdle).
+	serverEnd pglogrepl.LSN
 
 	// view is the event being routed, read in place (outbox.View): it
 	// is appended to the batch before the next message is read.
@@ -147,6 +153,7 @@ func (s *session) stream(ctx context.Context, stop <-chan struct{}) error {
 			return err
 		}
 		s.noteProgress()
+		s.advanceIdle()
 		due := s.now.Sub(s.lastStatus) >= s.r.cfg.StatusInterval
 		if due || s.com.durableLSN() != s.ackedFrom {
 			// A commit made more durable: acknowledge it now, not at the
@@ -230,11 +237,17 @@ func (s *session) handleCopyData(ctx context.Context, data []byte) error {
 			return fmt.Errorf("parse keepalive: %w", err)
 		}
 		s.noteReceived(pkm.ServerWALEnd)
-		if s.idle() {
-			// Everything the server sent before ServerWALEnd has been handled
-			// and is durable: moving the slot on keeps WAL from piling up
-			// while other tables are busy and the outbox is quiet.
-			s.com.advance(pkm.ServerWALEnd)
+		// The server sent everything before ServerWALEnd: once all of it is
+		// handled and durable (idle, now or after the batches in hand
+		// commit: advanceIdle), the slot moves on to it, which keeps WAL
+		// from piling up while other tables are busy and the outbox is
+		// quiet.
+		s.serverEnd = max(s.serverEnd, pkm.ServerWALEnd)
+		s.advanceIdle()
+		if !s.dec.InTransaction() {
+			// A walsender sends a keepalive when it has caught up: a
+			// backlog's last batch need not wait to fill (dueAt).
+			s.lastData = time.Time{}
 		}
 		if pkm.ReplyRequested {
 			return s.sendStatus(ctx)
@@ -244,6 +257,7 @@ func (s *session) handleCopyData(ctx context.Context, data []byte) error {
 		if err != nil {
 			return fmt.Errorf("parse XLogData: %w", err)
 		}
+		s.lastData = s.now
 		s.noteReceived(xld.WALStart + pglogrepl.LSN(len(xld.WALData)))
 		msg, err := s.dec.Decode(xld.WALData)
 		if err != nil {
@@ -258,6 +272,14 @@ func (s *session) noteReceived(lsn pglogrepl.LSN) {
 	if lsn > s.received {
 		s.received = lsn
 		s.r.metrics.received(uint64(lsn))
+	}
+}
+
+// advanceIdle moves the durable position to the server's WAL end of the
+// last keepalive when the session is idle.
+func (s *session) advanceIdle() {
+	if s.serverEnd > s.com.durableLSN() && s.idle() {
+		s.com.advance(s.serverEnd)
 	}
 }
 
@@ -300,21 +322,42 @@ func (s *session) batchFull() bool {
 // catchUpLag ago the relay is reading a backlog, where a batch's delay
 // costs no latency (its events are old already) and small batches cost a
 // commit per topic each (most of the relay's CPU at small batches): a
-// batch then closes when full or catchUpDelay old.
+// batch then closes when full or catchUpDelay old, or as soon as the
+// stream has been quiet for quietAfter: the backlog is read, and waiting
+// longer only delays its last events (up to a second at the end of every
+// backlog, before).
 const (
 	catchUpLag   = 5 * time.Second
 	catchUpDelay = time.Second
+	// quietAfter is longer than the walsender's pauses inside a drain
+	// (decoding a 1,000-row transaction before sending it takes a few
+	// milliseconds, more on a loaded machine), so a flowing backlog still
+	// makes large batches.
+	quietAfter = 50 * time.Millisecond
+	// quietStep rounds the quiet wake-up, so that the socket's read
+	// deadline moves every quietStep while data flows, not per message.
+	quietStep = 10 * time.Millisecond
 )
 
 // dueAt is when the current batch is due by time (not by size).
 func (s *session) dueAt() time.Time {
 	at := s.cur.wakeAt(s.r.cfg.BatchMaxDelay)
 	if last := s.cur.lastTime; !last.IsZero() && s.now.Sub(last) > catchUpLag {
-		if late := s.cur.openedAt.Add(catchUpDelay); late.After(at) {
+		late := s.cur.openedAt.Add(catchUpDelay)
+		if quiet := s.quietAt(); quiet.Before(late) {
+			late = quiet
+		}
+		if late.After(at) {
 			at = late
 		}
 	}
 	return at
+}
+
+// quietAt is when the stream will have been quiet for quietAfter since the
+// last data message, rounded up to a quietStep.
+func (s *session) quietAt() time.Time {
+	return s.lastData.Add(quietAfter).Truncate(quietStep).Add(quietStep)
 }
 
 // maybeHandoff gives the current batch to the committer when it is due and

@@ -237,6 +237,9 @@ func (c *pacedConn) Receive(ctx context.Context, until time.Time) (pgproto3.Back
 	}
 }
 
+// Wake: a benchmark stops by its context.
+func (c *pacedConn) Wake() {}
+
 func (c *pacedConn) SendStatus(_ context.Context, _, flush pglogrepl.LSN) error {
 	now := time.Now()
 	c.mu.Lock()

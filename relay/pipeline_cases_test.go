@@ -319,3 +319,16 @@ func TestKeepaliveEndsABacklogBatch(t *testing.T) {
 		t.Errorf("acknowledged %s after a keepalive that found the walsender caught up; want at once", d)
 	}
 }
+
+// A graceful stop wakes the receive loop: an idle session ends at once,
+// not at its next wake-up (here a minute away).
+func TestStopDoesNotWaitForTheWakeUp(t *testing.T) {
+	h := newHarness(t, sinktest.NewMemory(), 0x1000, func(c *Config) { c.StatusInterval = time.Minute })
+	_, end := h.src.tx("orders")
+	h.waitAck(end)
+	time.Sleep(10 * time.Millisecond) // the loop is waiting
+	h.stop()
+	if err := h.ended(time.Second); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -22,13 +22,23 @@ import (
 // positions it acknowledges.
 type fakeConn struct {
 	frames chan []byte
+	wake   chan struct{}
 
 	mu      sync.Mutex
 	flushed pglogrepl.LSN
 	acks    int
 }
 
-func newFakeConn() *fakeConn { return &fakeConn{frames: make(chan []byte, 1024)} }
+func newFakeConn() *fakeConn {
+	return &fakeConn{frames: make(chan []byte, 1024), wake: make(chan struct{}, 1)}
+}
+
+func (c *fakeConn) Wake() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
 
 func (c *fakeConn) Receive(ctx context.Context, until time.Time) (pgproto3.BackendMessage, error) {
 	t := time.NewTimer(time.Until(until))
@@ -38,6 +48,8 @@ func (c *fakeConn) Receive(ctx context.Context, until time.Time) (pgproto3.Backe
 		return &pgproto3.CopyData{Data: f}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-c.wake:
+		return nil, nil
 	case <-t.C:
 		return nil, nil
 	}

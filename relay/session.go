@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -21,6 +22,10 @@ type replicationConn interface {
 	// by until. It returns at once when ctx ends.
 	Receive(ctx context.Context, until time.Time) (pgproto3.BackendMessage, error)
 	SendStatus(ctx context.Context, write, flush pglogrepl.LSN) error
+	// Wake makes the Receive in progress, or else the next one, return
+	// (nil, nil) at once: a graceful stop does not wait for the wake-up.
+	// It may be called from any goroutine.
+	Wake()
 	Close(ctx context.Context) error
 }
 
@@ -34,6 +39,22 @@ type pgReplication struct {
 	until   time.Time       // the read deadline set on the socket
 	watched context.Context // the context whose end interrupts a read
 	unwatch func() bool
+	woken   atomic.Bool // Wake was called: the next Receive returns at once
+}
+
+func (c *pgReplication) Wake() {
+	c.woken.Store(true)
+	_ = c.Conn().SetReadDeadline(time.Unix(1, 0)) // interrupts a read in progress
+}
+
+// wasWoken reports a Wake since the last call; the next Receive then sets
+// its deadline again (Wake moved it).
+func (c *pgReplication) wasWoken() bool {
+	if !c.woken.Swap(false) {
+		return false
+	}
+	c.until = time.Time{}
+	return true
 }
 
 func (c *pgReplication) Receive(ctx context.Context, until time.Time) (pgproto3.BackendMessage, error) {
@@ -50,8 +71,13 @@ func (c *pgReplication) Receive(ctx context.Context, until time.Time) (pgproto3.
 		}
 		c.until = until
 	}
-	if err := ctx.Err(); err != nil { // checked after the deadline moved: a cancellation is never overwritten
+	// Checked after the deadline moved: a cancellation or a Wake is never
+	// overwritten.
+	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if c.wasWoken() {
+		return nil, nil
 	}
 	msg, err := c.ReceiveMessage(context.Background())
 	switch {
@@ -60,7 +86,8 @@ func (c *pgReplication) Receive(ctx context.Context, until time.Time) (pgproto3.
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case pgconn.Timeout(err):
-		return nil, nil // the wake-up deadline: nothing arrived
+		c.wasWoken()
+		return nil, nil // the wake-up deadline, or a Wake: nothing arrived
 	}
 	return nil, err
 }
@@ -131,6 +158,15 @@ func newSession(r *Relay, conn replicationConn, com *committer) *session {
 // batch is committed and acknowledged) or an error occurs.
 func (s *session) stream(ctx context.Context, stop <-chan struct{}) error {
 	var stopping bool
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-stop:
+			s.conn.Wake() // the receive loop sees stop at once, not at its next wake-up
+		case <-done:
+		}
+	}()
 	for {
 		if err := s.com.failed(); err != nil {
 			return err

@@ -8,7 +8,12 @@
 // that served it (the server's logical decoding, sampled from /proc), and
 // the relay's peak RSS. With Options.Loaded (--loaded, on by default) each
 // drain is repeated, relay and reference alike, beside a goroutine that
-// spins on one core (lines suffixed _loaded).
+// spins on one core (lines suffixed _loaded). Each drain is timed
+// Options.Rounds times (--rounds, 3 by default), relay and reference in
+// turn, which goes first alternating, each round on slots of its own made
+// before the load; the figures are the medians, and a comment line gives
+// every round. On a shared machine the same drain varies by a quarter
+// from one run to the next, mostly in the walsender's CPU time.
 package bench
 
 import (
@@ -42,6 +47,10 @@ type Options struct {
 	// Loaded repeats each drain with a CPU hog spinning on one core,
 	// relay and pg_recvlogical alike (lines suffixed _loaded).
 	Loaded bool
+	// Rounds is how many times each drain is timed, relay and
+	// pg_recvlogical in turn, which goes first alternating; the figures
+	// are the medians (default 1).
+	Rounds int
 }
 
 func (o Options) want(name string) bool {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,27 +89,32 @@ func loadSingle(ctx context.Context, dsn string, n, workers, rate int, d time.Du
 	return <-errs
 }
 
-// drain loads `events` rows after both slots exist, then times
-// pg_recvlogical and the relay draining the same WAL.
+// drain loads `events` rows after every slot exists, then times
+// pg_recvlogical and the relay draining the same WAL: Options.Rounds
+// times each, unloaded and (Options.Loaded) beside a CPU hog, alternating
+// which goes first so that the machine's drift falls on both.
 func (b *bench) drain(ctx context.Context, name string, events int, load func(context.Context, string) error) error {
 	dsn, drop, err := b.freshDB(ctx)
 	if err != nil {
 		return err
 	}
 	defer drop()
-	variants := []drainVariant{{suffix: "", slot: "deltabus", ref: "ref"}}
+	kinds := []drainKind{{suffix: ""}}
 	if b.o.Loaded {
-		variants = append(variants, drainVariant{suffix: "_loaded", slot: "deltabus_loaded", ref: "ref_loaded", hog: true})
+		kinds = append(kinds, drainKind{suffix: "_loaded", hog: true})
 	}
-	for i := range variants {
-		v := &variants[i]
-		v.store = b.storeDir(name + v.suffix)
-		defer os.RemoveAll(v.store)
-		if err := b.createRelaySlot(ctx, dsn, v.store, v.slot); err != nil {
-			return err
-		}
-		if err := execSQL(ctx, dsn, `SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, v.ref); err != nil {
-			return err
+	for k := range kinds {
+		for i := range max(b.o.Rounds, 1) {
+			v := drainVariant{slot: fmt.Sprintf("deltabus%s_%d", kinds[k].suffix, i), ref: fmt.Sprintf("ref%s_%d", kinds[k].suffix, i)}
+			v.store = b.storeDir(name + kinds[k].suffix)
+			defer os.RemoveAll(v.store)
+			if err := b.createRelaySlot(ctx, dsn, v.store, v.slot); err != nil {
+				return err
+			}
+			if err := execSQL(ctx, dsn, `SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, v.ref); err != nil {
+				return err
+			}
+			kinds[k].rounds = append(kinds[k].rounds, v)
 		}
 	}
 	t0 := time.Now()
@@ -120,42 +126,89 @@ func (b *bench) drain(ctx context.Context, name string, events int, load func(co
 		return err
 	}
 	fmt.Fprintf(b.out, "# %s: loaded %d events in %.1fs; WAL to drain ends at %s\n", name, events, time.Since(t0).Seconds(), end)
-	for _, v := range variants {
-		if err := b.drainOne(ctx, name, events, dsn, end, v); err != nil {
+	for _, k := range kinds {
+		if err := b.drainKind(ctx, name+k.suffix, events, dsn, end, k); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// drainVariant is one side-by-side drain of the same WAL: the relay's slot
-// and store, pg_recvlogical's slot, and whether a CPU hog holds one core.
-type drainVariant struct {
-	suffix, slot, ref, store string
-	hog                      bool
+// drainKind is one kind of side-by-side drain (unloaded, or beside a CPU
+// hog) and its rounds.
+type drainKind struct {
+	suffix string
+	hog    bool
+	rounds []drainVariant
 }
 
-func (b *bench) drainOne(ctx context.Context, name string, events int, dsn, end string, v drainVariant) error {
-	if v.hog {
+// drainVariant is one round: the relay's slot and store, pg_recvlogical's
+// slot.
+type drainVariant struct{ slot, ref, store string }
+
+// drainKind runs a kind's rounds and prints its figures: the medians of
+// the rounds when there are several.
+func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end string, k drainKind) error {
+	if k.hog {
 		stop := hogCore()
 		defer stop()
 	}
-	ref, err := b.recvlogical(ctx, dsn, v.ref, end)
-	if err != nil {
-		return err
+	var rels, refs []drained
+	for i, v := range k.rounds {
+		ref, rel, err := b.drainRound(ctx, dsn, end, v, i%2 == 1)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(b.out, "# %s round %d: relay %.1fs wall, %.2fs CPU, walsender %.2fs CPU; pg_recvlogical %.1fs wall, %.2fs CPU, walsender %.2fs CPU (ratio %.2f)\n",
+			name, i+1, rel.secs, rel.cpu, rel.server, ref.secs, ref.cpu, ref.server, ref.secs/rel.secs)
+		rels, refs = append(rels, rel), append(refs, ref)
 	}
-	rel, err := b.relayDrain(ctx, dsn, v.store, v.slot, end)
-	if err != nil {
-		return err
-	}
-	name += v.suffix
+	rel, ref := medianDrain(rels), medianDrain(refs)
 	b.line(name, float64(events)/rel.secs, float64(events)/ref.secs, "ev/s")
-	fmt.Fprintf(b.out, "# %s: pg_recvlogical %.1fs wall, %.2fs CPU, walsender %.2fs CPU\n", name, ref.secs, ref.cpu, ref.server)
 	per := func(s float64) float64 { return s / float64(events) * 1e6 }
 	b.linef(name+"_cpu_per_event", per(rel.cpu), per(ref.cpu), "us")
 	b.linef(name+"_cpu_per_event_with_walsender", per(rel.cpu+rel.server), per(ref.cpu+ref.server), "us")
 	fmt.Fprintf(b.out, "%s_peak_rss relay=%.0fMiB reference=200MiB ratio=%.2f\n", name, rel.rss, rel.rss/200)
 	return nil
+}
+
+// drainRound times pg_recvlogical and the relay on one round's slots, the
+// relay first when relayFirst.
+func (b *bench) drainRound(ctx context.Context, dsn, end string, v drainVariant, relayFirst bool) (ref, rel drained, err error) {
+	if relayFirst {
+		if rel, err = b.relayDrain(ctx, dsn, v.store, v.slot, end); err != nil {
+			return
+		}
+		ref, err = b.recvlogical(ctx, dsn, v.ref, end)
+		return
+	}
+	if ref, err = b.recvlogical(ctx, dsn, v.ref, end); err != nil {
+		return
+	}
+	rel, err = b.relayDrain(ctx, dsn, v.store, v.slot, end)
+	return
+}
+
+// medianDrain is the median of each figure over the rounds (the largest
+// peak RSS).
+func medianDrain(ds []drained) drained {
+	med := func(f func(drained) float64) float64 {
+		v := make([]float64, len(ds))
+		for i, d := range ds {
+			v[i] = f(d)
+		}
+		slices.Sort(v)
+		if n := len(v); n%2 == 0 {
+			return (v[n/2-1] + v[n/2]) / 2
+		}
+		return v[len(v)/2]
+	}
+	out := drained{secs: med(func(d drained) float64 { return d.secs }), cpu: med(func(d drained) float64 { return d.cpu }),
+		server: med(func(d drained) float64 { return d.server })}
+	for _, d := range ds {
+		out.rss = max(out.rss, d.rss)
+	}
+	return out
 }
 
 // drained is what one drain of a slot cost: wall seconds, CPU seconds
@@ -240,7 +293,6 @@ func (b *bench) relayDrain(ctx context.Context, dsn, store, slot, end string) (d
 		time.Sleep(10 * time.Millisecond)
 	}
 	d := drained{secs: time.Since(start).Seconds(), cpu: cpuSeconds(p.Process.Pid), rss: peakRSS(p.Process.Pid), server: server()}
-	fmt.Fprintf(b.out, "# relay: %.1fs wall, %.2fs CPU, walsender %.2fs CPU\n", d.secs, d.cpu, d.server)
 	_ = p.Process.Signal(syscall.SIGTERM)
 	return d, nil
 }

@@ -74,8 +74,8 @@ func ConnectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error)
 	cfg.RuntimeParams["replication"] = "database"
 	cfg.RuntimeParams["datestyle"] = "ISO, MDY"
 	cfg.RuntimeParams["timezone"] = "UTC"
-	cfg.DialFunc = dialGathering(cfg.DialFunc)
-	cfg.BuildFrontend = gatheringFrontend
+	cfg.DialFunc = dialGathering(cfg.DialFunc, streamGather)
+	cfg.BuildFrontend = gatheringFrontend(streamGather)
 	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, ConnectError(cfg.Host, cfg.Port, err)

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
@@ -22,30 +23,45 @@ import (
 // the database needs. gatherConn reads in batches instead. While data
 // flows (the last read found little), it raises the socket's low-water
 // mark (SO_RCVLOWAT), so the kernel wakes the poller only once
-// gatherBytes have arrived, and bounds that wait to gatherWait; then it
+// its low-water mark has arrived, and bounds that wait to gatherWait; then it
 // reads whatever is there. When the stream goes idle it returns to the
 // socket's defaults, so an idle relay sleeps without timers.
-const (
-	// gatherBelow: a read of fewer bytes found the socket nearly empty,
-	// so the next read gathers. pgx reads into buffers of 8 KiB or more.
-	gatherBelow = 4 << 10
-	// gatherBytes is the low-water mark while gathering: 32 KiB is about
-	// half a millisecond of a drain's stream. Each read and each wake-up
-	// also costs the kernel a TCP window update: fewer, larger reads cost
-	// the relay 14% less CPU per event in 1,000-row transactions than
-	// 8 KiB reads (side by side, two rounds). 128 KiB slowed single-row
-	// drains: the walsender then waits on its full socket.
-	gatherBytes = 32 << 10
-	// readBuffer is what one read asks of the socket. pgx's own reader
-	// asks for at most 8 KiB, so the replication connection reads through
-	// a buffer of this size (gatheringFrontend).
-	readBuffer = 64 << 10
-	// gatherWait bounds a gathering read: what arrived by then is read.
-	// Go's timers fire about a millisecond late at the least on Linux;
-	// a millisecond on a message costs nothing against a batch delay of
-	// tens of milliseconds.
-	gatherWait = time.Millisecond
+//
+// A connection's reads gather by its gather parameters. The replication
+// stream is messages of tens to hundreds of bytes (streamGather); a COPY
+// arrives in the server's 8 KiB flushes (bulkGather).
+type gather struct {
+	// below: a read of fewer bytes found the socket nearly empty, so the
+	// next read gathers.
+	below int
+	// lowat is the low-water mark while gathering.
+	lowat int
+	// buffer is what one read asks of the socket (gatheringFrontend).
+	buffer int
+}
+
+var (
+	// streamGather: pgx reads into buffers of 8 KiB or more, so a read
+	// under 4 KiB found the socket nearly empty. 32 KiB is about half a
+	// millisecond of a drain's stream. Each read and each wake-up also
+	// costs the kernel a TCP window update: fewer, larger reads cost the
+	// relay 14% less CPU per event in 1,000-row transactions than 8 KiB
+	// reads (side by side, two rounds). 128 KiB slowed single-row drains:
+	// the walsender then waits on its full socket. pgx's own reader asks
+	// for at most 8 KiB, so the connection reads through 64 KiB.
+	streamGather = gather{below: 4 << 10, lowat: 32 << 10, buffer: 64 << 10}
+	// bulkGather: a COPY's server flushes 8 KiB at a time, and a reader
+	// that keeps up reads each flush on its own wake-up (socket reads and
+	// the poller's wake-ups were a third of a bootstrap's CPU): it reads
+	// 64 KiB at least, a fraction of a millisecond of a COPY.
+	bulkGather = gather{below: 64 << 10, lowat: 64 << 10, buffer: 256 << 10}
 )
+
+// gatherWait bounds a gathering read: what arrived by then is read. Go's
+// timers fire about a millisecond late at the least on Linux; a
+// millisecond on a message costs nothing against a batch delay of tens of
+// milliseconds, nor at the end of a COPY.
+const gatherWait = time.Millisecond
 
 // gatherConn is a net.Conn whose reads gather (see above). Deadlines set
 // by the caller keep their meaning: a read returns when the caller's
@@ -54,16 +70,17 @@ const (
 type gatherConn struct {
 	net.Conn
 	raw syscall.RawConn // nil: not a socket; reads do not gather
+	g   gather
 
 	mu       sync.Mutex
 	deadline time.Time // the caller's read deadline
 	applied  time.Time // the read deadline set on the socket
-	short    bool      // the last read returned less than gatherBelow
+	short    bool      // the last read returned less than g.below
 	lowat    bool      // SO_RCVLOWAT is raised
 }
 
-func newGatherConn(c net.Conn) *gatherConn {
-	g := &gatherConn{Conn: c}
+func newGatherConn(c net.Conn, params gather) *gatherConn {
+	g := &gatherConn{Conn: c, g: params}
 	if sc, ok := c.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			g.raw = raw
@@ -95,7 +112,7 @@ func (c *gatherConn) Read(p []byte) (int, error) {
 func (c *gatherConn) gathering(p []byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.short || c.raw == nil || len(p) < gatherBytes {
+	if !c.short || c.raw == nil || len(p) < c.g.lowat {
 		return false
 	}
 	wait := time.Now().Add(gatherWait)
@@ -103,7 +120,7 @@ func (c *gatherConn) gathering(p []byte) bool {
 		return false // the caller's deadline comes first
 	}
 	if !c.lowat {
-		if c.setLowat(gatherBytes) != nil {
+		if c.setLowat(c.g.lowat) != nil {
 			return false
 		}
 		c.lowat = true
@@ -139,7 +156,7 @@ func (c *gatherConn) plain() error {
 
 func (c *gatherConn) done(n int) {
 	c.mu.Lock()
-	c.short = n < gatherBelow
+	c.short = n < c.g.below
 	c.mu.Unlock()
 }
 
@@ -190,20 +207,30 @@ func (c *gatherConn) setCallerDeadline(t time.Time, set func(time.Time) error) e
 	return nil
 }
 
-// gatheringFrontend is pgx's frontend reading through a readBuffer-sized
-// buffer, so that a gathering read takes all that has gathered.
-func gatheringFrontend(r io.Reader, w io.Writer) *pgproto3.Frontend {
-	return pgproto3.NewFrontend(bufio.NewReaderSize(r, readBuffer), w)
+// gatheringFrontend returns pgx's frontend reading through a buffer of
+// g.buffer bytes, so that a gathering read takes all that has gathered.
+func gatheringFrontend(g gather) pgconn.BuildFrontendFunc {
+	return func(r io.Reader, w io.Writer) *pgproto3.Frontend {
+		return pgproto3.NewFrontend(bufio.NewReaderSize(r, g.buffer), w)
+	}
 }
 
 // dialGathering wraps a dial function so that its connections read in
 // batches (gatherConn). TLS, when configured, runs on top of it.
-func dialGathering(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func dialGathering(dial pgconn.DialFunc, g gather) pgconn.DialFunc {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
-		return newGatherConn(c), nil
+		return newGatherConn(c, g), nil
 	}
+}
+
+// GatherBulk makes a connection's reads gather as a COPY's should: at
+// least 64 KiB at a time (or what arrived within a millisecond), through a
+// 256 KiB buffer.
+func GatherBulk(cfg *pgconn.Config) {
+	cfg.DialFunc = dialGathering(cfg.DialFunc, bulkGather)
+	cfg.BuildFrontend = gatheringFrontend(bulkGather)
 }

@@ -38,13 +38,13 @@ func TestGatherConnReadsInBatches(t *testing.T) {
 			}
 		}
 	}()
-	dial := dialGathering((&net.Dialer{}).DialContext)
+	dial := dialGathering((&net.Dialer{}).DialContext, streamGather)
 	c, err := dial(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	buf := make([]byte, readBuffer)
+	buf := make([]byte, streamGather.buffer)
 	var got []byte
 	reads := 0
 	for {
@@ -88,12 +88,12 @@ func TestGatherConnKeepsDeadlines(t *testing.T) {
 			c.Close()
 		}
 	}()
-	c, err := dialGathering((&net.Dialer{}).DialContext)(context.Background(), "tcp", ln.Addr().String())
+	c, err := dialGathering((&net.Dialer{}).DialContext, streamGather)(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	buf := make([]byte, readBuffer)
+	buf := make([]byte, streamGather.buffer)
 	if _, err := c.Read(buf); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func gatherPair(t *testing.T) (net.Conn, net.Conn) {
 		}
 		close(accepted)
 	}()
-	c, err := dialGathering((&net.Dialer{}).DialContext)(context.Background(), "tcp", ln.Addr().String())
+	c, err := dialGathering((&net.Dialer{}).DialContext, streamGather)(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func gatherPair(t *testing.T) (net.Conn, net.Conn) {
 // within a few milliseconds, with no deadline set by the caller.
 func TestGatherConnSmallMessageArrives(t *testing.T) {
 	c, srv := gatherPair(t)
-	buf := make([]byte, readBuffer)
+	buf := make([]byte, streamGather.buffer)
 	srv.Write([]byte("first"))
 	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "first" {
 		t.Fatalf("first read: %q, %v", buf[:n], err)
@@ -167,7 +167,7 @@ func TestGatherConnSmallMessageArrives(t *testing.T) {
 // once; a later deadline is then honoured as set.
 func TestGatherConnInterrupted(t *testing.T) {
 	c, srv := gatherPair(t)
-	buf := make([]byte, readBuffer)
+	buf := make([]byte, streamGather.buffer)
 	srv.Write([]byte("x"))
 	if _, err := c.Read(buf); err != nil {
 		t.Fatal(err)
@@ -196,4 +196,68 @@ func TestGatherConnInterrupted(t *testing.T) {
 	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "y" {
 		t.Fatalf("read after the deadline was cleared: %q, %v", buf[:n], err)
 	}
+}
+
+// TestGatherBulkReadsLargeChunks sends 4 MiB in 8 KiB writes 20 µs apart,
+// as a server flushes a COPY, then 100 bytes more and holds the
+// connection open: every byte arrives in order, in large reads, and the
+// last short piece arrives by the gathering wait (the low-water mark is
+// never reached and the connection stays open). The CPU it saves is
+// measured by BenchmarkBootstrap (cpu_ns/row): an in-process writer does
+// not wake the reader per write as a server does.
+func TestGatherBulkReadsLargeChunks(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	const flushes, size, tail = 512, 8 << 10, 100
+	release := make(chan struct{})
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, size)
+		for i := range flushes {
+			for j := range buf {
+				buf[j] = byte(i)
+			}
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+			for t := time.Now(); time.Since(t) < 20*time.Microsecond; { // slower than the reader
+			}
+		}
+		c.Write(make([]byte, tail))
+		<-release // the end of the stream is not the end of the connection
+	}()
+	defer close(release)
+	c, err := dialGathering((&net.Dialer{}).DialContext, bulkGather)(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, bulkGather.buffer)
+	var got []byte
+	reads := 0
+	for len(got) < flushes*size+tail {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second)) // a hang fails instead of blocking
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatalf("after %d bytes: %v", len(got), err)
+		}
+		got = append(got, buf[:n]...)
+		reads++
+	}
+	for i := range flushes * size {
+		if got[i] != byte(i/size) {
+			t.Fatalf("byte %d is %d, want %d: out of order", i, got[i], byte(i/size))
+		}
+	}
+	if max := flushes * size / (32 << 10); reads > max {
+		t.Fatalf("%d reads for %d bytes in 8 KiB flushes; want at most %d", reads, flushes*size, max)
+	}
+	t.Logf("%d bytes in %d reads", len(got), reads)
 }

@@ -11,8 +11,8 @@
 // spins on one core (lines suffixed _loaded). Each drain is timed
 // Options.Rounds times (--rounds, 3 by default), relay and reference in
 // turn, which goes first alternating, each round on slots of its own made
-// before the load; the figures are the medians, and a comment line gives
-// every round. On a shared machine the same drain varies by a quarter
+// before the load; the figures are the medians (a drain's ratio is the
+// median of the rounds' ratios), and a comment line gives every round. On a shared machine the same drain varies by a quarter
 // from one run to the next, mostly in the walsender's CPU time.
 package bench
 

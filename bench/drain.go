@@ -154,6 +154,7 @@ func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end
 		defer stop()
 	}
 	var rels, refs []drained
+	var ratios []float64
 	for i, v := range k.rounds {
 		ref, rel, err := b.drainRound(ctx, dsn, end, v, i%2 == 1)
 		if err != nil {
@@ -161,10 +162,12 @@ func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end
 		}
 		fmt.Fprintf(b.out, "# %s round %d: relay %.1fs wall, %.2fs CPU, walsender %.2fs CPU; pg_recvlogical %.1fs wall, %.2fs CPU, walsender %.2fs CPU (ratio %.2f)\n",
 			name, i+1, rel.secs, rel.cpu, rel.server, ref.secs, ref.cpu, ref.server, ref.secs/rel.secs)
-		rels, refs = append(rels, rel), append(refs, ref)
+		rels, refs, ratios = append(rels, rel), append(refs, ref), append(ratios, ref.secs/rel.secs)
 	}
 	rel, ref := medianDrain(rels), medianDrain(refs)
-	b.line(name, float64(events)/rel.secs, float64(events)/ref.secs, "ev/s")
+	// The ratio is the median of the rounds' own: each compares two
+	// drains that ran one after the other.
+	fmt.Fprintf(b.out, "%s relay=%.0fev/s reference=%.0fev/s ratio=%.2f\n", name, float64(events)/rel.secs, float64(events)/ref.secs, median(ratios))
 	per := func(s float64) float64 { return s / float64(events) * 1e6 }
 	b.linef(name+"_cpu_per_event", per(rel.cpu), per(ref.cpu), "us")
 	b.linef(name+"_cpu_per_event_with_walsender", per(rel.cpu+rel.server), per(ref.cpu+ref.server), "us")
@@ -197,11 +200,7 @@ func medianDrain(ds []drained) drained {
 		for i, d := range ds {
 			v[i] = f(d)
 		}
-		slices.Sort(v)
-		if n := len(v); n%2 == 0 {
-			return (v[n/2-1] + v[n/2]) / 2
-		}
-		return v[len(v)/2]
+		return median(v)
 	}
 	out := drained{secs: med(func(d drained) float64 { return d.secs }), cpu: med(func(d drained) float64 { return d.cpu }),
 		server: med(func(d drained) float64 { return d.server })}
@@ -392,4 +391,13 @@ func waitSlot(ctx context.Context, dsn, slot string, active bool, timeout time.D
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("slot %s did not become active=%v", slot, active)
+}
+
+// median of v (the mean of the middle two of an even count); it sorts v.
+func median(v []float64) float64 {
+	slices.Sort(v)
+	if n := len(v); n%2 == 0 {
+		return (v[n/2-1] + v[n/2]) / 2
+	}
+	return v[len(v)/2]
 }

@@ -44,4 +44,4 @@ DELTABUS_COST_SECONDS=${DELTABUS_COST_SECONDS:-10} go test -count=1 -run '^$' -b
 
 echo "# bootstrap of 1M rows over 40 topics against COPY (SELECT * FROM outbox) TO STDOUT (FORMAT binary)"
 DELTABUS_BENCH_TOPICS=40 DELTABUS_BENCH_ROWS=${DELTABUS_BENCH_ROWS:-1000000} go test -count=1 -run '^$' \
-  -bench 'BenchmarkBootstrap$' -benchtime 2x -timeout 20m ./bootstrap | grep '^Benchmark'
+  -bench 'BenchmarkBootstrap$' -benchtime 3x -timeout 20m ./bootstrap | grep '^Benchmark'

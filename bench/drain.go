@@ -167,7 +167,7 @@ func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end
 	rel, ref := medianDrain(rels), medianDrain(refs)
 	// The ratio is the median of the rounds' own: each compares two
 	// drains that ran one after the other.
-	fmt.Fprintf(b.out, "%s relay=%.0fev/s reference=%.0fev/s ratio=%.2f\n", name, float64(events)/rel.secs, float64(events)/ref.secs, median(ratios))
+	fmt.Fprintf(b.out, "%s relay=%.0fev/s reference=%.0fev/s ratio=%.2f\n", name, float64(events)/rel.secs, float64(events)/ref.secs, Median(ratios))
 	per := func(s float64) float64 { return s / float64(events) * 1e6 }
 	b.linef(name+"_cpu_per_event", per(rel.cpu), per(ref.cpu), "us")
 	b.linef(name+"_cpu_per_event_with_walsender", per(rel.cpu+rel.server), per(ref.cpu+ref.server), "us")
@@ -200,7 +200,7 @@ func medianDrain(ds []drained) drained {
 		for i, d := range ds {
 			v[i] = f(d)
 		}
-		return median(v)
+		return Median(v)
 	}
 	out := drained{secs: med(func(d drained) float64 { return d.secs }), cpu: med(func(d drained) float64 { return d.cpu }),
 		server: med(func(d drained) float64 { return d.server })}
@@ -393,11 +393,14 @@ func waitSlot(ctx context.Context, dsn, slot string, active bool, timeout time.D
 	return fmt.Errorf("slot %s did not become active=%v", slot, active)
 }
 
-// median of v (the mean of the middle two of an even count); it sorts v.
-func median(v []float64) float64 {
-	slices.Sort(v)
-	if n := len(v); n%2 == 0 {
-		return (v[n/2-1] + v[n/2]) / 2
+// Median is the median of v (the mean of the middle two of an even
+// count); v is left as it is. The benchmarks of other packages report
+// their repeated figures with it.
+func Median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
 	}
-	return v[len(v)/2]
+	return s[len(s)/2]
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/bench"
 	"github.com/deltabus/deltabus/bootstrap"
 	"github.com/deltabus/deltabus/relay"
 )
@@ -64,11 +64,11 @@ func BenchmarkBootstrap(b *testing.B) {
 		rate := float64(n) / took.Seconds()
 		rates, copies, ratios = append(rates, rate), append(copies, copyRate), append(ratios, rate/copyRate)
 		cpus = append(cpus, float64(cpu.Nanoseconds())/float64(n))
-		b.ReportMetric(median(rates), "bootstrap_rows/s")
-		b.ReportMetric(median(copies), "copy_binary_rows/s")
-		b.ReportMetric(median(ratios), "ratio")
+		b.ReportMetric(bench.Median(rates), "bootstrap_rows/s")
+		b.ReportMetric(bench.Median(copies), "copy_binary_rows/s")
+		b.ReportMetric(bench.Median(ratios), "ratio")
 		b.ReportMetric(float64(rssKiB(b, "VmHWM"))/1024, "peak_rss_MiB")
-		b.ReportMetric(median(cpus), "cpu_ns/row")
+		b.ReportMetric(bench.Median(cpus), "cpu_ns/row")
 		b.ReportMetric(float64(baseRSS)/1024, "base_rss_MiB")
 		b.ReportMetric(float64(fillTopics()), "topics")
 		db.Exec(b, "SELECT pg_drop_replication_slot('deltabus')")
@@ -119,15 +119,4 @@ func rssKiB(b *testing.B, field string) int64 {
 	}
 	b.Fatalf("%s not in /proc/self/status", field)
 	return 0
-}
-
-// median of the values so far (the mean of the middle two of an even
-// count).
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
 }

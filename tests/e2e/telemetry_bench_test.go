@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/bench"
 	"github.com/deltabus/deltabus/migrations"
 	"github.com/deltabus/deltabus/tests/otlptest"
 	"github.com/deltabus/deltabus/tests/pgtest"
@@ -95,22 +95,13 @@ func BenchmarkTracingOverhead(b *testing.B) {
 	}
 	// The control's difference from the other untraced relay is the noise
 	// of the comparison; the traced ones are compared with both.
-	b.ReportMetric(100*(median(ratios[1])/median(ratios[0])-1), "noise-%-control")
-	b.ReportMetric(100*(median(ratios[2])-1), "overhead-%-on10")
-	b.ReportMetric(100*(median(ratios[3])-1), "overhead-%-on100")
+	b.ReportMetric(100*(bench.Median(ratios[1])/bench.Median(ratios[0])-1), "noise-%-control")
+	b.ReportMetric(100*(bench.Median(ratios[2])-1), "overhead-%-on10")
+	b.ReportMetric(100*(bench.Median(ratios[3])-1), "overhead-%-on100")
 	b.ReportMetric(0, "ns/op")
 	if len(rcv.Spans()) == 0 && b.N*events >= 100_000 {
 		b.Errorf("the traced relays exported no span")
 	}
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if n := len(s); n%2 == 0 {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
-	return s[len(s)/2]
 }
 
 func waitStreaming(tb testing.TB, p *relayProc, name string) {

@@ -108,8 +108,9 @@ func TestGatherConnKeepsDeadlines(t *testing.T) {
 	}
 }
 
-// gatherPair returns a gathering client connection and the server's end.
-func gatherPair(t *testing.T) (net.Conn, net.Conn) {
+// gatherPair returns a client connection gathering by g and the server's
+// end.
+func gatherPair(t *testing.T, g gather) (net.Conn, net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -124,7 +125,7 @@ func gatherPair(t *testing.T) (net.Conn, net.Conn) {
 		}
 		close(accepted)
 	}()
-	c, err := dialGathering((&net.Dialer{}).DialContext, streamGather)(context.Background(), "tcp", ln.Addr().String())
+	c, err := dialGathering((&net.Dialer{}).DialContext, g)(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func gatherPair(t *testing.T) (net.Conn, net.Conn) {
 // low-water mark raised), a message smaller than the mark still arrives
 // within a few milliseconds, with no deadline set by the caller.
 func TestGatherConnSmallMessageArrives(t *testing.T) {
-	c, srv := gatherPair(t)
+	c, srv := gatherPair(t, streamGather)
 	buf := make([]byte, streamGather.buffer)
 	srv.Write([]byte("first"))
 	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "first" {
@@ -166,7 +167,7 @@ func TestGatherConnSmallMessageArrives(t *testing.T) {
 // goroutine (how cancellation interrupts a read) ends a gathering read at
 // once; a later deadline is then honoured as set.
 func TestGatherConnInterrupted(t *testing.T) {
-	c, srv := gatherPair(t)
+	c, srv := gatherPair(t, streamGather)
 	buf := make([]byte, streamGather.buffer)
 	srv.Write([]byte("x"))
 	if _, err := c.Read(buf); err != nil {
@@ -206,39 +207,22 @@ func TestGatherConnInterrupted(t *testing.T) {
 // measured by BenchmarkBootstrap (cpu_ns/row): an in-process writer does
 // not wake the reader per write as a server does.
 func TestGatherBulkReadsLargeChunks(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	const flushes, size, tail = 512, 8 << 10, 100
-	release := make(chan struct{})
+	c, srv := gatherPair(t, bulkGather)
 	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
 		buf := make([]byte, size)
 		for i := range flushes {
 			for j := range buf {
 				buf[j] = byte(i)
 			}
-			if _, err := c.Write(buf); err != nil {
+			if _, err := srv.Write(buf); err != nil {
 				return
 			}
 			for t := time.Now(); time.Since(t) < 20*time.Microsecond; { // slower than the reader
 			}
 		}
-		c.Write(make([]byte, tail))
-		<-release // the end of the stream is not the end of the connection
+		srv.Write(make([]byte, tail)) // and the connection stays open
 	}()
-	defer close(release)
-	c, err := dialGathering((&net.Dialer{}).DialContext, bulkGather)(context.Background(), "tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	buf := make([]byte, bulkGather.buffer)
 	var got []byte
 	reads := 0

@@ -148,15 +148,8 @@ func replaceDB(dsn, db string) string {
 	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, db)
 }
 
-func (b *bench) line(name string, relay, ref float64, unit string) {
-	ratio := 0.0
-	if ref > 0 {
-		ratio = relay / ref
-	}
-	fmt.Fprintf(b.out, "%s relay=%.0f%s reference=%.0f%s ratio=%.2f\n", name, relay, unit, ref, unit, ratio)
-}
-
-// linef is line with two decimals (small units: µs per event).
+// linef prints one figure, name relay=… reference=… ratio=…, with two
+// decimals (small units: µs per event).
 func (b *bench) linef(name string, relay, ref float64, unit string) {
 	ratio := 0.0
 	if ref > 0 {

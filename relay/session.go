@@ -44,8 +44,12 @@ type pgReplication struct {
 
 func (c *pgReplication) Wake() {
 	c.woken.Store(true)
-	_ = c.Conn().SetReadDeadline(time.Unix(1, 0)) // interrupts a read in progress
+	c.interrupt()
 }
+
+// interrupt ends a read in progress: a deadline in the past, as pgconn's
+// own cancellation sets.
+func (c *pgReplication) interrupt() { _ = c.Conn().SetReadDeadline(time.Unix(1, 0)) }
 
 // wasWoken reports a Wake since the last call; the next Receive then sets
 // its deadline again (Wake moved it).
@@ -63,7 +67,7 @@ func (c *pgReplication) Receive(ctx context.Context, until time.Time) (pgproto3.
 			c.unwatch()
 		}
 		c.watched = ctx
-		c.unwatch = context.AfterFunc(ctx, func() { _ = c.Conn().SetReadDeadline(time.Unix(1, 0)) })
+		c.unwatch = context.AfterFunc(ctx, c.interrupt)
 	}
 	if !until.Equal(c.until) {
 		if err := c.Conn().SetReadDeadline(until); err != nil {

@@ -54,6 +54,8 @@ type Sink struct {
 
 	mu     sync.Mutex
 	tables map[string]*delta.Table // handles of the tables this process writes
+
+	checkpointGate chan struct{} // the tables' background checkpoints, one at a time
 }
 
 var _ sink.Sink = (*Sink)(nil)
@@ -66,11 +68,11 @@ func New(root storage.Store, opts Options) *Sink {
 	if opts.PendingBudget <= 0 {
 		opts.PendingBudget = 16 << 20
 	}
-	return &Sink{root: root, opts: opts, tables: map[string]*delta.Table{}}
+	return &Sink{root: root, opts: opts, tables: map[string]*delta.Table{}, checkpointGate: make(chan struct{}, 1)}
 }
 
 func (s *Sink) tableOpts() delta.Options {
-	return delta.Options{Logger: s.opts.Logger, AsyncCheckpoints: !s.opts.SyncCheckpoints}
+	return delta.Options{Logger: s.opts.Logger, AsyncCheckpoints: !s.opts.SyncCheckpoints, CheckpointGate: s.checkpointGate}
 }
 
 func (s *Sink) sub(name string) storage.Store { return storage.Sub(s.root, name) }

@@ -26,17 +26,7 @@ func TestGatherConnReadsInBatches(t *testing.T) {
 			return
 		}
 		defer c.Close()
-		msg := make([]byte, size)
-		for i := range msgs {
-			for j := range msg {
-				msg[j] = byte(i)
-			}
-			if _, err := c.Write(msg); err != nil {
-				return
-			}
-			for t := time.Now(); time.Since(t) < 50*time.Microsecond; { // time.Sleep would take a millisecond
-			}
-		}
+		writeNumbered(c, msgs, size, 50*time.Microsecond)
 	}()
 	dial := dialGathering((&net.Dialer{}).DialContext, streamGather)
 	c, err := dial(context.Background(), "tcp", ln.Addr().String())
@@ -61,11 +51,7 @@ func TestGatherConnReadsInBatches(t *testing.T) {
 	if len(got) != msgs*size {
 		t.Fatalf("read %d bytes, want %d", len(got), msgs*size)
 	}
-	for i, b := range got {
-		if b != byte(i/size) {
-			t.Fatalf("byte %d is %d, want %d: out of order", i, b, i/size)
-		}
-	}
+	checkNumbered(t, got, size)
 	if reads > msgs/4 {
 		t.Fatalf("%d reads for %d messages: reads did not gather", reads, msgs)
 	}
@@ -105,6 +91,34 @@ func TestGatherConnKeepsDeadlines(t *testing.T) {
 	}
 	if d := time.Since(start); d > 200*time.Millisecond {
 		t.Fatalf("read returned %s after a 20 ms deadline", d)
+	}
+}
+
+// writeNumbered writes count pieces of size bytes, piece i all bytes
+// byte(i), gap apart (spinning: time.Sleep would take a millisecond).
+func writeNumbered(w io.Writer, count, size int, gap time.Duration) error {
+	piece := make([]byte, size)
+	for i := range count {
+		for j := range piece {
+			piece[j] = byte(i)
+		}
+		if _, err := w.Write(piece); err != nil {
+			return err
+		}
+		for t := time.Now(); time.Since(t) < gap; {
+		}
+	}
+	return nil
+}
+
+// checkNumbered fails t unless got is writeNumbered's pieces of size
+// bytes, in order.
+func checkNumbered(t *testing.T, got []byte, size int) {
+	t.Helper()
+	for i, b := range got {
+		if b != byte(i/size) {
+			t.Fatalf("byte %d is %d, want %d: out of order", i, b, byte(i/size))
+		}
 	}
 }
 
@@ -210,18 +224,9 @@ func TestGatherBulkReadsLargeChunks(t *testing.T) {
 	const flushes, size, tail = 512, 8 << 10, 100
 	c, srv := gatherPair(t, bulkGather)
 	go func() {
-		buf := make([]byte, size)
-		for i := range flushes {
-			for j := range buf {
-				buf[j] = byte(i)
-			}
-			if _, err := srv.Write(buf); err != nil {
-				return
-			}
-			for t := time.Now(); time.Since(t) < 20*time.Microsecond; { // slower than the reader
-			}
+		if writeNumbered(srv, flushes, size, 20*time.Microsecond) == nil { // slower than the reader
+			srv.Write(make([]byte, tail)) // and the connection stays open
 		}
-		srv.Write(make([]byte, tail)) // and the connection stays open
 	}()
 	buf := make([]byte, bulkGather.buffer)
 	var got []byte
@@ -235,11 +240,7 @@ func TestGatherBulkReadsLargeChunks(t *testing.T) {
 		got = append(got, buf[:n]...)
 		reads++
 	}
-	for i := range flushes * size {
-		if got[i] != byte(i/size) {
-			t.Fatalf("byte %d is %d, want %d: out of order", i, got[i], byte(i/size))
-		}
-	}
+	checkNumbered(t, got[:flushes*size], size)
 	if max := flushes * size / (32 << 10); reads > max {
 		t.Fatalf("%d reads for %d bytes in 8 KiB flushes; want at most %d", reads, flushes*size, max)
 	}

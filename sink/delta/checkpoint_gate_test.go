@@ -40,7 +40,7 @@ func TestCheckpointGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	var inFlight, most atomic.Int32
-	gate := make(chan struct{}, 1)
+	gate := NewCheckpointGate()
 	meta := Metadata{SchemaString: `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}`,
 		Configuration: map[string]string{"delta.checkpointInterval": "5"}}
 	var tables []*Table

@@ -297,40 +297,13 @@ func (t *Table) maybeCheckpoint(ctx context.Context) {
 		defer t.checkpointing.Store(false)
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 		defer cancel()
-		if !t.enterCheckpointGate(cctx, snap.Version) {
+		if err := t.opts.CheckpointGate.enter(cctx); err != nil {
+			t.opts.Logger.Warn("delta: checkpoint skipped, gate held too long", "table", t.store.String(), "version", snap.Version, "err", err)
 			return
 		}
-		defer t.leaveCheckpointGate(time.Now())
+		defer t.opts.CheckpointGate.leave(time.Now())
 		t.writeCheckpoint(cctx, snap)
 	}()
-}
-
-// enterCheckpointGate waits for Options.CheckpointGate, if any; false when
-// ctx ended first (the checkpoint is then skipped, as a failed one is).
-func (t *Table) enterCheckpointGate(ctx context.Context, v int64) bool {
-	g := t.opts.CheckpointGate
-	if g == nil {
-		return true
-	}
-	select {
-	case g <- struct{}{}:
-		return true
-	case <-ctx.Done():
-		t.opts.Logger.Warn("delta: checkpoint skipped, gate held too long", "table", t.store.String(), "version", v)
-		return false
-	}
-}
-
-// leaveCheckpointGate holds the gate, after a checkpoint that began at
-// start, for as long again (at most a second), so the writer's commits run
-// alone at least half of the time while a run of checkpoints is written.
-func (t *Table) leaveCheckpointGate(start time.Time) {
-	g := t.opts.CheckpointGate
-	if g == nil {
-		return
-	}
-	time.Sleep(min(time.Since(start), time.Second))
-	<-g
 }
 
 func (t *Table) writeCheckpoint(ctx context.Context, snap *Snapshot) {

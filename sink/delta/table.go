@@ -45,14 +45,10 @@ type Options struct {
 	// AsyncCheckpoints writes checkpoints in the background instead of
 	// inside the Commit that reaches the interval (see Table.Wait).
 	AsyncCheckpoints bool
-	// CheckpointGate (a channel of capacity 1), shared by the tables of
-	// one writer, lets their background checkpoints run one at a time, each
-	// followed by a pause as long as it took (at most a second): tables
-	// committed in step reach the interval in the same batch, and their
-	// checkpoints written at once would hold up the writer's next commits
-	// together (on one core, a commit back from fsync waits for the
-	// encoder's time slice). nil = no gate.
-	CheckpointGate chan struct{}
+	// CheckpointGate, shared by the tables of one writer, lets their
+	// background checkpoints take turns (see NewCheckpointGate). nil = no
+	// gate.
+	CheckpointGate *CheckpointGate
 }
 
 func (o *Options) defaults() {

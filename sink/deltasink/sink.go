@@ -55,7 +55,7 @@ type Sink struct {
 	mu     sync.Mutex
 	tables map[string]*delta.Table // handles of the tables this process writes
 
-	checkpointGate chan struct{} // the tables' background checkpoints, one at a time
+	checkpointGate *delta.CheckpointGate // the tables' background checkpoints take turns
 }
 
 var _ sink.Sink = (*Sink)(nil)
@@ -68,7 +68,7 @@ func New(root storage.Store, opts Options) *Sink {
 	if opts.PendingBudget <= 0 {
 		opts.PendingBudget = 16 << 20
 	}
-	return &Sink{root: root, opts: opts, tables: map[string]*delta.Table{}, checkpointGate: make(chan struct{}, 1)}
+	return &Sink{root: root, opts: opts, tables: map[string]*delta.Table{}, checkpointGate: delta.NewCheckpointGate()}
 }
 
 func (s *Sink) tableOpts() delta.Options {

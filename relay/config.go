@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pglogrepl"
+
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/storage"
@@ -46,6 +48,12 @@ type Config struct {
 	// never), so its slot advances even when that database writes nothing
 	// while others in the cluster do.
 	Heartbeat time.Duration
+	// StopAt, when set, stops the relay gracefully once it has received
+	// everything the source wrote before this WAL position: what it
+	// received is committed and acknowledged (at or past StopAt), and Run
+	// returns nil. Like pg_recvlogical's --endpos: a drain up to a known
+	// point, before a planned switch-over or to time a backlog.
+	StopAt pglogrepl.LSN
 }
 
 // DefaultConfig returns the defaults, tuned for sub-second end-to-end

@@ -332,3 +332,54 @@ func TestStopDoesNotWaitForTheWakeUp(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// With StopAt the session ends by itself once it has received everything
+// before it: the transactions are committed, the acknowledgement reaches
+// StopAt (through the last commit, or a keepalive's WAL end when the
+// walsender caught up before it), and serve returns nil.
+func TestStopAtCommitsWhatCameBeforeThenEnds(t *testing.T) {
+	const stopAt = pglogrepl.LSN(0x3000)
+	for _, tc := range []struct {
+		name string
+		feed func(*source)
+	}{
+		{"past it in a transaction", func(s *source) {
+			for s.lsn < stopAt {
+				s.tx("orders", "payments")
+			}
+		}},
+		{"by a keepalive", func(s *source) {
+			s.tx("orders")
+			s.c.frames <- pg.Keepalive(stopAt+0x800, false)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, sinktest.NewMemory(), 0x1000, func(c *Config) {
+				c.StopAt, c.StatusInterval = stopAt, time.Minute
+			})
+			tc.feed(h.src)
+			if err := h.ended(3 * time.Second); err != nil {
+				t.Fatalf("serve: %v", err)
+			}
+			for topic, want := range h.src.sent {
+				if got := ids(h.mem.Rows(topic)); !slices.Equal(got, want) {
+					t.Errorf("%s: %d rows %q, want %q", topic, len(got), got, want)
+				}
+			}
+			if got := h.conn.ack(); got < stopAt {
+				t.Errorf("acknowledged %s, want at least %s", got, stopAt)
+			}
+		})
+	}
+}
+
+// A StopAt the slot's position has passed already ends the session at once.
+func TestStopAtBehindTheStartEndsAtOnce(t *testing.T) {
+	h := newHarness(t, sinktest.NewMemory(), 0x5000, func(c *Config) { c.StopAt = 0x4000 })
+	if err := h.ended(time.Second); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if got := h.conn.ack(); got != 0x5000 {
+		t.Errorf("acknowledged %s, want the start 0/5000", got)
+	}
+}

@@ -180,6 +180,7 @@ func (s *session) stream(ctx context.Context, stop <-chan struct{}) error {
 			case <-stop:
 				stopping = true
 			default:
+				stopping = s.reachedStopAt()
 			}
 		}
 		if stopping && !s.dec.InTransaction() {
@@ -452,7 +453,8 @@ func (s *session) maybeHandoff(ctx context.Context, force bool) error {
 	}
 }
 
-// finish commits what is batched, waits for it, and acknowledges it.
+// finish commits what is batched, waits for it, and acknowledges it, up to
+// the WAL end of the last keepalive when all of it is handled.
 func (s *session) finish(ctx context.Context) error {
 	if err := s.maybeHandoff(ctx, true); err != nil {
 		return err
@@ -460,7 +462,19 @@ func (s *session) finish(ctx context.Context) error {
 	if err := s.com.close(); err != nil {
 		return err
 	}
+	s.advanceIdle()
 	return s.sendStatus(ctx)
+}
+
+// reachedStopAt reports whether the session has received (or holds
+// durable) everything before Config.StopAt, and logs it once.
+func (s *session) reachedStopAt() bool {
+	at := s.r.cfg.StopAt
+	if at == 0 || max(s.received, s.com.durableLSN()) < at {
+		return false
+	}
+	s.r.log.Info("reached --stop-at: committing what was received, then stopping", "stop_at", at, "received", s.received)
+	return true
 }
 
 func (s *session) sendStatus(ctx context.Context) error {

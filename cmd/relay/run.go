@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pglogrepl"
+
 	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/maintain"
 	"github.com/deltabus/deltabus/outbox"
@@ -24,6 +26,14 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "on SIGTERM, how long to wait for the last commit before giving up (what was not committed is read again on the next start)")
 	fs.DurationVar(&cfg.Heartbeat, "heartbeat", time.Minute, "write a tiny logical message this often so the slot advances while this database is idle and others write (negative disables)")
 	fs.BoolVar(&cfg.Standby, "standby", false, "wait while another process holds the slot, then take over (default: exit with an error)")
+	fs.Func("stop-at", "stop gracefully once everything the source wrote before this WAL position (e.g. SELECT pg_current_wal_lsn()) is received, committed and acknowledged, then exit 0, like pg_recvlogical --endpos (default: run until stopped)", func(v string) error {
+		lsn, err := pglogrepl.ParseLSN(v)
+		if err != nil || lsn == 0 {
+			return fmt.Errorf("%q is not a WAL position: want the form 16/B374D848, as pg_current_wal_lsn() prints it", v)
+		}
+		cfg.StopAt = lsn
+		return nil
+	})
 	metricsAddr := fs.String("metrics-addr", envOr(env, "DELTABUS_METRICS_ADDR", "127.0.0.1:9464"), "serve /metrics, /healthz and /readyz here (empty disables)")
 	var mo maintain.Options
 	every := fs.Duration("maintenance", time.Hour, "compact, clean up the log and vacuum every topic this often while streaming (0 disables; `relay compact` and `relay vacuum` do it by hand)")

@@ -12,8 +12,15 @@
 // Options.Rounds times (--rounds, 3 by default), relay and reference in
 // turn, which goes first alternating, each round on slots of its own made
 // before the load; the figures are the medians (a drain's ratio is the
-// median of the rounds' ratios), and a comment line gives every round. On a shared machine the same drain varies by a quarter
-// from one run to the next, mostly in the walsender's CPU time.
+// median of the rounds' ratios), and a comment line gives every round.
+// With Options.Control (--control, on by default) each round also times a
+// second pg_recvlogical, whose ratio to the first (a "# … control" line) is
+// the run's own resolution: on a shared machine the same drain varies by a
+// quarter from one run to the next, mostly in the walsender's CPU time.
+//
+// The relay runs with --stop-at, so that it exits by itself at the drain's
+// end as pg_recvlogical does at --endpos: nothing polls the database while
+// a drain is timed.
 package bench
 
 import (
@@ -51,6 +58,10 @@ type Options struct {
 	// pg_recvlogical in turn, which goes first alternating; the figures
 	// are the medians (default 1).
 	Rounds int
+	// Control also times, in each round, a second pg_recvlogical on a
+	// slot of its own: the ratio of two runs of the same tool is how far
+	// this run's relay ratios can move by chance.
+	Control bool
 }
 
 func (o Options) want(name string) bool {

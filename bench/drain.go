@@ -111,8 +111,16 @@ func (b *bench) drain(ctx context.Context, name string, events int, load func(co
 			if err := b.createRelaySlot(ctx, dsn, v.store, v.slot); err != nil {
 				return err
 			}
-			if err := execSQL(ctx, dsn, `SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, v.ref); err != nil {
-				return err
+			if b.o.Control {
+				v.ctl = fmt.Sprintf("ctl%s_%d", kinds[k].suffix, i)
+			}
+			for _, ref := range []string{v.ref, v.ctl} {
+				if ref == "" {
+					continue
+				}
+				if err := execSQL(ctx, dsn, `SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, ref); err != nil {
+					return err
+				}
 			}
 			kinds[k].rounds = append(kinds[k].rounds, v)
 		}
@@ -144,7 +152,7 @@ type drainKind struct {
 
 // drainVariant is one round: the relay's slot and store, pg_recvlogical's
 // slot.
-type drainVariant struct{ slot, ref, store string }
+type drainVariant struct{ slot, ref, ctl, store string }
 
 // drainKind runs a kind's rounds and prints its figures: the medians of
 // the rounds when there are several.
@@ -154,15 +162,24 @@ func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end
 		defer stop()
 	}
 	var rels, refs []drained
-	var ratios []float64
+	var ratios, controls []float64
 	for i, v := range k.rounds {
-		ref, rel, err := b.drainRound(ctx, dsn, end, v, i%2 == 1)
+		ref, rel, ctl, err := b.drainRound(ctx, dsn, end, v, i%2 == 1)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(b.out, "# %s round %d: relay %.1fs wall, %.2fs CPU, walsender %.2fs CPU; pg_recvlogical %.1fs wall, %.2fs CPU, walsender %.2fs CPU (ratio %.2f)\n",
 			name, i+1, rel.secs, rel.cpu, rel.server, ref.secs, ref.cpu, ref.server, ref.secs/rel.secs)
+		if v.ctl != "" {
+			fmt.Fprintf(b.out, "# %s round %d control: pg_recvlogical again %.1fs wall, %.2fs CPU, walsender %.2fs CPU (ratio %.2f)\n",
+				name, i+1, ctl.secs, ctl.cpu, ctl.server, ref.secs/ctl.secs)
+			controls = append(controls, ref.secs/ctl.secs)
+		}
 		rels, refs, ratios = append(rels, rel), append(refs, ref), append(ratios, ref.secs/rel.secs)
+	}
+	if len(controls) > 0 {
+		fmt.Fprintf(b.out, "# %s control: pg_recvlogical against itself, ratio %.2f (median; rounds %s): how far the relay's ratio moves by chance\n",
+			name, Median(controls), joinRatios(controls))
 	}
 	rel, ref := medianDrain(rels), medianDrain(refs)
 	// The ratio is the median of the rounds' own: each compares two
@@ -176,20 +193,34 @@ func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end
 }
 
 // drainRound times pg_recvlogical and the relay on one round's slots, the
-// relay first when relayFirst.
-func (b *bench) drainRound(ctx context.Context, dsn, end string, v drainVariant, relayFirst bool) (ref, rel drained, err error) {
-	if relayFirst {
-		if rel, err = b.relayDrain(ctx, dsn, v.store, v.slot, end); err != nil {
+// relay first when relayFirst; the control, if the round has one, takes the
+// relay's place on the other side of pg_recvlogical.
+func (b *bench) drainRound(ctx context.Context, dsn, end string, v drainVariant, relayFirst bool) (ref, rel, ctl drained, err error) {
+	steps := []func() error{
+		func() (err error) { rel, err = b.relayDrain(ctx, dsn, v.store, v.slot, end); return err },
+		func() (err error) { ref, err = b.recvlogical(ctx, dsn, v.ref, end); return err },
+	}
+	if v.ctl != "" {
+		steps = append(steps, func() (err error) { ctl, err = b.recvlogical(ctx, dsn, v.ctl, end); return err })
+	}
+	if !relayFirst {
+		slices.Reverse(steps)
+	}
+	for _, step := range steps {
+		if err = step(); err != nil {
 			return
 		}
-		ref, err = b.recvlogical(ctx, dsn, v.ref, end)
-		return
 	}
-	if ref, err = b.recvlogical(ctx, dsn, v.ref, end); err != nil {
-		return
-	}
-	rel, err = b.relayDrain(ctx, dsn, v.store, v.slot, end)
 	return
+}
+
+// joinRatios formats ratios as "0.97 / 1.02 / 0.99".
+func joinRatios(v []float64) string {
+	s := make([]string, len(v))
+	for i, r := range v {
+		s[i] = strconv.FormatFloat(r, 'f', 2, 64)
+	}
+	return strings.Join(s, " / ")
 }
 
 // medianDrain is the median of each figure over the rounds (the largest
@@ -235,13 +266,13 @@ func (b *bench) createRelaySlot(ctx context.Context, dsn, store, slot string) er
 	return waitSlot(ctx, dsn, slot, false, time.Minute)
 }
 
-func (b *bench) startRelay(dsn, store, slot string) (*exec.Cmd, error) {
+func (b *bench) startRelay(dsn, store, slot string, extra ...string) (*exec.Cmd, error) {
 	if !strings.Contains(store, "://") {
 		store = "file://" + store
 	}
 	// DELTABUS_BENCH_METRICS=host:port exposes the measured relay's
 	// /metrics and /debug/pprof for profiling a run.
-	args := append([]string{"run", "--metrics-addr", os.Getenv("DELTABUS_BENCH_METRICS"), "--log-level", "warn", "--slot", slot}, strings.Fields(b.o.RelayArgs)...)
+	args := append([]string{"run", "--metrics-addr", os.Getenv("DELTABUS_BENCH_METRICS"), "--log-level", "warn", "--slot", slot}, append(extra, strings.Fields(b.o.RelayArgs)...)...)
 	cmd := exec.Command(b.self, args...)
 	cmd.Env = append(os.Environ(), "DELTABUS_SOURCE="+dsn, "DELTABUS_STORE="+store)
 	cmd.Stderr = os.Stderr
@@ -262,38 +293,47 @@ func (b *bench) recvlogical(ctx context.Context, dsn, slot, end string) (drained
 	return drained{secs: time.Since(start).Seconds(), cpu: (st.UserTime() + st.SystemTime()).Seconds(), server: server()}, nil
 }
 
-// relayDrain times a relay process from start until the slot confirmed end.
+// relayDrain times a relay process from start until it exits by itself
+// at end (`--stop-at`, as pg_recvlogical's --endpos): nothing polls the
+// database meanwhile, which would take CPU from the walsender the drain
+// waits on (a query every 10 ms cost its backend 2-3% of the walsender's
+// CPU, in the relay's rounds only).
 func (b *bench) relayDrain(ctx context.Context, dsn, store, slot, end string) (drained, error) {
 	start := time.Now()
 	server := walsenderCPU(ctx, dsn, slot)
-	p, err := b.startRelay(dsn, store, slot)
+	p, err := b.startRelay(dsn, store, slot, "--stop-at", end)
 	if err != nil {
 		server()
 		return drained{}, err
 	}
-	defer func() { _ = p.Process.Kill(); _ = p.Wait() }()
+	stop := context.AfterFunc(ctx, func() { _ = p.Process.Kill() })
+	defer stop()
+	werr := p.Wait()
+	secs := time.Since(start).Seconds()
+	srv := server()
+	if werr != nil {
+		return drained{}, fmt.Errorf("relay run --stop-at %s: %w", end, werr)
+	}
+	if ok, err := confirmed(ctx, dsn, slot, end); err != nil || !ok {
+		return drained{}, fmt.Errorf("relay run --stop-at %s exited before slot %s confirmed it (%v)", end, slot, err)
+	}
+	st := p.ProcessState
+	var rss float64
+	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+		rss = float64(ru.Maxrss) / 1024 // KiB on Linux
+	}
+	return drained{secs: secs, cpu: (st.UserTime() + st.SystemTime()).Seconds(), rss: rss, server: srv}, nil
+}
+
+// confirmed reports whether slot confirmed lsn.
+func confirmed(ctx context.Context, dsn, slot, lsn string) (ok bool, err error) {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		return drained{}, err
+		return false, err
 	}
 	defer conn.Close(ctx)
-	for {
-		var ok bool
-		err := conn.QueryRow(ctx, `SELECT coalesce(confirmed_flush_lsn >= $1::pg_lsn, false) FROM pg_replication_slots WHERE slot_name = $2`, end, slot).Scan(&ok)
-		if err != nil {
-			return drained{}, err
-		}
-		if ok {
-			break
-		}
-		if p.ProcessState != nil {
-			return drained{}, fmt.Errorf("relay exited")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	d := drained{secs: time.Since(start).Seconds(), cpu: cpuSeconds(p.Process.Pid), rss: peakRSS(p.Process.Pid), server: server()}
-	_ = p.Process.Signal(syscall.SIGTERM)
-	return d, nil
+	err = conn.QueryRow(ctx, `SELECT coalesce(confirmed_flush_lsn >= $1::pg_lsn, false) FROM pg_replication_slots WHERE slot_name = $2`, lsn, slot).Scan(&ok)
+	return ok, err
 }
 
 // cpuSeconds reads a process's user+system CPU time.
@@ -310,22 +350,6 @@ func cpuSeconds(pid int) float64 {
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
 	return (ut + st) / 100 // clock ticks (USER_HZ = 100)
-}
-
-// peakRSS reads VmHWM (MiB) of a process.
-func peakRSS(pid int) float64 {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmHWM:") {
-			f := strings.Fields(l)
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
 }
 
 func execSQL(ctx context.Context, dsn, sql string, args ...any) error {

@@ -314,8 +314,10 @@ func (b *bench) relayDrain(ctx context.Context, dsn, store, slot, end string) (d
 	if werr != nil {
 		return drained{}, fmt.Errorf("relay run --stop-at %s: %w", end, werr)
 	}
-	if ok, err := confirmed(ctx, dsn, slot, end); err != nil || !ok {
-		return drained{}, fmt.Errorf("relay run --stop-at %s exited before slot %s confirmed it (%v)", end, slot, err)
+	if ok, err := confirmed(ctx, dsn, slot, end); err != nil {
+		return drained{}, fmt.Errorf("after relay run --stop-at %s: %w", end, err)
+	} else if !ok {
+		return drained{}, fmt.Errorf("relay run --stop-at %s exited 0 before slot %s confirmed it", end, slot)
 	}
 	st := p.ProcessState
 	var rss float64

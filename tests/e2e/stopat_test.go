@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -70,4 +71,24 @@ func TestRunStopAtDrainsThenExits(t *testing.T) {
 	insert(1101, 1200) // after the stop: read by the next run
 	run()
 	count(1200)
+}
+
+// TestRunStopAtRejectsABadLSN: a --stop-at that is not a WAL position is a
+// usage error (exit 2) named on the first line, before anything connects
+// or writes.
+func TestRunStopAtRejectsABadLSN(t *testing.T) {
+	dir := t.TempDir()
+	env := []string{"DELTABUS_SOURCE=postgres://nobody@127.0.0.1:1/none", "DELTABUS_STORE=file://" + dir}
+	for _, bad := range []string{"nonsense", "0/0", "16/"} {
+		_, errOut, code := runRelayCmd(t, env, "run", "--metrics-addr", "", "--stop-at", bad)
+		if code != 2 {
+			t.Errorf("--stop-at %q: exit %d, want 2 (usage): %s", bad, code, errOut)
+		}
+		if first, _, _ := strings.Cut(errOut, "\n"); !strings.Contains(first, "is not a WAL position") {
+			t.Errorf("--stop-at %q: first line %q does not say what is wrong", bad, first)
+		}
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("the store holds %d entries after rejected runs (%v), want none", len(entries), err)
+	}
 }

@@ -194,7 +194,7 @@ func (r *Relay) serve(ctx, hard context.Context, conn replicationConn, start pgl
 	r.health.setStreaming(true)
 	r.markStarted()
 	r.log.Info("streaming", "slot", r.cfg.Slot, "publication", r.cfg.Publication, "from_lsn", start, "store", r.store.String(),
-		"gomaxprocs", runtime.GOMAXPROCS(0), "cpus", runtime.NumCPU())
+		"gomaxprocs", runtime.GOMAXPROCS(0), "cpus", runtime.NumCPU(), "sched", schedPolicyName())
 	if err := s.stream(hard, ctx.Done()); err != nil {
 		s.cur.abort()
 		com.close()

@@ -40,6 +40,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	fs.DurationVar(&mo.LogRetention, "maintenance-log-retention", 0, "override every table's delta.logRetentionDuration (default: the table's, 30 days)")
 	fs.DurationVar(&mo.FileRetention, "maintenance-file-retention", 0, "override every table's delta.deletedFileRetentionDuration (default: the table's, 7 days)")
 	fs.Int64Var(&mo.Compact.TargetFileBytes, "compact-target-file-bytes", 0, "size of the files compaction writes (default 128 MiB)")
+	schedBatch := fs.Bool("sched-batch", true, "run the relay's threads under SCHED_BATCH (Linux): the same share of the CPU, but a wake-up never preempts the database's processes on a shared core; false keeps the default policy (a policy set by systemd or chrt is always kept)")
 	pprof := fs.Bool("pprof", false, "also serve /debug/pprof/ on --metrics-addr (exposes internals: keep the address private)")
 	if code, ok := parseFlags(fs, args, sf.resolve); !ok {
 		return code
@@ -54,6 +55,11 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitUsage, fmt.Errorf("--mapping: %w", err))
 	}
 	relay.ShareCores() // the streaming log line and go_sched_gomaxprocs_threads show it
+	if *schedBatch {
+		if err := relay.YieldOnWakeup(); err != nil {
+			log.Warn("running under the default CPU scheduling policy: SCHED_BATCH is not available here; pass --sched-batch=false to silence this", "err", err)
+		}
+	}
 	tel, flush, err := startTelemetry(ctx, "deltabus-relay", true, cfg.WithDefaults().ShutdownTimeout, log)
 	if err != nil {
 		return fail(env, exitUsage, err)

@@ -373,6 +373,35 @@ func TestStopAtCommitsWhatCameBeforeThenEnds(t *testing.T) {
 	}
 }
 
+// A pgoutput message's XLogData starts at a WAL position, but its length is
+// not WAL: a commit whose message would reach past StopAt, while its WAL
+// ends before it, does not stop the session; the keepalive that says the
+// server sent everything before StopAt does, and the slot confirms it.
+func TestStopAtIsNotReachedByAMessagesLength(t *testing.T) {
+	const stopAt = pglogrepl.LSN(0x1412) // two bytes past the first transaction's end
+	h := newHarness(t, sinktest.NewMemory(), 0x1000, func(c *Config) {
+		c.StopAt, c.StatusInterval = stopAt, time.Minute
+	})
+	if _, end := h.src.tx("orders"); end+2 != stopAt {
+		t.Fatalf("the scripted transaction ends at %s: fix stopAt", end)
+	}
+	select {
+	case err := <-h.errc:
+		t.Fatalf("the session ended before the server said it sent everything before %s (err %v); acknowledged %s", stopAt, err, h.conn.ack())
+	case <-time.After(300 * time.Millisecond):
+	}
+	h.src.c.frames <- pg.Keepalive(stopAt+0x800, false)
+	if err := h.ended(3 * time.Second); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if got := ids(h.mem.Rows("orders")); len(got) != 1 {
+		t.Errorf("orders has %q, want the one event", got)
+	}
+	if got := h.conn.ack(); got < stopAt {
+		t.Errorf("acknowledged %s, want at least %s", got, stopAt)
+	}
+}
+
 // A StopAt the slot's position has passed already ends the session at once.
 func TestStopAtBehindTheStartEndsAtOnce(t *testing.T) {
 	h := newHarness(t, sinktest.NewMemory(), 0x5000, func(c *Config) { c.StopAt = 0x4000 })

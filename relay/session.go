@@ -299,7 +299,11 @@ func (s *session) handleCopyData(ctx context.Context, data []byte) error {
 			return fmt.Errorf("parse XLogData: %w", err)
 		}
 		s.lastData = s.now
-		s.noteReceived(xld.WALStart + pglogrepl.LSN(len(xld.WALData)))
+		// A logical message's WALStart is the WAL position of what it
+		// reports (a commit's: the end of its record); its length is
+		// pgoutput's, not WAL. Adding it, as a physical stream may, took
+		// the session past positions the server had not yet sent.
+		s.noteReceived(xld.WALStart)
 		msg, err := s.dec.Decode(xld.WALData)
 		if err != nil {
 			return fmt.Errorf("decode pgoutput at %s: %w", xld.WALStart, err)

@@ -64,16 +64,12 @@ func schedPolicyName() string {
 // batchAllThreads moves every thread still under SCHED_OTHER to SCHED_BATCH
 // and returns how many it moved. A thread that exited meanwhile is skipped.
 func batchAllThreads() (int, error) {
-	ents, err := os.ReadDir("/proc/self/task")
+	tids, err := threadIDs()
 	if err != nil {
-		return 0, fmt.Errorf("list the process's threads: %w", err)
+		return 0, err
 	}
 	moved := 0
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, tid := range tids {
 		p, err := schedPolicy(tid)
 		if err == unix.ESRCH {
 			continue
@@ -83,17 +79,41 @@ func batchAllThreads() (int, error) {
 		if p != unix.SCHED_NORMAL {
 			continue
 		}
-		var param struct{ priority int32 } // sched_param: 0 for SCHED_BATCH
-		_, _, errno := unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, uintptr(tid), unix.SCHED_BATCH, uintptr(unsafe.Pointer(&param)))
-		switch errno {
-		case 0:
+		switch err := setSchedPolicy(tid, unix.SCHED_BATCH); err {
+		case nil:
 			moved++
 		case unix.ESRCH:
 		default:
-			return moved, fmt.Errorf("set SCHED_BATCH on thread %d: %w", tid, errno)
+			return moved, fmt.Errorf("set SCHED_BATCH on thread %d: %w", tid, err)
 		}
 	}
 	return moved, nil
+}
+
+// threadIDs lists the threads of the process.
+func threadIDs() ([]int, error) {
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, fmt.Errorf("list the process's threads: %w", err)
+	}
+	tids := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids, nil
+}
+
+// setSchedPolicy puts thread tid under a policy without a priority
+// (SCHED_OTHER, SCHED_BATCH, SCHED_IDLE); sched_setscheduler keeps its
+// nice level.
+func setSchedPolicy(tid, policy int) error {
+	var param struct{ priority int32 } // sched_param
+	if _, _, errno := unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, uintptr(tid), uintptr(policy), uintptr(unsafe.Pointer(&param))); errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 // schedPolicy returns the scheduling policy of thread tid (0: the calling

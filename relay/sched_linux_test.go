@@ -8,11 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -111,40 +109,31 @@ func lockedThreads(n int, f func()) {
 }
 
 func setEveryThread(policy int) error {
-	for _, tid := range threads() {
-		var param struct{ priority int32 }
-		if _, _, errno := unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, uintptr(tid), uintptr(policy), uintptr(unsafe.Pointer(&param))); errno != 0 && errno != unix.ESRCH {
-			return errno
+	tids, err := threadIDs()
+	if err != nil {
+		return err
+	}
+	for _, tid := range tids {
+		if err := setSchedPolicy(tid, policy); err != nil && err != unix.ESRCH {
+			return err
 		}
 	}
 	return nil
 }
 
 func threads() []int {
-	ents, _ := os.ReadDir("/proc/self/task")
-	var tids []int
-	for _, e := range ents {
-		if tid, err := strconv.Atoi(e.Name()); err == nil {
-			tids = append(tids, tid)
-		}
-	}
+	tids, _ := threadIDs()
 	return tids
 }
 
-// threadNice reads a thread's nice level from /proc (field 19 of stat), or
-// -1 when the thread is gone.
+// threadNice is a thread's nice level as getpriority(2) reports it (20 -
+// nice), or -1 when the thread is gone.
 func threadNice(tid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/stat", tid))
+	prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
 	if err != nil {
 		return -1
 	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // after "pid (comm) "
-	nice, err := strconv.Atoi(fields[19-3])                       // the slice starts at field 3 (state)
-	if err != nil {
-		return -1
-	}
-	return nice
+	return prio
 }
 
 func runSchedChild(t *testing.T, what string) {

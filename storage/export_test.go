@@ -20,3 +20,6 @@ func SetRetryLogEvery(s *S3, d time.Duration) {
 	defer s.retryLog.mu.Unlock()
 	s.retryLog.every = d
 }
+
+// DirSyncs returns how many directory fsyncs local stores made so far.
+func DirSyncs() int64 { return dirSyncs.Load() }

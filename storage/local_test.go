@@ -165,3 +165,26 @@ func TestSweepThroughWrappers(t *testing.T) {
 		t.Fatalf("SweepTemp of a Sub with a bad prefix: %v, want ErrInvalidKey", err)
 	}
 }
+
+// TestLocalRetriedPutIfAbsentSyncsTheDirectory: a put-if-absent whose
+// first attempt linked the file and then failed (before its directory
+// fsync) is retried with the same bytes; the retry finds them and reports
+// success, which it may only do after fsyncing the directory itself.
+func TestLocalRetriedPutIfAbsentSyncsTheDirectory(t *testing.T) {
+	l := newLocal(t)
+	dir := filepath.Join(l.Root(), "t", "_delta_log")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// What the first attempt left: the linked file, no directory fsync.
+	if err := os.WriteFile(filepath.Join(dir, "00000000000000000001.json"), []byte("commit"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := storage.DirSyncs()
+	if err := l.PutIfAbsent(t.Context(), "t/_delta_log/00000000000000000001.json", []byte("commit")); err != nil {
+		t.Fatalf("retry with the same bytes: %v", err)
+	}
+	if storage.DirSyncs() == before {
+		t.Fatal("the retry reported the commit durable without fsyncing its directory")
+	}
+}

@@ -8,12 +8,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/google/uuid"
 )
 
 const tempSuffix = ".tmp"
+
+// dirSyncs counts directory fsyncs (tests check that a write reported
+// durable had one).
+var dirSyncs atomic.Int64
 
 // maxNameBytes is the usual NAME_MAX; temporary names are kept under it.
 const maxNameBytes = 255
@@ -76,7 +81,10 @@ func (l *Local) PutIfAbsent(ctx context.Context, key string, data []byte) error 
 }
 
 // compareExisting resolves a lost put-if-absent race: identical bytes are
-// ours (an earlier attempt of the same write), different bytes are ErrExists.
+// ours (an earlier attempt of the same write), different bytes are
+// ErrExists. An earlier attempt whose link succeeded may have failed before
+// its directory fsync: the directory is fsynced again before the write is
+// reported durable.
 func (l *Local) compareExisting(ctx context.Context, key string, data []byte) error {
 	got, err := l.Get(ctx, key)
 	if err != nil {
@@ -85,10 +93,13 @@ func (l *Local) compareExisting(ctx context.Context, key string, data []byte) er
 		}
 		return fmt.Errorf("put-if-absent %q: compare with existing object: %w", key, err)
 	}
-	if bytes.Equal(got, data) {
-		return nil
+	if !bytes.Equal(got, data) {
+		return fmt.Errorf("put-if-absent %q in %s: %w", key, l, ErrExists)
 	}
-	return fmt.Errorf("put-if-absent %q in %s: %w", key, l, ErrExists)
+	if err := syncDir(filepath.Dir(l.path(key))); err != nil {
+		return l.opError("put-if-absent", key, err)
+	}
+	return nil
 }
 
 // put writes data to a temporary file next to the target and then moves it
@@ -169,6 +180,7 @@ func (l *Local) mkdirs(dir string) error {
 
 // syncDir fsyncs a directory so entries created or removed in it are durable.
 func syncDir(dir string) error {
+	dirSyncs.Add(1)
 	f, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -167,8 +167,13 @@ func EncodeCheckpoint(snap *Snapshot, now time.Time) (data []byte, rows, numAdds
 }
 
 // WriteCheckpoint writes the classic checkpoint of snap (whose commit must
-// already exist) and then overwrites _last_checkpoint. Both are plain
-// atomic Puts: overwriting a checkpoint with the same state is allowed.
+// already exist) and then _last_checkpoint. The checkpoint is a plain
+// atomic Put (overwriting one with the same state is allowed). The hint
+// never moves back to an older checkpoint: it is left alone when it
+// already names this version or a later one, and when another writer's
+// later checkpoint finished first and our hint overwrote its hint, the
+// hint is pointed at the newest checkpoint again (each writer checks after
+// its own write, so the last one to write leaves the newest).
 func WriteCheckpoint(ctx context.Context, store storage.Store, snap *Snapshot, now time.Time) error {
 	data, rows, adds, err := EncodeCheckpoint(snap, now)
 	if err != nil {
@@ -177,10 +182,44 @@ func WriteCheckpoint(ctx context.Context, store storage.Store, snap *Snapshot, n
 	if err := store.Put(ctx, CheckpointKey(snap.Version), data); err != nil {
 		return fmt.Errorf("checkpoint version %d: %w", snap.Version, err)
 	}
+	if cur := readLastCheckpoint(ctx, store); cur != nil && cur.Version >= snap.Version {
+		return nil
+	}
 	hint, _ := json.Marshal(map[string]int64{
 		"version": snap.Version, "size": int64(rows), "sizeInBytes": int64(len(data)), "numOfAddFiles": int64(adds)})
 	if err := store.Put(ctx, LastCheckpointKey, hint); err != nil {
 		return fmt.Errorf("checkpoint version %d: _last_checkpoint: %w", snap.Version, err)
+	}
+	return pointHintAtNewest(ctx, store, snap.Version)
+}
+
+// pointHintAtNewest rewrites _last_checkpoint when a complete checkpoint
+// newer than ours exists: its writer's hint may have been overwritten by
+// ours.
+func pointHintAtNewest(ctx context.Context, store storage.Store, ours int64) error {
+	l, err := listLog(ctx, store, ours+1)
+	if err != nil {
+		return fmt.Errorf("checkpoint version %d: look for newer checkpoints: %w", ours, err)
+	}
+	if len(l.Checkpoints) == 0 || l.Checkpoints[len(l.Checkpoints)-1].Version <= ours {
+		return nil
+	}
+	newest := l.Checkpoints[len(l.Checkpoints)-1]
+	var rows int64
+	for _, k := range newest.Keys {
+		n, err := FooterNumRows(ctx, store, k)
+		if err != nil {
+			return fmt.Errorf("checkpoint version %d: read the newer checkpoint %s: %w", ours, k, err)
+		}
+		rows += n
+	}
+	h := map[string]int64{"version": newest.Version, "size": rows}
+	if len(newest.Keys) > 1 {
+		h["parts"] = int64(len(newest.Keys))
+	}
+	hint, _ := json.Marshal(h)
+	if err := store.Put(ctx, LastCheckpointKey, hint); err != nil {
+		return fmt.Errorf("checkpoint version %d: _last_checkpoint of version %d: %w", ours, newest.Version, err)
 	}
 	return nil
 }

@@ -108,6 +108,9 @@ func CleanupLog(ctx context.Context, store storage.Store, opts CleanupOptions) (
 	}
 	res.Earliest = l.earliestVersion()
 	retention := opts.Retention
+	if retention > 0 && retention < MinExplicitRetention {
+		return res, fmt.Errorf("clean up log of %s: retention %s is below the minimum of %s", store, retention, MinExplicitRetention)
+	}
 	if retention <= 0 {
 		if snap.Metadata.Configuration[PropExpiredLogCleanup] == "false" {
 			res.Skipped = PropExpiredLogCleanup + "=false"

@@ -181,3 +181,50 @@ func TestIdleWriterAfterCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWriterBehindCleanupNeverCommitsOnAFreedVersion: a handle whose last
+// known version was cleaned up (log retention shorter than its idle time,
+// or the cleaning host's clock ahead) is not saved by ReloadAfter; before
+// putting version v it checks that v−1 is still there, and reads the log
+// again instead of committing where no reader would ever look.
+func TestWriterBehindCleanupNeverCommitsOnAFreedVersion(t *testing.T) {
+	ctx := context.Background()
+	store := newDirStore(t, "")
+	other := newTestTable(t, store, 5)
+	behind, err := OpenTable(ctx, store, Options{ReloadAfter: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendRange(t, behind, 1, 2)
+	for i := int64(3); i <= 12; i++ { // checkpoints 5 and 10
+		if _, err := other.Commit(ctx, CommitActions{Adds: []Add{testAdd(i)}, Txn: &Txn{AppID: "other", Version: i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := CleanupLog(ctx, store, CleanupOptions{Now: time.Now().Add(time.Hour), Retention: MinExplicitRetention}); err != nil || res.Checkpoint != 10 {
+		t.Fatalf("cleanup: %+v %v", res, err)
+	}
+	if v, err := appendOne(ctx, behind, 13); err != nil || v != 13 {
+		t.Fatalf("the writer behind committed at %d (%v), want 13", v, err)
+	}
+	if _, err := store.Get(ctx, CommitKey(3)); err == nil {
+		t.Fatalf("a cleaned-up version was written again")
+	}
+	if behind.LostRaces() != 0 {
+		t.Fatalf("a re-read counted as %d lost races", behind.LostRaces())
+	}
+}
+
+// TestExplicitRetentionHasAFloor: an explicit retention shorter than a
+// writer's reload interval could clean up the version an idle writer
+// commits after.
+func TestExplicitRetentionHasAFloor(t *testing.T) {
+	store := newDirStore(t, "")
+	newTestTable(t, store, 5)
+	if _, err := CleanupLog(context.Background(), store, CleanupOptions{Retention: time.Second}); err == nil {
+		t.Fatal("a 1 s log retention was accepted")
+	}
+	if _, err := Vacuum(context.Background(), store, VacuumOptions{Retention: time.Second}); err == nil {
+		t.Fatal("a 1 s file retention was accepted")
+	}
+}

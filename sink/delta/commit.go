@@ -59,12 +59,15 @@ func (t *Table) Commit(ctx context.Context, ca CommitActions) (int64, error) {
 }
 
 // ready reloads the log when the in-memory state may be behind or wrong,
-// or has not been synced for Options.ReloadAfter.
+// or has not been synced for Options.ReloadAfter, and checks that the
+// version the next commit follows is still there (checkPrevious).
 func (t *Table) ready(ctx context.Context) error {
-	if !t.stale && time.Since(t.synced) <= t.opts.ReloadAfter {
-		return nil
+	if t.stale || time.Since(t.synced) > t.opts.ReloadAfter {
+		if err := t.reload(ctx); err != nil {
+			return err
+		}
 	}
-	return t.reload(ctx)
+	return t.checkPrevious(ctx)
 }
 
 // commitLoop writes the commit render makes at the next version. On a lost
@@ -92,12 +95,42 @@ func (t *Table) commitLoop(ctx context.Context, render func() ([]Action, error),
 			t.stale = true // outcome unknown: the reload's txn check settles a retry
 			return -1, fmt.Errorf("commit to %s version %d: %w", t.store, v, err)
 		}
+		t.lostRaces.Add(1)
 		if err := t.catchUp(ctx, check); err != nil {
 			return -1, fmt.Errorf("commit to %s version %d: %w", t.store, v, err)
 		}
 	}
 	return -1, fmt.Errorf("commit to %s: gave up after %d conflicting attempts", t.store, t.opts.MaxAttempts)
 }
+
+// checkPrevious makes sure the version the next commit follows is still in
+// the log before anything is put. A commit file name freed by log clean-up
+// (or a deleted table) would take a put-if-absent, and a commit there is
+// one no reader ever sees: when the handle's latest version is gone, the
+// log is read again; when no table is left, the commit fails with
+// ErrTableGone. (The winners a lost race reads are checked the same way,
+// by being read.)
+func (t *Table) checkPrevious(ctx context.Context) error {
+	v := t.snap.Version
+	if v < 0 {
+		return nil
+	}
+	_, err := t.store.Get(ctx, CommitKey(v))
+	if errors.Is(err, storage.ErrNotFound) {
+		err = t.reload(ctx)
+		if errors.Is(err, ErrNoTable) || errors.Is(err, ErrBrokenLog) {
+			return fmt.Errorf("commit to %s: %w: commit %d is missing (the table was deleted or its log truncated): %w", t.store, ErrTableGone, v, err)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("commit to %s: check version %d: %w", t.store, v, err)
+	}
+	return nil
+}
+
+// LostRaces returns how many times this handle's commits lost a version to
+// another writer and were retried at the next one.
+func (t *Table) LostRaces() int64 { return t.lostRaces.Load() }
 
 func (t *Table) validate(ca *CommitActions) error {
 	if ca.Txn != nil && ca.Txn.AppID == "" {
@@ -203,17 +236,25 @@ func (t *Table) commitInfo(ca CommitActions, ms, readVersion int64, txnID string
 
 // opInfo is what commitInfo records of an operation besides its timing.
 type opInfo struct {
-	op      string
-	params  any // operationParameters
-	blind   bool
-	metrics map[string]string
+	op string
+	// isolation is commitInfo.isolationLevel: "" = Serializable (appends,
+	// metadata); a rewrite that changes no data (OPTIMIZE) records
+	// SnapshotIsolation, as delta-spark does.
+	isolation string
+	params    any // operationParameters
+	blind     bool
+	metrics   map[string]string
 }
 
 // opCommitInfo builds the commitInfo of a commit based on readVersion, with
 // inCommitTimestamp max(ms, previous ICT + 1) when the table has ICT on.
 func (t *Table) opCommitInfo(o opInfo, ms, readVersion int64, txnID string) (*CommitInfo, error) {
+	isolation := o.isolation
+	if isolation == "" {
+		isolation = "Serializable"
+	}
 	raw := map[string]any{"operation": o.op, "operationParameters": o.params, "readVersion": readVersion,
-		"isolationLevel": "Serializable", "isBlindAppend": o.blind, "engineInfo": t.opts.EngineInfo,
+		"isolationLevel": isolation, "isBlindAppend": o.blind, "engineInfo": t.opts.EngineInfo,
 		"operationMetrics": o.metrics}
 	ci, err := newCommitInfo(raw, ms, txnID)
 	if err != nil {

@@ -31,6 +31,13 @@ const (
 // deleted-file retention, or VACUUM could delete its files first.
 const MinRetention = time.Hour
 
+// MinExplicitRetention is the shortest explicit retention CleanupLog and
+// Vacuum take (CleanupOptions.Retention, VacuumOptions.Retention: tests and
+// accelerated soak runs). Below a writer's reload interval (ReloadAfter, a
+// minute) log clean-up could free the version an idle writer commits after,
+// and VACUUM delete a data file between its upload and its commit.
+const MinExplicitRetention = DefaultReloadAfter
+
 // propertyRules validates the delta.* properties SetProperties may change.
 // Properties that need a protocol change (column mapping, deletion
 // vectors, in-commit timestamps, row tracking, ...) are refused, as is

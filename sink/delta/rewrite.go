@@ -116,7 +116,7 @@ func (t *Table) buildRewrite(rw Rewrite, removed map[string]bool, readVersion in
 		"numRemovedFiles": strconv.Itoa(len(rw.Removes)), "numAddedFiles": strconv.Itoa(len(rw.Adds)),
 		"numRemovedBytes": strconv.FormatInt(removedBytes, 10), "numAddedBytes": strconv.FormatInt(addedBytes, 10),
 	}
-	ci, err := t.opCommitInfo(opInfo{op: op, params: params, blind: false, metrics: metrics}, ms, readVersion, txnID)
+	ci, err := t.opCommitInfo(opInfo{op: op, isolation: "SnapshotIsolation", params: params, blind: false, metrics: metrics}, ms, readVersion, txnID)
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,11 @@ package delta
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/deltabus/deltabus/storage"
 )
 
 // TestCommitRewrite: a rewrite replaces files with dataChange=false, keeps
@@ -41,6 +44,12 @@ func TestCommitRewrite(t *testing.T) {
 	if v, err := appendOne(ctx, relay, 8); err != nil || v != 9 {
 		t.Fatalf("append after the rewrite: v=%d %v", v, err)
 	}
+	if iso := isolationOf(t, store, 8); iso != "SnapshotIsolation" {
+		t.Errorf("OPTIMIZE commit isolationLevel %s, want SnapshotIsolation (as delta-spark writes it)", iso)
+	}
+	if iso := isolationOf(t, store, 9); iso != "Serializable" {
+		t.Errorf("append commit isolationLevel %s, want Serializable", iso)
+	}
 	snap, err := LoadSnapshot(ctx, store, -1)
 	if err != nil {
 		t.Fatal(err)
@@ -61,4 +70,25 @@ func TestCommitRewrite(t *testing.T) {
 	if len(changes) != 2 || changes[0] != 7 || changes[1] != 9 {
 		t.Fatalf("change feed of versions 7..9: %v (the rewrite must yield nothing)", changes)
 	}
+}
+
+func isolationOf(t *testing.T, store storage.Store, v int64) string {
+	t.Helper()
+	data, err := store.Get(context.Background(), CommitKey(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts, err := ParseCommit(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range acts {
+		if a.CommitInfo != nil {
+			var iso string
+			_ = json.Unmarshal(a.CommitInfo.Raw["isolationLevel"], &iso)
+			return iso
+		}
+	}
+	t.Fatalf("commit %d has no commitInfo", v)
+	return ""
 }

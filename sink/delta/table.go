@@ -25,6 +25,10 @@ var (
 	// ErrBrokenLog: commits are missing from the log (files deleted under
 	// the table); no reader can reconstruct it.
 	ErrBrokenLog = errors.New("delta: broken log")
+	// ErrTableGone: the version a commit would follow is no longer in the
+	// log and no table is left: it was deleted (or its log truncated)
+	// under the writer; nothing was written.
+	ErrTableGone = errors.New("delta: the table is gone")
 )
 
 // DefaultReloadAfter is Options.ReloadAfter's default.
@@ -90,6 +94,7 @@ type Table struct {
 	// reload, a commit of ours, or a catch-up), by the monotonic clock.
 	synced time.Time
 
+	lostRaces     atomic.Int64   // commits retried at the next version (LostRaces)
 	checkpointing atomic.Bool    // a background checkpoint is being written
 	checkpoints   sync.WaitGroup // background checkpoints in flight
 }

@@ -16,11 +16,16 @@ import (
 type VacuumOptions struct {
 	Now time.Time // zero = time.Now()
 	// Retention overrides delta.deletedFileRetentionDuration (default 7
-	// days). A table property below MinRetention is refused; an explicit
-	// Retention (tests, accelerated soak runs) is taken as given.
+	// days). A table property below MinRetention is refused, an explicit
+	// Retention (tests, accelerated soak runs) below MinExplicitRetention
+	// too.
 	Retention time.Duration
-	DryRun    bool         // list what would be deleted, delete nothing
-	Logger    *slog.Logger // nil = slog.Default()
+	// InFlightSince, if set, keeps every file no snapshot references that
+	// was written at or after it, whatever its age: another writer's files
+	// uploaded but not committed yet (catalog.Lease).
+	InFlightSince time.Time
+	DryRun        bool         // list what would be deleted, delete nothing
+	Logger        *slog.Logger // nil = slog.Default()
 	// SweepTemp, when set, is called once with the table's root prefix ("")
 	// and the horizon, after the data files: the storage layer's sweep of
 	// hidden temporary files left by killed writers (storage.Sweeper), which
@@ -68,6 +73,9 @@ func Vacuum(ctx context.Context, store storage.Store, opts VacuumOptions) (Vacuu
 		return res, fmt.Errorf("vacuum %s: %w", store, err)
 	}
 	retention := opts.Retention
+	if retention > 0 && retention < MinExplicitRetention {
+		return res, fmt.Errorf("vacuum %s: retention %s is below the minimum of %s", store, retention, MinExplicitRetention)
+	}
 	if retention <= 0 {
 		retention = Retention(snap.Metadata, PropDeletedFileRetention, DefaultDeletedFileRetention)
 		if retention < MinRetention {
@@ -81,7 +89,13 @@ func Vacuum(ctx context.Context, store storage.Store, opts VacuumOptions) (Vacuu
 		return res, fmt.Errorf("vacuum %s: list: %w", store, err)
 	}
 	for _, o := range objs {
-		switch vacuumVerdict(snap, o, res.Horizon) {
+		v := vacuumVerdict(snap, o, res.Horizon)
+		if v == expired && !opts.InFlightSince.IsZero() && !o.ModTime.Before(opts.InFlightSince) {
+			if _, removed := snap.Tombstones[o.Key]; !removed {
+				v = keepRetained // not removed by anyone: maybe a lease holder's uncommitted file
+			}
+		}
+		switch v {
 		case keepActive:
 			res.Active++
 		case keepRetained:

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/google/uuid"
@@ -203,5 +204,52 @@ func TestCommitIdempotent(t *testing.T) {
 	snap, _ := LoadSnapshot(ctx, store, -1)
 	if len(snap.Files) != 4 || snap.Txns["a"].Version != 21 {
 		t.Fatalf("files=%d txn=%d, want 4 files and txn 21", len(snap.Files), snap.Txns["a"].Version)
+	}
+}
+
+// TestLastCheckpointNeverMovesBack: two writers' checkpoints finishing out
+// of order leave _last_checkpoint at the newer one.
+func TestLastCheckpointNeverMovesBack(t *testing.T) {
+	ctx := context.Background()
+	store := newDirStore(t, "")
+	tbl := newTestTable(t, store, 1000)
+	appendRange(t, tbl, 1, 12)
+	snapAt := func(v int64) *Snapshot {
+		s, err := LoadSnapshot(ctx, store, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	hint := func() int64 {
+		lc := readLastCheckpoint(ctx, store)
+		if lc == nil {
+			t.Fatal("no _last_checkpoint")
+		}
+		return lc.Version
+	}
+	if err := WriteCheckpoint(ctx, store, snapAt(10), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// The slower writer's checkpoint of version 5 finishes after.
+	if err := WriteCheckpoint(ctx, store, snapAt(5), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if v := hint(); v != 10 {
+		t.Fatalf("_last_checkpoint at %d after an older checkpoint finished late, want 10", v)
+	}
+	// Both read the hint before either wrote it: the one at 7 overwrites
+	// the hint of 10 and must point it back at 10.
+	if err := store.Put(ctx, LastCheckpointKey, []byte(`{"version":5,"size":7}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCheckpoint(ctx, store, snapAt(7), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if v := hint(); v != 10 {
+		t.Fatalf("_last_checkpoint at %d, want the newest checkpoint 10", v)
+	}
+	if s, err := LoadSnapshot(ctx, store, -1); err != nil || s.Version != 12 {
+		t.Fatalf("snapshot after: %v %v", s, err)
 	}
 }

@@ -111,3 +111,33 @@ func TestVacuumRefusesShortRetentionProperty(t *testing.T) {
 		t.Fatalf("explicit retention: %v", err)
 	}
 }
+
+// TestVacuumKeepsInFlightFiles: a file no snapshot references, older than
+// the horizon, is kept when it was written since InFlightSince (a writer's
+// lease: uploaded, not committed yet); a file removed by a commit is not.
+func TestVacuumKeepsInFlightFiles(t *testing.T) {
+	ctx := context.Background()
+	store := newDirStore(t, "")
+	tbl := newTestTable(t, store, 100)
+	f := testAdd(1)
+	putFiles(t, store, f)
+	if _, err := tbl.Commit(ctx, CommitActions{Adds: []Add{f}, Txn: &Txn{AppID: "relay", Version: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	inFlight := testAdd(2)
+	putFiles(t, store, inFlight)
+	putRaw(t, store, 2, `{"commitInfo":{"operation":"OPTIMIZE"}}`, removeLine(t, f, start.Add(-240*time.Hour)))
+	opts := VacuumOptions{Now: start.Add(2 * time.Hour), Retention: time.Hour, DryRun: true, InFlightSince: start.Add(-time.Minute)}
+	res, err := Vacuum(ctx, store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Deleted, []string{f.Path}) {
+		t.Fatalf("deleted %q, want only the removed file %q (the in-flight %q kept)", res.Deleted, f.Path, inFlight.Path)
+	}
+	opts.InFlightSince = time.Time{}
+	if res, _ := Vacuum(ctx, store, opts); len(res.Deleted) != 2 {
+		t.Fatalf("without a lease: deleted %q, want both", res.Deleted)
+	}
+}

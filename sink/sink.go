@@ -67,6 +67,10 @@ type Commit struct {
 	Events  int
 	Files   int
 	Bytes   int64
+	// Races is how many times the commit lost its version to another
+	// writer (another source's relay, compaction) whose commit did not
+	// conflict with it, and was retried at the next version: not an error.
+	Races int
 }
 
 // Status says whether a topic's table can take the relay's events.

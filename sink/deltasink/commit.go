@@ -10,7 +10,6 @@ import (
 	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
-	"github.com/deltabus/deltabus/storage"
 )
 
 // batch is a sink.Batch: one FileWriter per topic.
@@ -97,12 +96,13 @@ func (b *batch) Commit(ctx context.Context, name string, pos int64) (sink.Commit
 	if err != nil {
 		return c, err
 	}
-	if err := checkLog(ctx, b.s.sub(name), t); err != nil {
-		b.s.forget(name)
-		return c, fmt.Errorf("commit topic %q: %w", name, err)
-	}
+	races := t.LostRaces()
 	c.Version, err = t.Commit(ctx, delta.CommitActions{Adds: adds, Txn: &delta.Txn{AppID: b.s.opts.AppID, Version: pos}, Operation: "STREAMING UPDATE"})
+	c.Races = int(t.LostRaces() - races)
 	if err != nil {
+		if errors.Is(err, delta.ErrTableGone) {
+			b.s.forget(name)
+		}
 		return c, commitError(name, pos, err)
 	}
 	c.Files = len(adds)
@@ -118,29 +118,10 @@ func (b *batch) Abort() {
 	}
 }
 
-// checkLog fails with sink.ErrTableGone when the commit of the version the
-// handle knows as latest is gone and a fresh read of the log finds no
-// table: it was deleted under the relay, and committing the next version
-// would write a log without its beginning. (A handle that was merely
-// behind, its version cleaned up after others committed past it, is
-// refreshed and goes on.)
-func checkLog(ctx context.Context, table storage.Store, t *delta.Table) error {
-	_, err := table.Get(ctx, delta.CommitKey(t.Version()))
-	if errors.Is(err, storage.ErrNotFound) {
-		missing := t.Version()
-		err = t.Refresh(ctx)
-		if errors.Is(err, delta.ErrNoTable) || errors.Is(err, delta.ErrBrokenLog) {
-			return fmt.Errorf("%w: commit %d of %s is missing (the table was deleted or its log truncated)", sink.ErrTableGone, missing, table)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("check the log of %s: %w", table, err)
-	}
-	return nil
-}
-
 func commitError(name string, pos int64, err error) error {
 	switch {
+	case errors.Is(err, delta.ErrTableGone):
+		return fmt.Errorf("commit topic %q: %w: %w", name, sink.ErrTableGone, err)
 	case errors.Is(err, delta.ErrAlreadyCommitted):
 		return fmt.Errorf("topic %q position %d: %w: %w", name, pos, sink.ErrFenced, err)
 	case errors.Is(err, delta.ErrConcurrentMetadataChange), errors.Is(err, delta.ErrUnsupportedProtocol):

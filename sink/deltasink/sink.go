@@ -148,8 +148,11 @@ func (s *Sink) forget(name string) {
 	delete(s.tables, name)
 }
 
-// table returns the topic's handle, creating and registering the table on
-// its first commit.
+// table returns the topic's handle, opening the table, or creating and
+// registering it on its topic's first commit. An existing table is opened
+// as it is (another writer may have changed its properties, its
+// description or its column comments since, or created it a moment ago):
+// only a schema that is not a DeltaBus topic schema refuses it.
 func (s *Sink) table(ctx context.Context, name string) (*delta.Table, error) {
 	s.mu.Lock()
 	t := s.tables[name]
@@ -157,24 +160,44 @@ func (s *Sink) table(ctx context.Context, name string) (*delta.Table, error) {
 	if t != nil {
 		return t, nil
 	}
-	meta, proto := topic.NewTableMetadata(name)
-	if name == outbox.DeadLetterTopic {
-		meta.SchemaString = topic.SchemaString(true)
-	}
-	if err := delta.CreateTable(ctx, s.sub(name), meta, proto, nil); err != nil {
-		if errors.Is(err, delta.ErrTableExists) {
-			err = fmt.Errorf("%w: %w", sink.ErrIncompatible, err)
+	t, err := s.openExisting(ctx, name)
+	if errors.Is(err, delta.ErrNoTable) {
+		meta, proto := topic.NewTableMetadata(name)
+		err = delta.CreateTable(ctx, s.sub(name), meta, proto, nil)
+		if err != nil && !errors.Is(err, delta.ErrTableExists) {
+			return nil, fmt.Errorf("create topic %q table: %w", name, err)
 		}
-		return nil, fmt.Errorf("create topic %q table: %w", name, err)
+		t, err = s.openExisting(ctx, name) // ours, or a concurrent writer's
 	}
-	t, err := delta.OpenTable(ctx, s.sub(name), s.tableOpts())
 	if err != nil {
-		return nil, fmt.Errorf("open topic %q table: %w", name, err)
+		return nil, err
 	}
 	if err := catalog.RegisterTopic(ctx, s.root, name); err != nil {
 		return nil, err
 	}
 	s.keep(name, t)
+	return t, nil
+}
+
+// openExisting opens the topic's table and checks (or upgrades) its schema;
+// delta.ErrNoTable when there is none.
+func (s *Sink) openExisting(ctx context.Context, name string) (*delta.Table, error) {
+	t, err := delta.OpenTable(ctx, s.sub(name), s.tableOpts())
+	if errors.Is(err, delta.ErrNoTable) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open topic %q table: %w: %w", name, sink.ErrIncompatible, err)
+	}
+	upgraded, err := topic.CheckOrUpgrade(ctx, t, name == outbox.DeadLetterTopic)
+	switch {
+	case errors.Is(err, topic.ErrForeignSchema):
+		return nil, fmt.Errorf("topic %q table: %w: %w", name, sink.ErrIncompatible, err)
+	case err != nil:
+		return nil, fmt.Errorf("open topic %q table: %w", name, err)
+	case upgraded:
+		s.opts.Logger.Info("topic table upgraded to this release's schema (nullable columns added)", "topic", name)
+	}
 	return t, nil
 }
 

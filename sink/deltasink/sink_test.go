@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 
+	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/sinktest"
@@ -35,6 +37,7 @@ func harness(root storage.Store) sinktest.Harness {
 			}
 			return ids
 		},
+		Source: func(appID string) sink.Sink { return New(root, Options{AppID: appID, SyncCheckpoints: true}) },
 		Delete: func(t *testing.T, topic string) {
 			ctx, table := context.Background(), storage.Sub(root, topic)
 			objs, err := table.List(ctx, "", "")
@@ -69,4 +72,39 @@ func TestConformanceS3(t *testing.T) {
 		}
 		return harness(root)
 	})
+}
+
+// TestCommitFilesAfterPropertyChange: a rebuild's (or bootstrap's) commit
+// opens the table as it is; a table whose properties another writer
+// changed (relay retention, ALTER TABLE … SET TBLPROPERTIES) used to be
+// "a different table" to the commit path, which re-created it.
+func TestCommitFilesAfterPropertyChange(t *testing.T) {
+	ctx := context.Background()
+	root, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(root, Options{AppID: "deltabus-1-s", SyncCheckpoints: true})
+	b := s.NewBatch()
+	if err := b.Append(&outbox.Event{ID: "00000000-0000-4000-8000-000000000001", Topic: "orders", Key: "k", Type: "t", SchemaVersion: 1,
+		Payload: `{}`, OccurredAt: time.Unix(1700000000, 0).UTC(), CommitLSN: 100, CommitTime: time.Unix(1700000000, 0).UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Commit(ctx, "orders", 100); err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := delta.OpenTable(ctx, storage.Sub(root, "orders"), delta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := delta.SetProperties(ctx, tbl, map[string]string{delta.PropDeletedFileRetention: "interval 14 days"}); err != nil {
+		t.Fatal(err)
+	}
+	rebuild := New(root, Options{AppID: "deltabus-1-s", SyncCheckpoints: true})
+	if _, err := rebuild.CommitFiles(ctx, "orders", nil, 200); err != nil {
+		t.Fatalf("commit after a property change: %v", err)
+	}
+	if tp, err := rebuild.Open(ctx, "orders"); err != nil || tp.Position != 200 || tp.Status != sink.Ready {
+		t.Fatalf("after the rebuild commit: %+v %v", tp, err)
+	}
 }

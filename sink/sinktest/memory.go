@@ -23,20 +23,26 @@ type Row struct {
 }
 
 type memTable struct {
-	rows     []Row
-	position int64
-	versions int64
-	status   sink.Status // Ready unless set by SetStatus
-	reason   string
-	deleted  bool // its folder was deleted: the registry entry stays
+	rows      []Row
+	positions map[string]int64 // by source (Memory.Source); absent = -1
+	versions  int64
+	status    sink.Status // Ready unless set by SetStatus
+	reason    string
+	deleted   bool // its folder was deleted: the registry entry stays
 }
 
-// Memory is a sink.Sink that keeps tables in memory.
+// Memory is a sink.Sink that keeps tables in memory. Each source (relay
+// appId) has its own position in a table; NewMemory's is the source "".
 type Memory struct {
 	// BeforeCommit, if set, runs before each topic commit; an error fails
 	// the commit. It may block until ctx ends.
 	BeforeCommit func(ctx context.Context, topic string, pos int64) error
 
+	app string
+	*memState
+}
+
+type memState struct {
 	mu         sync.Mutex
 	tables     map[string]*memTable
 	registered map[string]bool
@@ -47,7 +53,24 @@ var _ sink.Sink = (*Memory)(nil)
 
 // NewMemory returns an empty Memory sink.
 func NewMemory() *Memory {
-	return &Memory{tables: map[string]*memTable{}, registered: map[string]bool{}}
+	return &Memory{memState: &memState{tables: map[string]*memTable{}, registered: map[string]bool{}}}
+}
+
+// Source returns the sink of another relay (appID) over the same tables.
+func (m *Memory) Source(appID string) *Memory { return &Memory{app: appID, memState: m.memState} }
+
+func (t *memTable) position(app string) int64 {
+	if p, ok := t.positions[app]; ok {
+		return p
+	}
+	return -1
+}
+
+func (t *memTable) setPosition(app string, p int64) {
+	if t.positions == nil {
+		t.positions = map[string]int64{}
+	}
+	t.positions[app] = p
 }
 
 // Open reports the topic's table as the contract says.
@@ -61,7 +84,7 @@ func (m *Memory) Open(_ context.Context, name string) (sink.Topic, error) {
 	case t.deleted:
 		return sink.Topic{Name: name, Status: sink.Missing, Position: -1, Reason: "table gone"}, nil
 	}
-	return sink.Topic{Name: name, Status: t.status, Position: t.position, Reason: t.reason}, nil
+	return sink.Topic{Name: name, Status: t.status, Position: t.position(m.app), Reason: t.reason}, nil
 }
 
 // Rows returns the topic's committed rows in commit order.
@@ -96,13 +119,13 @@ func (m *Memory) Delete(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.table(name)
-	*t = memTable{position: -1, deleted: true}
+	*t = memTable{deleted: true}
 }
 
 func (m *Memory) table(name string) *memTable {
 	t := m.tables[name]
 	if t == nil {
-		t = &memTable{position: -1}
+		t = &memTable{}
 		m.tables[name] = t
 		m.registered[name] = true
 	}
@@ -119,15 +142,15 @@ func (m *Memory) CommitRebuild(_ context.Context, rec catalog.RebuildRecord) err
 	defer m.mu.Unlock()
 	t := m.table(rec.Topic)
 	if t.deleted {
-		*t = memTable{position: -1}
+		*t = memTable{}
 	}
-	if t.position >= rec.TxnVersion {
+	if t.position(m.app) >= rec.TxnVersion {
 		return nil
 	}
 	for i := range rec.Added {
 		t.rows = append(t.rows, Row{ID: fmt.Sprintf("rebuild-%s-%d", rec.ID, i), CommitLSN: rec.TxnVersion})
 	}
-	t.position = rec.TxnVersion
+	t.setPosition(m.app, rec.TxnVersion)
 	t.versions++
 	return nil
 }
@@ -177,11 +200,11 @@ func (b *memBatch) Commit(ctx context.Context, name string, pos int64) (sink.Com
 		return sink.Commit{}, fmt.Errorf("commit topic %q: %w", name, sink.ErrTableGone)
 	case t.status != sink.Ready:
 		return sink.Commit{}, fmt.Errorf("commit topic %q: %w: %s", name, sink.ErrIncompatible, t.reason)
-	case t.position >= pos:
-		return sink.Commit{}, fmt.Errorf("topic %q at %d, batch %d: %w", name, t.position, pos, sink.ErrFenced)
+	case t.position(b.m.app) >= pos:
+		return sink.Commit{}, fmt.Errorf("topic %q at %d, batch %d: %w", name, t.position(b.m.app), pos, sink.ErrFenced)
 	}
 	t.rows = append(t.rows, rows...)
-	t.position = pos
+	t.setPosition(b.m.app, pos)
 	t.versions++
 	b.m.commits++
 	return sink.Commit{Version: t.versions, Events: len(rows), Files: 1}, nil

@@ -20,6 +20,7 @@ func TestMemoryConformance(t *testing.T) {
 				return ids
 			},
 			Delete: func(_ *testing.T, topic string) { m.Delete(topic) },
+			Source: func(appID string) sink.Sink { return m.Source(appID) },
 		}
 	})
 }

@@ -24,6 +24,9 @@ type Harness struct {
 	// Delete removes the topic's table as an operator deleting its folder
 	// would (the catalog's registry entry stays).
 	Delete func(t *testing.T, topic string)
+	// Source returns the Sink of another relay (its own appId, another
+	// source database) over the same backing store.
+	Source func(appID string) sink.Sink
 }
 
 // Run runs the conformance suite; newHarness is called once per case.
@@ -39,6 +42,8 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Carry", testCarry},
 		{"ConcurrentTopics", testConcurrentTopics},
 		{"DeletedTable", testDeletedTable},
+		{"SharedTopicPositions", testSharedTopicPositions},
+		{"SharedTopicConcurrent", testSharedTopicConcurrent},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newHarness(t)) })
 	}
@@ -224,5 +229,88 @@ func testDeletedTable(t *testing.T, h Harness) {
 	}
 	if got := h.IDs(t, "orders"); len(got) != 0 {
 		t.Fatalf("a deleted table has rows %q", got)
+	}
+}
+
+// testSharedTopicPositions: two sources' relays write one topic; each has
+// its own position, whatever the other's (their LSNs are of two clusters),
+// and a replay of one is fenced by its own position only.
+func testSharedTopicPositions(t *testing.T, h Harness) {
+	a, b := h.Sink, h.Source("deltabus-2-other")
+	ba := a.NewBatch()
+	ea := event("orders", 1, 900)
+	_ = ba.Append(ea)
+	commit(t, ba, "orders", 900)
+	bb := b.NewBatch()
+	eb := event("orders", 2, 100)
+	_ = bb.Append(eb)
+	if _, err := bb.Commit(context.Background(), "orders", 100); err != nil {
+		t.Fatalf("source B below source A's position: %v, want committed", err)
+	}
+	if tp := open(t, h.Reopen(), "orders"); tp.Position != 900 {
+		t.Fatalf("source A's position %d, want 900", tp.Position)
+	}
+	if tp := open(t, h.Source("deltabus-2-other"), "orders"); tp.Position != 100 {
+		t.Fatalf("source B's position %d, want 100", tp.Position)
+	}
+	if tp := open(t, h.Source("deltabus-3-new"), "orders"); tp.Position != -1 || tp.Status != sink.Ready {
+		t.Fatalf("a third source: %+v, want Ready at -1", tp)
+	}
+	replay := h.Source("deltabus-2-other").NewBatch()
+	_ = replay.Append(event("orders", 3, 100))
+	if _, err := replay.Commit(context.Background(), "orders", 100); !errors.Is(err, sink.ErrFenced) {
+		t.Fatalf("source B's replay: %v, want ErrFenced", err)
+	}
+	if got := h.IDs(t, "orders"); !slices.Equal(got, ids(ea, eb)) {
+		t.Fatalf("rows %q, want %q", got, ids(ea, eb))
+	}
+}
+
+// testSharedTopicConcurrent: several sources commit into one topic at once
+// (a new table, so they race for its creation too): every commit lands
+// once, and each source's rows are in its own order.
+func testSharedTopicConcurrent(t *testing.T, h Harness) {
+	const sources, batches, per = 3, 8, 5
+	var wg sync.WaitGroup
+	errs := make([]error, sources)
+	for s := range sources {
+		snk := h.Source(fmt.Sprintf("deltabus-%d-s", s+1))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range batches {
+				b := snk.NewBatch()
+				for j := range per {
+					_ = b.Append(event("shared", s*10000+k*100+j, int64(1000*(k+1))))
+				}
+				if _, err := b.Commit(context.Background(), "shared", int64(1000*(k+1))); err != nil {
+					errs[s] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	got := h.IDs(t, "shared")
+	if len(got) != sources*batches*per {
+		t.Fatalf("%d rows, want %d", len(got), sources*batches*per)
+	}
+	last := map[int]int{}
+	for _, id := range got {
+		var n int
+		fmt.Sscanf(id[len(id)-12:], "%d", &n)
+		s := n / 10000
+		if prev, ok := last[s]; ok && n <= prev {
+			t.Fatalf("source %d: row %d after %d", s, n, prev)
+		}
+		last[s] = n
+	}
+	for s := range sources {
+		if tp := open(t, h.Source(fmt.Sprintf("deltabus-%d-s", s+1)), "shared"); tp.Position != 1000*batches {
+			t.Fatalf("source %d at %d, want %d", s, tp.Position, 1000*batches)
+		}
 	}
 }

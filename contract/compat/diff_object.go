@@ -88,7 +88,7 @@ func compareProperties(c *ctx, o, u *objectKw) {
 // the name must accept what it was.
 func propertyRemoved(c *ctx, os *node, u *objectKw, name string) {
 	switch p := u.partial(name); {
-	case u.open():
+	case u.openFor(name):
 		c.add(rulePropertyRemovedFromOpen, os.src, nil)
 	case p != nil:
 		sc := c.sub()
@@ -113,7 +113,7 @@ func propertyRemoved(c *ctx, os *node, u *objectKw, name string) {
 // model allowed must be accepted.
 func propertyAdded(c *ctx, o *objectKw, us *node, u *objectKw, name string) {
 	req := u.required[name]
-	if o.open() {
+	if o.openFor(name) {
 		switch {
 		case us.isEmpty():
 			c.add(rulePropertyWithEmptySchemaAddedToOpen, nil, us.src)
@@ -146,10 +146,20 @@ func propertyAdded(c *ctx, o *objectKw, us *node, u *objectKw, name string) {
 	}
 }
 
-// open reports an open content model: any property may appear, as anything.
-func (o *objectKw) open() bool {
-	return !o.noAdditional && o.additional == nil && len(o.patterns) == 0 &&
-		(o.unevaluated == nil || o.unevaluated.isEmpty())
+// openFor reports whether the content model is open for an undeclared name:
+// the name may appear, as anything. Confluent counts any patternProperties
+// as closing the model; a name no pattern matches is as free as in an open
+// model, so it is judged as one (see the package doc).
+func (o *objectKw) openFor(name string) bool {
+	if o.noAdditional || o.additional != nil || (o.unevaluated != nil && !o.unevaluated.isEmpty()) {
+		return false
+	}
+	for _, p := range o.patterns {
+		if p.re.MatchString(name) {
+			return false
+		}
+	}
+	return true
 }
 
 // partial is the schema a partially open content model gives an undeclared

@@ -71,6 +71,12 @@
 //     and incompatible here. The issue this package serves names adding a
 //     required property as breaking; a checker that lets it through fails
 //     the consumers it exists for.
+//   - patternProperties partially open a model for the names they match
+//     only: a name no pattern matches, beside no additionalProperties, may
+//     hold anything, and is judged as in an open model. Confluent counts any
+//     patternProperties as closing the model, and then accepts a property
+//     added beside them (though a value valid before is refused) and refuses
+//     one removed (though the new schema accepts it as anything).
 //   - Pointers point into the schema as written: the members of an allOf
 //     Confluent makes up for a mixed schema object, or of a type array's
 //     anyOf, add no token ("#/enum", where Confluent writes "#/allOf/1/enum"

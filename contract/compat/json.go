@@ -28,13 +28,14 @@ const (
 // differences come out in the order the schema was written and Old/New show
 // the schema as its author wrote it.
 type value struct {
-	kind jkind
-	b    bool
-	s    string   // a string, or a number's literal
-	num  *big.Rat // a number's exact value
-	arr  []*value
-	keys []string // an object's keys, in document order
-	vals []*value
+	kind  jkind
+	b     bool
+	s     string   // a string, or a number's literal
+	num   *big.Rat // a number's exact value
+	arr   []*value
+	keys  []string // an object's keys, in document order
+	vals  []*value
+	canon string // canonical(), once computed
 }
 
 // maxExponent bounds a number's decimal exponent: math/big would otherwise
@@ -184,9 +185,12 @@ func (v *value) compact() string {
 // two values are equal as JSON Schema understands equality (1 and 1.0 are the
 // same number; key order does not matter) when their canonical forms are.
 func (v *value) canonical() string {
-	var sb strings.Builder
-	v.write(&sb, true)
-	return sb.String()
+	if v.canon == "" {
+		var sb strings.Builder
+		v.write(&sb, true)
+		v.canon = sb.String()
+	}
+	return v.canon
 }
 
 func (v *value) write(sb *strings.Builder, canon bool) {
@@ -209,12 +213,21 @@ func (v *value) write(sb *strings.Builder, canon bool) {
 			if i > 0 {
 				sb.WriteByte(',')
 			}
-			e.write(sb, canon)
+			e.writeChild(sb, canon)
 		}
 		sb.WriteByte(']')
 	case jObject:
 		v.writeObject(sb, canon)
 	}
+}
+
+// writeChild writes a member, from its memoised canonical form if canonical.
+func (v *value) writeChild(sb *strings.Builder, canon bool) {
+	if canon {
+		sb.WriteString(v.canonical())
+		return
+	}
+	v.write(sb, false)
 }
 
 func (v *value) writeObject(sb *strings.Builder, canon bool) {
@@ -232,7 +245,7 @@ func (v *value) writeObject(sb *strings.Builder, canon bool) {
 		}
 		writeQuoted(sb, v.keys[i])
 		sb.WriteByte(':')
-		v.vals[i].write(sb, canon)
+		v.vals[i].writeChild(sb, canon)
 	}
 	sb.WriteByte('}')
 }

@@ -196,6 +196,9 @@ func compareTypes(c *ctx, o, u *node) {
 		return
 	}
 	compareMeta(c, o.meta, u.meta)
+	if o.kind != nNumber {
+		compareTyped(c, o, u)
+	}
 	switch o.kind {
 	case nString:
 		compareString(c, o.str, u.str)
@@ -215,6 +218,20 @@ func compareTypes(c *ctx, o, u *node) {
 		compareObject(c, o, u)
 	case nArray:
 		compareArray(c, o, u)
+	}
+}
+
+// compareTyped compares whether two nodes of one kind require their type:
+// {"minimum": 0} lets a string through, {"type": "number", "minimum": 0}
+// does not. Confluent compares the two alike (only integer against number),
+// and so accepts a type added to an untyped schema; this checker calls it
+// TYPE_NARROWED, and the type's removal TYPE_EXTENDED (see the package doc).
+func compareTyped(c *ctx, o, u *node) {
+	switch {
+	case o.typed && !u.typed:
+		c.add(ruleTypeExtended, o.src.get("type"), u.src.get("type"))
+	case !o.typed && u.typed:
+		c.add(ruleTypeNarrowed, o.src.get("type"), u.src.get("type"))
 	}
 }
 

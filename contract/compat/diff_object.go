@@ -4,6 +4,7 @@ func compareObject(c *ctx, on, un *node) {
 	o, u := on.obj, un.obj
 	compareRequired(c, o, u)
 	compareProperties(c, o, u)
+	comparePatterns(c, o, u)
 	compareDependencies(c, o, u)
 	compareAdditional(c, "additionalProperties", "ADDITIONAL_PROPERTIES",
 		o.noAdditional, o.additional, u.noAdditional, u.additional,
@@ -79,6 +80,25 @@ func compareProperties(c *ctx, o, u *objectKw) {
 			compare(c, os, us)
 		}
 		c.leave()
+	}
+}
+
+// comparePatterns compares the schemas of the patternProperties both
+// versions declare, as properties are. Confluent looks at patternProperties
+// only as cover for properties added or removed, and so accepts any change
+// to what a pattern allows (see the package doc). A pattern added or removed
+// is not compared, as in Confluent.
+func comparePatterns(c *ctx, o, u *objectKw) {
+	c.enter("patternProperties")
+	defer c.leave()
+	for _, op := range o.patterns {
+		for _, up := range u.patterns {
+			if op.pattern == up.pattern {
+				c.enter(escapeToken(op.pattern))
+				compare(c, op.schema, up.schema)
+				c.leave()
+			}
+		}
 	}
 }
 

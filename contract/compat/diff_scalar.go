@@ -45,12 +45,26 @@ func compareNumber(c *ctx, on, un *node) {
 	compareBound(c, "exclusiveMaximum", o.exclusiveMaximum, u.exclusiveMaximum)
 	compareBound(c, "exclusiveMinimum", o.exclusiveMinimum, u.exclusiveMinimum)
 	compareMultipleOf(c, o.multipleOf, u.multipleOf)
-	switch {
-	case o.integer && !u.integer:
+	// Untyped, number, integer: each accepts fewer documents than the one
+	// before (Confluent compares number with integer only; see compareTyped).
+	switch or, ur := numberRank(on), numberRank(un); {
+	case or > ur:
 		c.add(ruleTypeExtended, on.src.get("type"), un.src.get("type"))
-	case !o.integer && u.integer:
+	case or < ur:
 		c.add(ruleTypeNarrowed, on.src.get("type"), un.src.get("type"))
 	}
+}
+
+// numberRank orders a number node by what it accepts: 0 untyped, 1 any
+// number, 2 integers.
+func numberRank(n *node) int {
+	switch {
+	case n.num.integer:
+		return 2
+	case n.typed:
+		return 1
+	}
+	return 0
 }
 
 // compareMultipleOf: a multiple of the new step is a multiple of the old one

@@ -58,7 +58,10 @@
 //
 // Like Confluent, this checker does not compare the contents of contains,
 // propertyNames, if/then/else (only their presence), format or content*
-// keywords: a change there passes. Keep contracts to the keywords compared.
+// keywords, nor patternProperties added or removed: a change there passes.
+// Keep contracts to the keywords compared. And like Confluent, it lets a
+// required property with a default be added to a closed model: a reader of
+// the new version must fill the default in, since a validator does not.
 //
 // # Where it differs from Confluent, and why
 //
@@ -77,6 +80,14 @@
 //     patternProperties as closing the model, and then accepts a property
 //     added beside them (though a value valid before is refused) and refuses
 //     one removed (though the new schema accepts it as anything).
+//   - Adding a type to a schema that had only its keywords ({"minimum": 0}
+//     to {"type": "number", "minimum": 0}) is TYPE_NARROWED, and removing
+//     it TYPE_EXTENDED: keywords alone let every other type through.
+//     Confluent compares the two alike (number against integer only).
+//   - The schemas of patternProperties both versions declare, by the same
+//     pattern, are compared as properties are; Confluent reads
+//     patternProperties only as cover for properties added or removed, and
+//     lets any change to what a pattern allows through.
 //   - Pointers point into the schema as written: the members of an allOf
 //     Confluent makes up for a mixed schema object, or of a type array's
 //     anyOf, add no token ("#/enum", where Confluent writes "#/allOf/1/enum"

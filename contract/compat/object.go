@@ -72,7 +72,7 @@ func (b *builder) patterns(r *reader, kw *objectKw, p *value) {
 			r.err = err
 			return
 		}
-		kw.patterns = append(kw.patterns, patternProp{re: re, schema: n})
+		kw.patterns = append(kw.patterns, patternProp{pattern: pat, re: re, schema: n})
 	}
 }
 

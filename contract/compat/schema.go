@@ -32,15 +32,18 @@ const (
 type node struct {
 	kind nkind
 	src  *value // the schema object (or boolean) the node was read from
-	meta *meta  // on the node standing for a whole schema object
-	str  *stringKw
-	num  *numberKw
-	arr  *arrayKw
-	obj  *objectKw
-	enum []*value // enum's values; const's one value
-	comb *combined
-	not  *node
-	ref  *node // the target of a $ref
+	// typed: a string, number, array or object node read from "type";
+	// one read from its keywords alone lets every other type through.
+	typed bool
+	meta  *meta // on the node standing for a whole schema object
+	str   *stringKw
+	num   *numberKw
+	arr   *arrayKw
+	obj   *objectKw
+	enum  []*value // enum's values; const's one value
+	comb  *combined
+	not   *node
+	ref   *node // the target of a $ref
 }
 
 // meta is the annotations Confluent compares on every schema.
@@ -90,8 +93,9 @@ type objectKw struct {
 }
 
 type patternProp struct {
-	re     *regexp.Regexp
-	schema *node
+	pattern string
+	re      *regexp.Regexp
+	schema  *node
 }
 
 type propDep struct {

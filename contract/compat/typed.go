@@ -56,6 +56,7 @@ func (b *builder) typed(v *value, ptr string) ([]*node, error) {
 				return nil, err
 			}
 			claimed[n.kind] = true
+			n.typed = true
 			subs = append(subs, n)
 		}
 		if t.kind == jArray {

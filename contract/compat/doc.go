@@ -13,8 +13,8 @@
 // # Guarantees
 //
 //   - Pure: no I/O (a $ref to another document is refused, never fetched),
-//     no global state; the same input gives the same differences in the
-//     same order (the original's order of properties, then the update's).
+//     safe for concurrent use; the same input gives the same differences in
+//     the same order (the original's order of properties, then the update's).
 //   - A schema that cannot be judged is an error, never "compatible": not
 //     JSON (duplicate keys and numbers beyond 1e±400 included), not an object
 //     or a boolean, invalid against its dialect's meta-schema (a keyword of

@@ -389,7 +389,7 @@ func waitFirstStart(ctx context.Context, dsn, store, slot string) error {
 		return err
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if _, ok, err := catalog.ReadMarker(ctx, st, catalog.AppID(slot)); ok && err == nil {
+		if markers, err := catalog.ListMarkers(ctx, st); err == nil && slices.ContainsFunc(markers, func(m catalog.Marker) bool { return m.Slot == slot }) {
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -80,7 +80,7 @@ func bootstrapCPU(b *testing.B, db *pgtest.DB, n, conns int) (rate, relayCPU, pg
 	pg := watchBackends(db.Name)
 	self := cpuTicks("self")
 	start := time.Now()
-	res, err := bootstrap.Snapshot(ctx, testConfig(db, url), store, bootstrap.Options{Log: testLog(b), Connections: conns})
+	res, err := bootstrap.Snapshot(ctx, testConfig(b, db, url), store, bootstrap.Options{Log: testLog(b), Connections: conns})
 	took := time.Since(start)
 	ours := cpuTicks("self") - self
 	pgTicks := pg()

@@ -52,7 +52,7 @@ func BenchmarkBootstrap(b *testing.B) {
 		baseRSS := rssKiB(b, "VmRSS")
 		cpu := processCPU(b)
 		start := time.Now()
-		res, err := bootstrap.Snapshot(ctx, testConfig(db, url), store, bootstrap.Options{Log: testLog(b)})
+		res, err := bootstrap.Snapshot(ctx, testConfig(b, db, url), store, bootstrap.Options{Log: testLog(b)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -30,7 +30,7 @@ func TestCrashDuringBootstrap(t *testing.T) {
 	db := newOutbox(t)
 	fill(t, db, n)
 	store, url := localStore(t)
-	cfg := testConfig(db, url)
+	cfg := testConfig(t, db, url)
 	stopProducers := startProducers(t, db, 4, 0)
 
 	// Kill points: after each stage's log line, plus a random delay.

@@ -20,7 +20,9 @@ type Config struct {
 	Source      string // PostgreSQL DSN
 	Slot        string // replication slot (default "deltabus")
 	Publication string // publication (default "deltabus")
-	AppID       string // the relay's txn appId (default catalog.AppID(Slot))
+	// AppID is the relay's txn appId; empty takes the source's (Identify,
+	// catalog.ResolveAppID), which is what every command should do.
+	AppID string
 }
 
 func (c Config) withDefaults() Config {
@@ -29,9 +31,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Publication == "" {
 		c.Publication = "deltabus"
-	}
-	if c.AppID == "" {
-		c.AppID = catalog.AppID(c.Slot)
 	}
 	return c
 }
@@ -95,8 +94,10 @@ func (o Options) withDefaults() Options {
 // snapshot sees into the topics (skipping events they already hold),
 // commits each topic once, writes the relay marker and returns the
 // consistent point to stream from.
-func FirstStart(cfg Config, store storage.Store, opts Options) func(ctx context.Context) (pglogrepl.LSN, error) {
-	return func(ctx context.Context) (pglogrepl.LSN, error) {
+func FirstStart(cfg Config, store storage.Store, opts Options) func(ctx context.Context, id catalog.Identity) (pglogrepl.LSN, error) {
+	return func(ctx context.Context, id catalog.Identity) (pglogrepl.LSN, error) {
+		cfg := cfg
+		cfg.AppID = id.AppID
 		res, err := Snapshot(ctx, cfg, store, opts)
 		if err != nil {
 			return 0, err

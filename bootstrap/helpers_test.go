@@ -19,7 +19,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/deltabus/deltabus/bootstrap"
-	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/migrations"
 	"github.com/deltabus/deltabus/relay"
@@ -291,8 +290,10 @@ func localStore(t testing.TB) (storage.Store, string) {
 	return st, "file://" + dir
 }
 
-func testConfig(db *pgtest.DB, _ string) bootstrap.Config {
-	return bootstrap.Config{Source: db.DSN, Slot: "deltabus", Publication: "deltabus", AppID: catalog.AppID("deltabus")}
+// testConfig is a relay's bootstrap configuration as commands build it
+// (no explicit appId), with AppID set to what they resolve it to.
+func testConfig(t testing.TB, db *pgtest.DB, _ string) bootstrap.Config {
+	return bootstrap.Config{Source: db.DSN, Slot: "deltabus", Publication: "deltabus", AppID: db.AppID(t, "deltabus")}
 }
 
 func parseLSN(s string) (int64, error) {

@@ -24,7 +24,7 @@ func TestLostSlotRecovery(t *testing.T) {
 	db := newOutbox(t)
 	fill(t, db, 20_000)
 	store, url := localStore(t)
-	cfg := testConfig(db, url)
+	cfg := testConfig(t, db, url)
 	stopProducers := startProducers(t, db, 4, 0)
 
 	p := startRelay(t, bin, db, url, "run")

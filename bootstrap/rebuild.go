@@ -62,6 +62,10 @@ func Rebuild(ctx context.Context, cfg Config, store storage.Store, name string, 
 		sp.end(err, attribute.Int64("deltabus.rows", res.Rows), attribute.Int64("deltabus.added", res.Added),
 			attribute.String("deltabus.txn_version", res.TxnVersion.String()), attribute.Bool("deltabus.committed", res.Committed))
 	}()
+	if cfg, _, err = Identify(ctx, cfg, store); err != nil {
+		return res, fmt.Errorf("rebuild: %w", err)
+	}
+	log = log.With("app_id", cfg.AppID)
 	if err := checkRebuildable(ctx, cfg, store, name); err != nil {
 		return res, err
 	}
@@ -102,6 +106,12 @@ func Rebuild(ctx context.Context, cfg Config, store storage.Store, name string, 
 	if ps.end(err); err != nil {
 		return res, err
 	}
+	holder, copyStart := catalog.LeaseName(cfg.AppID, "rebuild"), time.Now()
+	lease, err := catalog.HoldLease(ctx, store, holder, []string{name}, func() time.Time { return copyStart }, log)
+	if err != nil {
+		return res, fmt.Errorf("rebuild: %w", err)
+	}
+	defer lease.Release(context.WithoutCancel(ctx), store, holder)
 	pctx, ps = opts.startSpan(ctx, "rebuild.copy")
 	rec, err := copyRebuild(pctx, cfg, store, name, pauseLSN, opts.Options, log)
 	if ps.end(err, attribute.Int64("deltabus.rows", rec.Rows), attribute.Int64("deltabus.added", rec.Added)); err != nil {
@@ -138,6 +148,10 @@ func AbortRebuild(ctx context.Context, cfg Config, store storage.Store, name str
 	cfg = cfg.withDefaults()
 	if err := catalog.CheckName("topic", name); err != nil {
 		return 0, usererr.New(err, "rebuild --abort: %v", err)
+	}
+	cfg, _, err := Identify(ctx, cfg, store)
+	if err != nil {
+		return 0, fmt.Errorf("rebuild --abort: %w", err)
 	}
 	in := catalog.Intent{ID: catalog.NewID(), Topic: name, AppID: cfg.AppID, Kind: catalog.IntentAbort}
 	if err := catalog.WriteIntent(ctx, store, in); err != nil {

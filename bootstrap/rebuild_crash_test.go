@@ -29,7 +29,7 @@ func TestRebuildSurvivesKills(t *testing.T) {
 	db := newOutbox(t)
 	fill(t, db, n)
 	store, url := localStore(t)
-	cfg := testConfig(db, url)
+	cfg := testConfig(t, db, url)
 	// Paced: on two shared cores, four unpaced producers outrun a relay
 	// that is killed and re-reads the stream, and the test only grows.
 	stopProducers := startProducers(t, db, 4, 2*time.Millisecond)

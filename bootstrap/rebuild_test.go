@@ -29,7 +29,7 @@ func TestRebuildLostTopicWhileStreaming(t *testing.T) {
 	db := newOutbox(t)
 	fill(t, db, n)
 	store, url := localStore(t)
-	cfg := testConfig(db, url)
+	cfg := testConfig(t, db, url)
 	stopProducers := startProducers(t, db, 4, 0)
 
 	stop := runInProcess(t, cfg, store)
@@ -61,7 +61,7 @@ func TestRebuildLostTopicWhileStreaming(t *testing.T) {
 	}
 	t.Logf("%d rows pre-filled, %d produced concurrently", n, live)
 	checkTopics(t, db, store, cfg.AppID, snapshotLSN(t, m))
-	st, _, err := catalog.ReadRebuildState(t.Context(), store, lost)
+	st, _, err := catalog.ReadRebuildState(t.Context(), store, cfg.AppID, lost)
 	if err != nil || st.Paused != "" || st.ResolvedThrough == "" {
 		t.Errorf("relay rebuild state after the rebuild: %+v, %v", st, err)
 	}
@@ -83,7 +83,7 @@ func TestAbortMissingTable(t *testing.T) {
 	db := newOutbox(t)
 	fill(t, db, 5_000)
 	store, url := localStore(t)
-	cfg := testConfig(db, url)
+	cfg := testConfig(t, db, url)
 	stop := runInProcess(t, cfg, store)
 	stop()
 	const lost = "topic-0"
@@ -96,7 +96,7 @@ func TestAbortMissingTable(t *testing.T) {
 	stopProducers := startProducers(t, db, 2, 2*time.Millisecond)
 	deadline := time.Now().Add(time.Minute)
 	for {
-		st, _, _ := catalog.ReadRebuildState(t.Context(), store, lost)
+		st, _, _ := catalog.ReadRebuildState(t.Context(), store, cfg.AppID, lost)
 		if st.Paused != "" {
 			break
 		}
@@ -143,7 +143,7 @@ func TestRebuildUnreadableTable(t *testing.T) {
 	db := newOutbox(t)
 	fill(t, db, 20_000)
 	store, url := localStore(t)
-	cfg := testConfig(db, url)
+	cfg := testConfig(t, db, url)
 	stopProducers := startProducers(t, db, 4, 2*time.Millisecond)
 	stop := runInProcess(t, cfg, store)
 	time.Sleep(time.Second)
@@ -158,7 +158,7 @@ func TestRebuildUnreadableTable(t *testing.T) {
 		t.Fatalf("rebuild of an unreadable table: %v; want a user error saying to move it away", err)
 	}
 	t.Logf("first rebuild: %v", err)
-	st, _, err := catalog.ReadRebuildState(t.Context(), store, damaged)
+	st, _, err := catalog.ReadRebuildState(t.Context(), store, cfg.AppID, damaged)
 	if err != nil || st.Paused == "" {
 		t.Fatalf("topic not left paused: %+v, %v", st, err)
 	}

@@ -45,7 +45,7 @@ func poll(ctx context.Context, limit, interval time.Duration, check func() (bool
 // and the table stays as it is until the commit watermark.
 func waitPaused(ctx context.Context, store storage.Store, wm catalog.Watermark, at pglogrepl.LSN, limit time.Duration, log *slog.Logger) error {
 	ok, err := poll(ctx, limit, 100*time.Millisecond, func() (bool, error) {
-		st, _, err := catalog.ReadRebuildState(ctx, store, wm.Topic)
+		st, _, err := catalog.ReadRebuildState(ctx, store, wm.AppID, wm.Topic)
 		if err != nil {
 			return false, err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/storage"
 )
@@ -21,17 +20,7 @@ const RecoverWarning = "events deleted from the outbox while the slot was missin
 // (`relay run`). A healthy slot of a bootstrapped relay is refused: there
 // is nothing to recover, and dropping it would lose nothing but time.
 func Recover(ctx context.Context, cfg Config, store storage.Store, opts Options) (Result, error) {
-	cfg = cfg.withDefaults()
-	sql, err := pgsource.Connect(ctx, cfg.Source)
-	if err != nil {
-		return Result{}, err
-	}
-	slot, err := pgsource.ReadSlot(ctx, sql, cfg.Slot)
-	sql.Close(context.WithoutCancel(ctx))
-	if err != nil {
-		return Result{}, fmt.Errorf("recover: %w", err)
-	}
-	_, hasMarker, err := catalog.ReadMarker(ctx, store, cfg.AppID)
+	cfg, slot, hasMarker, err := slotAndMarker(ctx, cfg, store)
 	if err != nil {
 		return Result{}, fmt.Errorf("recover: %w", err)
 	}
@@ -54,17 +43,7 @@ func Recover(ctx context.Context, cfg Config, store storage.Store, opts Options)
 // First runs a first-start bootstrap ahead of `relay run`. A relay that is
 // already bootstrapped (its slot and marker exist) is refused.
 func First(ctx context.Context, cfg Config, store storage.Store, opts Options) (Result, error) {
-	cfg = cfg.withDefaults()
-	sql, err := pgsource.Connect(ctx, cfg.Source)
-	if err != nil {
-		return Result{}, err
-	}
-	slot, err := pgsource.ReadSlot(ctx, sql, cfg.Slot)
-	sql.Close(context.WithoutCancel(ctx))
-	if err != nil {
-		return Result{}, fmt.Errorf("bootstrap: %w", err)
-	}
-	_, hasMarker, err := catalog.ReadMarker(ctx, store, cfg.AppID)
+	cfg, slot, hasMarker, err := slotAndMarker(ctx, cfg, store)
 	if err != nil {
 		return Result{}, fmt.Errorf("bootstrap: %w", err)
 	}
@@ -75,4 +54,21 @@ func First(ctx context.Context, cfg Config, store storage.Store, opts Options) (
 		return Result{}, fmt.Errorf("bootstrap: slot %q is missing but store %s holds this relay's events: run `relay bootstrap --recover`", cfg.Slot, store)
 	}
 	return Snapshot(ctx, cfg, store, opts)
+}
+
+// slotAndMarker identifies the source and reads its slot and whether the
+// store holds its marker.
+func slotAndMarker(ctx context.Context, cfg Config, store storage.Store) (Config, pgsource.Slot, bool, error) {
+	cfg = cfg.withDefaults()
+	sql, err := pgsource.Connect(ctx, cfg.Source)
+	if err != nil {
+		return cfg, pgsource.Slot{}, false, err
+	}
+	defer sql.Close(context.WithoutCancel(ctx))
+	cfg, id, err := identifyOn(ctx, sql, cfg, store)
+	if err != nil {
+		return cfg, pgsource.Slot{}, false, err
+	}
+	slot, err := pgsource.ReadSlot(ctx, sql, cfg.Slot)
+	return cfg, slot, id.Marker != nil, err
 }

@@ -25,7 +25,7 @@ func TestSeamUnderConcurrentProducers(t *testing.T) {
 	db := newOutbox(t)
 	fill(t, db, n)
 	store, url := localStore(t)
-	cfg := testConfig(db, url)
+	cfg := testConfig(t, db, url)
 
 	stopProducers := startProducers(t, db, 4, 0)
 	time.Sleep(300 * time.Millisecond) // producers are running when the slot is created

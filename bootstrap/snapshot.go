@@ -38,6 +38,10 @@ func Snapshot(ctx context.Context, cfg Config, store storage.Store, opts Options
 		return Result{}, err
 	}
 	defer sql.Close(context.WithoutCancel(ctx))
+	if cfg, _, err = identifyOn(ctx, sql, cfg, store); err != nil {
+		return Result{}, err
+	}
+	log = log.With("app_id", cfg.AppID)
 	pctx, ps := opts.startSpan(ctx, "bootstrap.drop_slot")
 	res.DroppedSlot, err = dropSlot(pctx, sql, cfg.Slot)
 	if ps.end(err); err != nil {
@@ -51,6 +55,12 @@ func Snapshot(ctx context.Context, cfg Config, store storage.Store, opts Options
 	if ps.end(err, attribute.Int("deltabus.topics", len(existing))); err != nil {
 		return res, fmt.Errorf("bootstrap: read events already in the topics: %w", err)
 	}
+	holder := catalog.LeaseName(cfg.AppID, "bootstrap")
+	lease, err := catalog.HoldLease(ctx, store, holder, nil, func() time.Time { return start }, log)
+	if err != nil {
+		return res, fmt.Errorf("bootstrap: %w", err)
+	}
+	defer lease.Release(context.WithoutCancel(ctx), store, holder)
 	pctx, ps = opts.startSpan(ctx, "bootstrap.create_slot")
 	slot, err := createExportedSlot(pctx, cfg.Source, cfg.Slot)
 	if ps.end(err); err != nil {

@@ -27,7 +27,7 @@ func TestSnapshotCopiesEveryRowOnceAndRedoIsIdempotent(t *testing.T) {
 	fill(t, db, 20_000)
 	db.Exec(t, `INSERT INTO outbox (id, topic, key, type, payload, occurred_at) VALUES ('0b0e4a8e-0000-4000-8000-000000000001', 'Bad Topic', 'k', 'x', '{}', '2026-01-01')`)
 	store, url := localStore(t)
-	cfg := testConfig(db, url)
+	cfg := testConfig(t, db, url)
 	ctx := testCtx(t, 2*time.Minute)
 
 	tel, err := telemetry.New(ctx, telemetry.Options{})

@@ -20,12 +20,14 @@
 //	  topics/<topic>                  registry entry, written right after the table's
 //	                                  version 0: a registered topic without a table was
 //	                                  deleted, never "not created yet"
-//	  relays/<appId>.json             Marker: the relay's first start committed its snapshot
-//	  rebuilds/<topic>/record.json    RebuildRecord: a rebuild's files and seam (relay rebuild)
-//	  rebuilds/<topic>/state.json     RebuildState: whether the relay holds the topic (relay)
-//	  rebuilds/<topic>/intents/<id>.json  Intent: a rebuild or abort the operator asked for
+//	  relays/<appId>.json             Marker: the relay's first start committed its snapshot;
+//	                                  it names the source (Source: system id, database, slot)
+//	  rebuilds/<topic>/<appId>/record.json    RebuildRecord: a rebuild's files and seam (relay rebuild)
+//	  rebuilds/<topic>/<appId>/state.json     RebuildState: whether that relay holds the topic
+//	  rebuilds/<topic>/<appId>/intents/<id>.json  Intent: a rebuild or abort the operator asked for
+//	  leases/<holder>.json            Lease: a writer's uncommitted files, kept from VACUUM
 //	  consumers/<group>/<topic>.json  a consumer group's checkpoint (package subscribe)
-//	  probes/<appId>                  written and deleted by the relay's preflight
+//	  probes/<name>                   written and deleted by the relay's preflight
 //
 // Topic names are lowercase `[a-z0-9][a-z0-9._-]*` (names starting with "_"
 // are internal), relay appIds are `deltabus-<slot>`, consumer groups follow

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -60,24 +61,33 @@ func WriteIntent(ctx context.Context, store storage.Store, in Intent) error {
 	if in.Created.IsZero() {
 		in.Created = time.Now().UTC()
 	}
-	if err := writeJSON(ctx, store, in, KindIntent, in.Topic, in.ID); err != nil {
+	if err := writeJSON(ctx, store, in, KindIntent, in.Topic, in.AppID, in.ID); err != nil {
 		return fmt.Errorf("write rebuild intent: %w", err)
 	}
 	return nil
 }
 
-// ReadIntent returns the intent a watermark names, ok=false if none (or if
-// the watermark's names are not valid catalog names).
-func ReadIntent(ctx context.Context, store storage.Store, topic, id string) (Intent, bool, error) {
+// ReadIntent returns relay appID's intent a watermark names, ok=false if
+// none (or if the watermark's names are not valid catalog names).
+func ReadIntent(ctx context.Context, store storage.Store, topic, appID, id string) (Intent, bool, error) {
 	var in Intent
-	if CheckName("topic", topic) != nil || CheckID(id) != nil {
+	if CheckName("topic", topic) != nil || CheckName("relay", appID) != nil || CheckID(id) != nil {
 		return in, false, nil
 	}
-	ok, err := readJSON(ctx, store, &in, KindIntent, topic, id)
+	ok, err := readJSON(ctx, store, &in, KindIntent, topic, appID, id)
+	if err == nil && !ok && legacyLayout(appID) {
+		ok, err = readLegacy(ctx, store, &in, topic+"/intents/"+id+".json", func() bool { return in.AppID == appID && in.Topic == topic })
+	}
 	return in, ok, err
 }
 
-// DeleteIntent removes an intent once its rebuild is resolved.
-func DeleteIntent(ctx context.Context, store storage.Store, topic, id string) error {
-	return deleteObject(ctx, store, KindIntent, topic, id)
+// DeleteIntent removes an intent once its rebuild is resolved (and its
+// copy in the legacy layout, if any).
+func DeleteIntent(ctx context.Context, store storage.Store, topic, appID, id string) error {
+	if legacyLayout(appID) && CheckName("topic", topic) == nil && CheckID(id) == nil {
+		if err := store.Delete(ctx, Prefix+"rebuilds/"+topic+"/intents/"+id+".json"); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return fmt.Errorf("delete legacy intent %s: %w", id, err)
+		}
+	}
+	return deleteObject(ctx, store, KindIntent, topic, appID, id)
 }

@@ -18,11 +18,12 @@ type Kind string
 const (
 	KindTopic         Kind = "topic"          // topics/<topic>
 	KindMarker        Kind = "marker"         // relays/<appId>.json
-	KindRebuildRecord Kind = "rebuild-record" // rebuilds/<topic>/record.json
-	KindRebuildState  Kind = "rebuild-state"  // rebuilds/<topic>/state.json
-	KindIntent        Kind = "intent"         // rebuilds/<topic>/intents/<id>.json
+	KindRebuildRecord Kind = "rebuild-record" // rebuilds/<topic>/<appId>/record.json
+	KindRebuildState  Kind = "rebuild-state"  // rebuilds/<topic>/<appId>/state.json
+	KindIntent        Kind = "intent"         // rebuilds/<topic>/<appId>/intents/<id>.json
 	KindConsumer      Kind = "consumer"       // consumers/<group>/<topic>.json
 	KindProbe         Kind = "probe"          // probes/<appId>
+	KindLease         Kind = "lease"          // leases/<holder>.json
 )
 
 // name is the form of every name that becomes one key segment: topics
@@ -60,21 +61,24 @@ func truncate(s string) string {
 }
 
 // Key returns the store key of a catalog object. names are, in order: the
-// topic (topic, rebuild record and state), the appId (marker), the topic
-// and the id (intent), the group and the topic (consumer). It panics on a
-// wrong count and returns an error for an invalid name, so a hostile name
-// can never address another object.
+// topic (topic), the topic and the appId (rebuild record and state), the
+// appId (marker), the topic, the appId and the id (intent), the group and
+// the topic (consumer). It panics on a wrong count and returns an error for
+// an invalid name, so a hostile name can never address another object.
 func Key(kind Kind, names ...string) (string, error) {
 	want := 1
-	if kind == KindIntent || kind == KindConsumer {
+	switch kind {
+	case KindRebuildRecord, KindRebuildState, KindConsumer:
 		want = 2
+	case KindIntent:
+		want = 3
 	}
 	if len(names) != want {
 		panic(fmt.Sprintf("catalog.Key(%s): %d names, want %d", kind, len(names), want))
 	}
 	for i, n := range names {
 		var err error
-		if kind == KindIntent && i == 1 {
+		if kind == KindIntent && i == 2 {
 			err = CheckID(n)
 		} else {
 			err = CheckName(string(kind), n)
@@ -89,15 +93,17 @@ func Key(kind Kind, names ...string) (string, error) {
 	case KindMarker:
 		return Prefix + "relays/" + names[0] + ".json", nil
 	case KindRebuildRecord:
-		return Prefix + "rebuilds/" + names[0] + "/record.json", nil
+		return Prefix + "rebuilds/" + names[0] + "/" + names[1] + "/record.json", nil
 	case KindRebuildState:
-		return Prefix + "rebuilds/" + names[0] + "/state.json", nil
+		return Prefix + "rebuilds/" + names[0] + "/" + names[1] + "/state.json", nil
 	case KindIntent:
-		return Prefix + "rebuilds/" + names[0] + "/intents/" + names[1] + ".json", nil
+		return Prefix + "rebuilds/" + names[0] + "/" + names[1] + "/intents/" + names[2] + ".json", nil
 	case KindConsumer:
 		return Prefix + "consumers/" + names[0] + "/" + names[1] + ".json", nil
 	case KindProbe:
 		return Prefix + "probes/" + names[0], nil
+	case KindLease:
+		return Prefix + "leases/" + names[0] + ".json", nil
 	}
 	panic("catalog.Key: unknown kind " + string(kind))
 }
@@ -117,22 +123,28 @@ func Parse(key string) (kind Kind, names []string, ok bool) {
 		kind, names = KindTopic, []string{parts[1]}
 	case len(parts) == 2 && parts[0] == "probes":
 		kind, names = KindProbe, []string{parts[1]}
+	case len(parts) == 2 && parts[0] == "leases":
+		n, sfx := json(parts[1])
+		if !sfx {
+			return "", nil, false
+		}
+		kind, names = KindLease, []string{n}
 	case len(parts) == 2 && parts[0] == "relays":
 		n, sfx := json(parts[1])
 		if !sfx {
 			return "", nil, false
 		}
 		kind, names = KindMarker, []string{n}
-	case len(parts) == 3 && parts[0] == "rebuilds" && parts[2] == "record.json":
-		kind, names = KindRebuildRecord, []string{parts[1]}
-	case len(parts) == 3 && parts[0] == "rebuilds" && parts[2] == "state.json":
-		kind, names = KindRebuildState, []string{parts[1]}
-	case len(parts) == 4 && parts[0] == "rebuilds" && parts[2] == "intents":
-		n, sfx := json(parts[3])
+	case len(parts) == 4 && parts[0] == "rebuilds" && parts[3] == "record.json":
+		kind, names = KindRebuildRecord, []string{parts[1], parts[2]}
+	case len(parts) == 4 && parts[0] == "rebuilds" && parts[3] == "state.json":
+		kind, names = KindRebuildState, []string{parts[1], parts[2]}
+	case len(parts) == 5 && parts[0] == "rebuilds" && parts[3] == "intents":
+		n, sfx := json(parts[4])
 		if !sfx {
 			return "", nil, false
 		}
-		kind, names = KindIntent, []string{parts[1], n}
+		kind, names = KindIntent, []string{parts[1], parts[2], n}
 	case len(parts) == 3 && parts[0] == "consumers":
 		n, sfx := json(parts[2])
 		if !sfx {

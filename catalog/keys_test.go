@@ -6,19 +6,26 @@ import (
 	"testing"
 )
 
-var kinds = []Kind{KindTopic, KindMarker, KindRebuildRecord, KindRebuildState, KindIntent, KindConsumer, KindProbe}
+var kinds = []Kind{KindTopic, KindMarker, KindRebuildRecord, KindRebuildState, KindIntent, KindConsumer, KindProbe, KindLease}
 
 func arity(k Kind) int {
-	if k == KindIntent || k == KindConsumer {
+	switch k {
+	case KindRebuildRecord, KindRebuildState, KindConsumer:
 		return 2
+	case KindIntent:
+		return 3
 	}
 	return 1
 }
 
-// keyOf builds a key of kind k from raw fuzz names, adapting the id of an
-// intent; ok=false when the names are not valid.
+// keyOf builds a key of kind k from raw fuzz names (an intent's appId is
+// its second name with "-a" appended, its id the third); ok=false when the
+// names are not valid.
 func keyOf(k Kind, a, b string) (string, []string, bool) {
-	names := []string{a, b}[:arity(k)]
+	names := []string{a, b, b}[:arity(k)]
+	if k == KindIntent {
+		names[1] = b + "-a"
+	}
 	key, err := Key(k, names...)
 	return key, names, err == nil
 }
@@ -31,9 +38,9 @@ func TestKeyLayout(t *testing.T) {
 	}{
 		{KindTopic, []string{"orders"}, "_deltabus/topics/orders"},
 		{KindMarker, []string{"deltabus-main"}, "_deltabus/relays/deltabus-main.json"},
-		{KindRebuildRecord, []string{"a.relay"}, "_deltabus/rebuilds/a.relay/record.json"},
-		{KindRebuildState, []string{"a"}, "_deltabus/rebuilds/a/state.json"},
-		{KindIntent, []string{"orders", "0123abcd"}, "_deltabus/rebuilds/orders/intents/0123abcd.json"},
+		{KindRebuildRecord, []string{"a.relay", "deltabus-1-s"}, "_deltabus/rebuilds/a.relay/deltabus-1-s/record.json"},
+		{KindRebuildState, []string{"a", "deltabus-1-s"}, "_deltabus/rebuilds/a/deltabus-1-s/state.json"},
+		{KindIntent, []string{"orders", "deltabus-1-s", "0123abcd"}, "_deltabus/rebuilds/orders/deltabus-1-s/intents/0123abcd.json"},
 		{KindConsumer, []string{"billing", "orders"}, "_deltabus/consumers/billing/orders.json"},
 	} {
 		got, err := Key(c.kind, c.names...)
@@ -42,26 +49,43 @@ func TestKeyLayout(t *testing.T) {
 		}
 	}
 	// The collision of the first layout: a topic named "a.relay".
-	rec, _ := Key(KindRebuildRecord, "a.relay")
-	st, _ := Key(KindRebuildState, "a")
+	rec, _ := Key(KindRebuildRecord, "a.relay", "r")
+	st, _ := Key(KindRebuildState, "a", "r")
 	if rec == st {
 		t.Fatalf("record of a.relay and state of a share key %q", rec)
+	}
+	// Two sources' states of one topic never share a key.
+	s1, _ := Key(KindRebuildState, "orders", "deltabus-1-s")
+	s2, _ := Key(KindRebuildState, "orders", "deltabus-2-s")
+	if s1 == s2 {
+		t.Fatalf("two sources share the state key %q", s1)
 	}
 }
 
 func TestKeyRejectsHostileNames(t *testing.T) {
 	for _, n := range []string{"", ".", "..", "a/b", "../x", "A", "-a", ".hidden", "a b", "é", strings.Repeat("a", 129), "a\x00"} {
 		for _, k := range kinds {
-			names := []string{n, "0123abcd"}[:arity(k)]
+			names := []string{n, "deltabus-1-s", "0123abcd"}[:arity(k)]
 			if k == KindConsumer {
 				names = []string{"group", n}
+			}
+			if k == KindMarker || k == KindLease || k == KindProbe || k == KindTopic {
+				names = []string{n}
 			}
 			if key, err := Key(k, names...); err == nil {
 				t.Errorf("Key(%s, %q) accepted: %q", k, names, key)
 			}
 		}
 	}
-	if _, err := Key(KindIntent, "orders", "../../x"); err == nil {
+	for _, n := range []string{"", "..", "a/b", "A"} {
+		for _, k := range []Kind{KindRebuildRecord, KindRebuildState, KindIntent} {
+			names := []string{"orders", n, "0123abcd"}[:arity(k)]
+			if key, err := Key(k, names...); err == nil {
+				t.Errorf("Key(%s, %q) accepted: %q", k, names, key)
+			}
+		}
+	}
+	if _, err := Key(KindIntent, "orders", "r", "../../x"); err == nil {
 		t.Error("an intent id with a path was accepted")
 	}
 }
@@ -73,6 +97,7 @@ func FuzzKeysNeverCollide(f *testing.F) {
 	f.Add(uint8(0), "orders", "x", uint8(3), "a.relay", "y")
 	f.Add(uint8(2), "a.relay", "", uint8(3), "a", "")
 	f.Add(uint8(4), "t", "0123abcd", uint8(5), "t", "0123abcd.json")
+	f.Add(uint8(2), "t", "intents", uint8(4), "t", "record")
 	f.Add(uint8(5), "g", "t.json", uint8(5), "g.json", "t")
 	f.Fuzz(func(t *testing.T, k1 uint8, a1, b1 string, k2 uint8, a2, b2 string) {
 		kind1, kind2 := kinds[int(k1)%len(kinds)], kinds[int(k2)%len(kinds)]

@@ -41,6 +41,32 @@ func WriteMarker(ctx context.Context, store storage.Store, m Marker) error {
 	return nil
 }
 
-// AppID is the Delta txn appId (and marker name) of the relay on a slot:
-// one per slot, stable across restarts.
-func AppID(slot string) string { return "deltabus-" + slot }
+// Source is the source the marker belongs to.
+func (m Marker) Source() Source {
+	return Source{SystemID: m.SystemID, Database: m.Database, Slot: m.Slot}
+}
+
+// ListMarkers returns the markers of every relay that completed a first
+// start in the store, one per source, by appId.
+func ListMarkers(ctx context.Context, store storage.Store) ([]Marker, error) {
+	dir := Prefix + "relays/"
+	objs, err := store.List(ctx, dir, "")
+	if err != nil {
+		return nil, fmt.Errorf("list relay markers in %s: %w", store, err)
+	}
+	var out []Marker
+	for _, o := range objs {
+		kind, names, ok := Parse(o.Key)
+		if !ok || kind != KindMarker {
+			continue
+		}
+		m, found, err := ReadMarker(ctx, store, names[0])
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}

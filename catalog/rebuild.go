@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -30,9 +31,11 @@ type RebuildRecord struct {
 	Created  time.Time   `json:"created"`
 }
 
-// RebuildState is the relay's side of a topic's rebuilds and holds.
+// RebuildState is one relay's side of a topic's rebuilds and holds: each
+// source holds, rebuilds and resolves a shared topic on its own.
 type RebuildState struct {
 	Topic string `json:"topic"`
+	AppID string `json:"appId,omitempty"` // the relay whose state it is (empty in the legacy layout)
 	// Paused is why the topic is held ("" = not held): a rebuild id, or one
 	// of the Hold* reasons; PausedAt is the LSN the slot is held at.
 	Paused   string `json:"paused,omitempty"`
@@ -65,50 +68,97 @@ func parseLSN(s string) pglogrepl.LSN {
 	return l
 }
 
-// ReadRebuildRecord returns the topic's rebuild record, ok=false if none.
-func ReadRebuildRecord(ctx context.Context, store storage.Store, topic string) (RebuildRecord, bool, error) {
+// ReadRebuildRecord returns the topic's rebuild record of relay appID,
+// ok=false if none.
+func ReadRebuildRecord(ctx context.Context, store storage.Store, appID, topic string) (RebuildRecord, bool, error) {
 	var r RebuildRecord
-	ok, err := readJSON(ctx, store, &r, KindRebuildRecord, topic)
-	if err == nil && !ok {
-		ok, err = readLegacy(ctx, store, &r, topic+".json", func() string { return r.Topic }, topic)
+	ok, err := readJSON(ctx, store, &r, KindRebuildRecord, topic, appID)
+	if err == nil && !ok && legacyLayout(appID) {
+		ours := func() bool { return r.Topic == topic && (r.AppID == appID || r.AppID == "") }
+		if ok, err = readLegacy(ctx, store, &r, topic+"/record.json", ours); !ok && err == nil {
+			ok, err = readLegacy(ctx, store, &r, topic+".json", ours)
+		}
 	}
 	return r, ok, err
 }
 
 // WriteRebuildRecord stores the rebuild's record (the last one wins).
 func WriteRebuildRecord(ctx context.Context, store storage.Store, r RebuildRecord) error {
-	return writeJSON(ctx, store, r, KindRebuildRecord, r.Topic)
+	return writeJSON(ctx, store, r, KindRebuildRecord, r.Topic, r.AppID)
 }
 
-// ReadRebuildState returns the relay's rebuild state of a topic (the zero
-// state, ok=false, if none).
-func ReadRebuildState(ctx context.Context, store storage.Store, topic string) (RebuildState, bool, error) {
+// ReadRebuildState returns relay appID's rebuild state of a topic (the
+// zero state, ok=false, if none).
+func ReadRebuildState(ctx context.Context, store storage.Store, appID, topic string) (RebuildState, bool, error) {
 	var s RebuildState
-	ok, err := readJSON(ctx, store, &s, KindRebuildState, topic)
-	if err == nil && !ok {
-		ok, err = readLegacy(ctx, store, &s, topic+".relay.json", func() string { return s.Topic }, topic)
+	ok, err := readJSON(ctx, store, &s, KindRebuildState, topic, appID)
+	if err == nil && !ok && legacyLayout(appID) {
+		ours := func() bool { return s.Topic == topic }
+		if ok, err = readLegacy(ctx, store, &s, topic+"/state.json", ours); !ok && err == nil {
+			ok, err = readLegacy(ctx, store, &s, topic+".relay.json", ours)
+		}
 	}
 	if !ok {
 		s = RebuildState{Topic: topic}
 	}
+	s.AppID = appID
 	return s, ok, err
 }
 
-// WriteRebuildState replaces the topic's rebuild state.
+// WriteRebuildState replaces the relay's rebuild state of a topic.
 func WriteRebuildState(ctx context.Context, store storage.Store, s RebuildState) error {
 	s.Updated = time.Now().UTC()
-	return writeJSON(ctx, store, s, KindRebuildState, s.Topic)
+	return writeJSON(ctx, store, s, KindRebuildState, s.Topic, s.AppID)
 }
 
-// readLegacy reads an object of the first store layout, where a record was
-// rebuilds/<topic>.json and a state rebuilds/<topic>.relay.json (so topic
-// "a.relay"'s record and topic "a"'s state shared a key). It is used only
-// when the current key is absent, and only if the object names the topic
-// asked for.
-func readLegacy(ctx context.Context, store storage.Store, v any, name string, topicOf func() string, topic string) (bool, error) {
+// ListRebuildStates returns every relay's rebuild state of a topic (those
+// of the legacy layout with an empty AppID).
+func ListRebuildStates(ctx context.Context, store storage.Store, topic string) ([]RebuildState, error) {
+	if err := CheckName("topic", topic); err != nil {
+		return nil, err
+	}
+	objs, err := store.List(ctx, Prefix+"rebuilds/"+topic+"/", "")
+	if err != nil {
+		return nil, fmt.Errorf("list the rebuild states of topic %q: %w", topic, err)
+	}
+	var out []RebuildState
+	for _, o := range objs {
+		k := o.Key
+		kind, names, ok := Parse(k)
+		legacy := k == Prefix+"rebuilds/"+topic+"/state.json"
+		if !legacy && (!ok || kind != KindRebuildState || names[0] != topic) {
+			continue
+		}
+		var s RebuildState
+		if found, err := readKey(ctx, store, k, &s); err != nil || !found || s.Topic != topic {
+			continue // gone meanwhile, or not a state of this topic
+		}
+		if !legacy {
+			s.AppID = names[1]
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// legacyLayout reports whether relay appID may have objects at the
+// per-topic keys of the releases before source identity: only appIds that
+// are not of the per-source form, since those releases wrote no other.
+func legacyLayout(appID string) bool {
+	_, _, perSource := SourceOfAppID(appID)
+	return !perSource
+}
+
+// readLegacy reads an object of an older store layout at
+// rebuilds/<name>: rebuilds/<topic>/record.json and .../state.json before
+// source identity, and before those rebuilds/<topic>.json and
+// rebuilds/<topic>.relay.json (where topic "a.relay"'s record and topic
+// "a"'s state shared a key). It is used only when the current key is
+// absent, and only if ours says the object is the one asked for.
+func readLegacy(ctx context.Context, store storage.Store, v any, name string, ours func() bool) (bool, error) {
 	ok, err := readKey(ctx, store, Prefix+"rebuilds/"+name, v)
 	if err != nil || !ok {
 		return false, nil // a legacy object that does not parse is not ours to report
 	}
-	return topicOf() == topic, nil
+	return ours(), nil
 }

@@ -59,7 +59,12 @@ func ListTopics(ctx context.Context, store storage.Store) ([]string, error) {
 }
 
 // CheckWritable writes and deletes a small probe object, so a store the
-// relay cannot write fails before the slot is created, not after.
+// relay cannot write fails before the slot is created, not after. It also
+// proves that the store honours put-if-absent: a second PutIfAbsent of the
+// probe's key with other bytes must fail with storage.ErrExists. An S3
+// server that ignores If-None-Match would let two writers both "win" one
+// table version, and one acknowledged batch would vanish
+// (ErrNoConditionalWrites).
 func CheckWritable(ctx context.Context, store storage.Store, appID string) error {
 	key, err := Key(KindProbe, appID)
 	if err != nil {
@@ -71,5 +76,25 @@ func CheckWritable(ctx context.Context, store storage.Store, appID string) error
 	if err := store.Delete(ctx, key); err != nil {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}
-	return nil
+	if key, err = Key(KindProbe, "put-if-absent-"+NewID()); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	if err := store.PutIfAbsent(ctx, key, []byte("deltabus put-if-absent probe 1\n")); err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	err = store.PutIfAbsent(ctx, key, []byte("deltabus put-if-absent probe 2\n"))
+	if derr := store.Delete(ctx, key); derr != nil && err != nil {
+		return fmt.Errorf("delete %s: %w", key, derr)
+	}
+	switch {
+	case errors.Is(err, storage.ErrExists):
+		return nil
+	case err == nil:
+		return fmt.Errorf("%w: a second put-if-absent of %s succeeded", ErrNoConditionalWrites, key)
+	}
+	return fmt.Errorf("put-if-absent probe %s: %w", key, err)
 }
+
+// ErrNoConditionalWrites: the store overwrote an object that a
+// put-if-absent (S3 If-None-Match: *) should have refused.
+var ErrNoConditionalWrites = errors.New("the store does not honour conditional writes (If-None-Match), which DeltaBus needs so that two writers never both commit one table version")

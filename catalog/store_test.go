@@ -47,21 +47,21 @@ func TestRegistry(t *testing.T) {
 // "a"'s state are two objects (they shared a key in the first layout).
 func TestRebuildObjectsOfLookalikeTopics(t *testing.T) {
 	ctx, s := context.Background(), newStore(t)
-	if err := WriteRebuildRecord(ctx, s, RebuildRecord{ID: "r1", Topic: "a.relay", SeamEnd: "0/10"}); err != nil {
+	if err := WriteRebuildRecord(ctx, s, RebuildRecord{ID: "r1", Topic: "a.relay", AppID: "deltabus-main", SeamEnd: "0/10"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteRebuildState(ctx, s, RebuildState{Topic: "a", Paused: "p1", PausedAt: "0/20"}); err != nil {
+	if err := WriteRebuildState(ctx, s, RebuildState{Topic: "a", AppID: "deltabus-main", Paused: "p1", PausedAt: "0/20"}); err != nil {
 		t.Fatal(err)
 	}
-	rec, ok, err := ReadRebuildRecord(ctx, s, "a.relay")
+	rec, ok, err := ReadRebuildRecord(ctx, s, "deltabus-main", "a.relay")
 	if err != nil || !ok || rec.ID != "r1" {
 		t.Fatalf("record of a.relay: %+v %v %v", rec, ok, err)
 	}
-	st, ok, err := ReadRebuildState(ctx, s, "a")
+	st, ok, err := ReadRebuildState(ctx, s, "deltabus-main", "a")
 	if err != nil || !ok || st.Paused != "p1" || st.PausedAtLSN() != 0x20 {
 		t.Fatalf("state of a: %+v %v %v", st, ok, err)
 	}
-	if st, ok, _ := ReadRebuildState(ctx, s, "a.relay"); ok || st.Topic != "a.relay" || st.Paused != "" {
+	if st, ok, _ := ReadRebuildState(ctx, s, "deltabus-main", "a.relay"); ok || st.Topic != "a.relay" || st.Paused != "" {
 		t.Fatalf("state of a.relay: %+v %v; want none", st, ok)
 	}
 }
@@ -79,19 +79,19 @@ func TestLegacyLayoutIsRead(t *testing.T) {
 	put("rebuilds/orders.relay.json", `{"topic":"orders","resolvedThrough":"0/9"}`)
 	// Topic "a.relay"'s legacy record sits where topic "a"'s legacy state was.
 	put("rebuilds/a.relay.json", `{"id":"x","topic":"a.relay"}`)
-	if rec, ok, err := ReadRebuildRecord(ctx, s, "orders"); err != nil || !ok || rec.ID != "old" {
+	if rec, ok, err := ReadRebuildRecord(ctx, s, "deltabus-main", "orders"); err != nil || !ok || rec.ID != "old" {
 		t.Fatalf("legacy record: %+v %v %v", rec, ok, err)
 	}
-	if st, ok, err := ReadRebuildState(ctx, s, "orders"); err != nil || !ok || st.ResolvedLSN() != 9 {
+	if st, ok, err := ReadRebuildState(ctx, s, "deltabus-main", "orders"); err != nil || !ok || st.ResolvedLSN() != 9 {
 		t.Fatalf("legacy state: %+v %v %v", st, ok, err)
 	}
-	if st, ok, err := ReadRebuildState(ctx, s, "a"); err != nil || ok || st.Paused != "" {
+	if st, ok, err := ReadRebuildState(ctx, s, "deltabus-main", "a"); err != nil || ok || st.Paused != "" {
 		t.Fatalf("state of a read from a.relay's record: %+v %v %v", st, ok, err)
 	}
-	if err := WriteRebuildState(ctx, s, RebuildState{Topic: "orders", ResolvedThrough: "0/30"}); err != nil {
+	if err := WriteRebuildState(ctx, s, RebuildState{Topic: "orders", AppID: "deltabus-main", ResolvedThrough: "0/30"}); err != nil {
 		t.Fatal(err)
 	}
-	if st, _, _ := ReadRebuildState(ctx, s, "orders"); st.ResolvedLSN() != 0x30 {
+	if st, _, _ := ReadRebuildState(ctx, s, "deltabus-main", "orders"); st.ResolvedLSN() != 0x30 {
 		t.Fatalf("the new state does not win over the legacy one: %+v", st)
 	}
 }
@@ -102,17 +102,17 @@ func TestIntentRoundTrip(t *testing.T) {
 	if err := WriteIntent(ctx, s, in); err != nil {
 		t.Fatal(err)
 	}
-	got, ok, err := ReadIntent(ctx, s, "orders", in.ID)
+	got, ok, err := ReadIntent(ctx, s, "orders", "deltabus-main", in.ID)
 	if err != nil || !ok || got.ID != in.ID || got.Kind != IntentRebuild || got.Created.IsZero() {
 		t.Fatalf("ReadIntent = %+v %v %v", got, ok, err)
 	}
-	if _, ok, err := ReadIntent(ctx, s, "orders", "../../relays/x"); ok || err != nil {
+	if _, ok, err := ReadIntent(ctx, s, "orders", "deltabus-main", "../../relays/x"); ok || err != nil {
 		t.Fatalf("a hostile id read something: %v %v", ok, err)
 	}
-	if err := DeleteIntent(ctx, s, "orders", in.ID); err != nil {
+	if err := DeleteIntent(ctx, s, "orders", "deltabus-main", in.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := ReadIntent(ctx, s, "orders", in.ID); ok {
+	if _, ok, _ := ReadIntent(ctx, s, "orders", "deltabus-main", in.ID); ok {
 		t.Fatal("intent still there after DeleteIntent")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/deltabus/deltabus/bootstrap"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/sink/deltasink"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/usererr"
@@ -63,8 +64,10 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (*relay.Relay, sto
 			return nil, nil, fmt.Errorf("relay metrics: %w", err)
 		}
 	}
-	snk := deltasink.New(store, deltasink.Options{AppID: cfg.AppID, Logger: opts.Log})
-	r := relay.New(cfg, store, snk, opts.Mappings, opts.Log, m)
+	sinkFor := func(appID string) sink.Sink {
+		return deltasink.New(store, deltasink.Options{AppID: appID, Logger: opts.Log})
+	}
+	r := relay.New(cfg, store, sinkFor, opts.Mappings, opts.Log, m)
 	r.Tracer = opts.Tracer
 	r.FirstStart = bootstrap.FirstStart(BootstrapConfig(cfg), store,
 		bootstrap.Options{Log: opts.Log, Mappings: opts.Mappings, Metrics: opts.Meter, Tracer: opts.Tracer})

@@ -119,17 +119,40 @@ func Run(ctx context.Context, root storage.Store, opts Options) (rep Report, err
 			return Report{}, err
 		}
 	}
+	leases := &leaseCache{root: root}
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		rep.Topics = append(rep.Topics, maintainTopic(ctx, root, name, opts))
+		rep.Topics = append(rep.Topics, maintainTopic(ctx, root, name, opts, leases))
 	}
 	rep.Took = time.Since(start)
 	return rep, nil
 }
 
-func maintainTopic(ctx context.Context, root storage.Store, name string, opts Options) (tr TopicReport) {
+// leaseCache lists the writers' leases (catalog.Lease) at most every 30 s:
+// a lease written after a listing protects files younger than any allowed
+// file retention (delta.MinExplicitRetention), so a listing that recent
+// is enough.
+type leaseCache struct {
+	root   storage.Store
+	at     time.Time
+	leases []catalog.Lease
+}
+
+func (c *leaseCache) get(ctx context.Context) ([]catalog.Lease, error) {
+	if time.Since(c.at) < 30*time.Second {
+		return c.leases, nil
+	}
+	l, err := catalog.ListLeases(ctx, c.root)
+	if err != nil {
+		return nil, err
+	}
+	c.leases, c.at = l, time.Now()
+	return l, nil
+}
+
+func maintainTopic(ctx context.Context, root storage.Store, name string, opts Options, leases *leaseCache) (tr TopicReport) {
 	start := time.Now()
 	tr = TopicReport{Topic: name, Earliest: -1}
 	ctx, span := opts.startSpan(ctx, ".topic", attribute.String("deltabus.topic", name))
@@ -141,14 +164,16 @@ func maintainTopic(ctx context.Context, root storage.Store, name string, opts Op
 		}
 		endSpan(span, err, attribute.String("deltabus.skipped", tr.Skipped))
 	}()
-	st, _, err := catalog.ReadRebuildState(ctx, root, name)
+	states, err := catalog.ListRebuildStates(ctx, root, name)
 	if err != nil {
 		tr.Errors = append(tr.Errors, err.Error())
 		return tr
 	}
-	if st.Paused != "" {
-		tr.Skipped = "held by the relay (" + st.Paused + "): maintenance waits until the hold is lifted"
-		return tr
+	for _, st := range states {
+		if st.Paused != "" {
+			tr.Skipped = "held by relay " + st.AppID + " (" + st.Paused + "): maintenance waits until the hold is lifted"
+			return tr
+		}
 	}
 	table := storage.Sub(root, name)
 	if _, err := delta.LoadSnapshot(ctx, table, -1); errors.Is(err, delta.ErrNoTable) {
@@ -179,6 +204,12 @@ func maintainTopic(ctx context.Context, root storage.Store, name string, opts Op
 	}
 	if !opts.SkipVacuum {
 		vo := delta.VacuumOptions{Now: opts.Now(), Retention: opts.FileRetention, DryRun: opts.DryRun, Logger: opts.Logger}
+		if leases, err := leases.get(ctx); err != nil {
+			fail("vacuum", fmt.Errorf("read the writers' leases: %w", err))
+			return tr
+		} else if since, ok := catalog.InFlightSince(leases, name, time.Now()); ok {
+			vo.InFlightSince = since
+		}
 		if sw, ok := table.(storage.Sweeper); ok && !opts.DryRun {
 			vo.SweepTemp = func(ctx context.Context, prefix string, _ time.Time) error {
 				n, err := sw.SweepTemp(ctx, prefix, opts.TempAge)

@@ -70,7 +70,7 @@ func TestRunKeepsEveryRowAndTheTxn(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := write(t, root, []string{"orders", "payments"}, 230)
-	if err := catalog.WriteRebuildState(ctx, root, catalog.RebuildState{Topic: "payments", Paused: catalog.HoldMissingTable, PausedAt: "0/10"}); err != nil {
+	if err := catalog.WriteRebuildState(ctx, root, catalog.RebuildState{Topic: "payments", AppID: "deltabus-test", Paused: catalog.HoldMissingTable, PausedAt: "0/10"}); err != nil {
 		t.Fatal(err)
 	}
 	later := time.Now().Add(48 * time.Hour)

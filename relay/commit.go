@@ -148,6 +148,7 @@ func (c *committer) commitBatch(ctx context.Context, b *batch) (err error) {
 		return err
 	}
 	c.advance(b.ackLSN())
+	c.r.batchStart.Store(start.UnixNano())
 	c.r.health.progress(time.Now())
 	c.r.metrics.batchCommitted(b, time.Since(start))
 	c.r.log.Debug("batch committed", "batch", b.seq, "events", b.events, "topics", len(b.order),
@@ -161,9 +162,10 @@ func (c *committer) commitTopic(ctx context.Context, b *batch, name string) (err
 	defer func() { endTopicCommit(span, name, b.lastLSN, res, err) }()
 	res, err = b.sb.Commit(ctx, name, int64(b.lastLSN))
 	if errors.Is(err, sink.ErrFenced) {
-		return fatalError{fmt.Errorf("topic %q: another relay with appId %q already committed up to LSN %s; this instance is a zombie and stops: %w",
-			name, c.r.cfg.AppID, b.lastLSN, err)}
+		return fatalError{fmt.Errorf("topic %q: another relay of this source (appId %q) already committed up to LSN %s; this instance is a zombie and stops: %w",
+			name, c.r.id.AppID, b.lastLSN, err)}
 	}
+	c.r.metrics.lostRaces(res.Races)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,11 @@ type Config struct {
 	Store       string // file:///path or s3://bucket/prefix (DELTABUS_STORE)
 	Slot        string // replication slot name
 	Publication string // publication name
-	AppID       string // Delta txn appId; default "deltabus-<slot>"
+	// AppID overrides the Delta txn appId; empty (the default) takes the
+	// source's: "deltabus-<system identifier>-<slot>", or the legacy
+	// "deltabus-<slot>" of an earlier release's relay on this source
+	// (catalog.ResolveAppID).
+	AppID string
 
 	BatchMaxEvents int           // close a batch after this many events
 	BatchMaxBytes  int64         // ... or this many payload bytes
@@ -91,7 +95,6 @@ func (c Config) WithDefaults() Config {
 	}
 	set(&c.Slot, d.Slot)
 	set(&c.Publication, d.Publication)
-	set(&c.AppID, catalog.AppID(c.Slot))
 	if c.BatchMaxEvents == 0 {
 		c.BatchMaxEvents = d.BatchMaxEvents
 	}
@@ -137,8 +140,10 @@ func (c Config) Validate() error {
 	if !slotName.MatchString(c.Slot) {
 		errs = append(errs, fmt.Errorf("slot name %q is invalid: use 1-63 characters of a-z, 0-9 and _", c.Slot))
 	}
-	if err := catalog.CheckName("relay", c.AppID); err != nil {
-		errs = append(errs, err)
+	if c.AppID != "" {
+		if err := catalog.CheckName("relay", c.AppID); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.Publication == "" {
 		errs = append(errs, errors.New("publication name is empty: set --publication (default deltabus)"))

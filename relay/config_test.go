@@ -23,8 +23,8 @@ func TestValidateNamesEveryProblem(t *testing.T) {
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
-	if ok.AppID != "deltabus-deltabus" {
-		t.Errorf("default appId %q", ok.AppID)
+	if ok.AppID != "" {
+		t.Errorf("default appId %q, want none (the source's, resolved at start)", ok.AppID)
 	}
 	bad := Config{Source: "postgres://u:s3cret@localhost:99999999/db", Store: "file:///x"}.WithDefaults().Validate()
 	if bad == nil || strings.Contains(bad.Error(), "s3cret") {

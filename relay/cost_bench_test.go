@@ -19,6 +19,7 @@ import (
 
 	pg "github.com/deltabus/deltabus/decoding/pgoutputtest"
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/sink/deltasink"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/tests/s3test"
@@ -76,7 +77,7 @@ func runCost(b *testing.B, interval time.Duration, rate int, d time.Duration) {
 	snk := deltasink.New(store, deltasink.Options{AppID: "deltabus-cost", Logger: log})
 	cfg := Config{Source: "postgres://u@127.0.0.1/db", Store: bucket.URL("cost"), TopicCommitInterval: interval,
 		StatusInterval: 5 * time.Millisecond}
-	r := New(cfg, store, snk, outbox.Mappings{}, log, nil)
+	r := New(cfg, store, func(string) sink.Sink { return snk }, outbox.Mappings{}, log, nil)
 	conn := newPacedConn(rate)
 	runCtx, stop := context.WithCancel(ctx)
 	hard, cancel := afterStop(runCtx, r.cfg.ShutdownTimeout)

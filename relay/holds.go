@@ -53,7 +53,7 @@ func (h *holds) add(topic, id string, since pglogrepl.LSN) *hold {
 // and events at or below the resolved position then go to a new table
 // (held=false). An incompatible table stays held until it is moved away.
 func (s *session) holdTopic(ctx context.Context, t *topicView, lsn pglogrepl.LSN) (held bool, err error) {
-	st, _, err := catalog.ReadRebuildState(ctx, s.r.store, t.Name)
+	st, _, err := catalog.ReadRebuildState(ctx, s.r.store, s.r.id.AppID, t.Name)
 	if err != nil {
 		return false, err
 	}
@@ -90,7 +90,7 @@ func (s *session) holdTopic(ctx context.Context, t *topicView, lsn pglogrepl.LSN
 // deletes the intents that asked for them. The in-memory hold stays: the
 // session ends with errRewind.
 func (s *session) resolveAt(ctx context.Context, topic string, lsn pglogrepl.LSN, what string, intents ...string) error {
-	st, _, err := catalog.ReadRebuildState(ctx, s.r.store, topic)
+	st, _, err := catalog.ReadRebuildState(ctx, s.r.store, s.r.id.AppID, topic)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (s *session) resolveAt(ctx context.Context, topic string, lsn pglogrepl.LSN
 		if catalog.CheckID(id) != nil {
 			continue
 		}
-		if err := catalog.DeleteIntent(ctx, s.r.store, topic, id); err != nil {
+		if err := catalog.DeleteIntent(ctx, s.r.store, topic, s.r.id.AppID, id); err != nil {
 			s.r.log.Warn("could not delete a resolved rebuild intent (harmless: it is never honoured again)", "topic", topic, "err", err)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/deltabus/deltabus/catalog"
 )
 
 // Metrics are the relay's metrics (OpenTelemetry instruments, served on
@@ -21,20 +23,21 @@ type Metrics struct {
 	batchSeconds    metric.Float64Histogram
 	latency         metric.Float64Histogram // source commit -> Delta commit, per batch's last transaction
 
-	deadLetters, skippedEvents, reconnects, watermarksIgnored atomic.Int64
-	durableLSN, receivedLSN                                   atomic.Uint64
+	deadLetters, skippedEvents, reconnects, watermarksIgnored, races atomic.Int64
+	durableLSN, receivedLSN                                          atomic.Uint64
 
 	mu sync.Mutex
 	// paused is the pause watermark LSN of each topic waiting for its
 	// rebuild (the slot is held there); absent when not paused.
 	pausedAt map[string]uint64
+	sourceID *catalog.Identity // the source the relay reads, once identified
 }
 
 // NewMetrics creates the relay's instruments from mp.
 func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	meter := mp.Meter("github.com/deltabus/deltabus/relay")
 	m := &Metrics{pausedAt: map[string]uint64{}}
-	var errs [16]error
+	var errs [18]error
 	m.events, errs[0] = meter.Int64Counter("deltabus_events_committed_total", metric.WithDescription("Events committed to Delta topic tables."))
 	m.commits, errs[1] = meter.Int64Counter("deltabus_delta_commits_total", metric.WithDescription("Delta commits, by topic."))
 	m.lastCommit, errs[2] = meter.Float64Gauge("deltabus_last_commit_timestamp_seconds", metric.WithDescription("Unix time of the last Delta commit, by topic."), metric.WithUnit("s"))
@@ -50,6 +53,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		{"deltabus_events_skipped_total", "Events re-sent by PostgreSQL after a restart and dropped because their topic already holds them.", &m.skippedEvents},
 		{"deltabus_reconnects_total", "Replication sessions restarted after an error.", &m.reconnects},
 		{"deltabus_watermarks_ignored_total", "Rebuild watermarks ignored: malformed, or without a matching intent in the store.", &m.watermarksIgnored},
+		{"deltabus_commit_races_total", "Topic commits that lost their table version to another writer (another source's relay, compaction) that did not conflict, and were retried at the next version.", &m.races},
 	}
 	for i, c := range counters {
 		_, errs[5+i] = meter.Int64ObservableCounter(c.name, metric.WithDescription(c.help),
@@ -66,15 +70,18 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		{"deltabus_received_lsn", "Highest LSN received from PostgreSQL.", &m.receivedLSN},
 	}
 	for i, g := range gauges {
-		_, errs[9+i] = meter.Float64ObservableGauge(g.name, metric.WithDescription(g.help),
+		_, errs[10+i] = meter.Float64ObservableGauge(g.name, metric.WithDescription(g.help),
 			metric.WithFloat64Callback(func(_ context.Context, o metric.Float64Observer) error {
 				o.Observe(float64(g.v.Load()))
 				return nil
 			}))
 	}
-	_, errs[11] = meter.Float64ObservableGauge("deltabus_rebuild_paused_since_lsn",
+	_, errs[12] = meter.Float64ObservableGauge("deltabus_rebuild_paused_since_lsn",
 		metric.WithDescription("Position a held topic (waiting for its rebuild, or whose table is missing or incompatible) holds the slot at."),
 		metric.WithFloat64Callback(m.observePaused))
+	_, errs[13] = meter.Int64ObservableGauge("deltabus_source_info",
+		metric.WithDescription("The source database the relay reads (1): its appId, cluster system identifier, database and slot."),
+		metric.WithInt64Callback(m.observeSource))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -103,6 +110,33 @@ func (m *Metrics) observePaused(_ context.Context, o metric.Float64Observer) err
 		o.Observe(float64(lsn), topicAttr(topic))
 	}
 	return nil
+}
+
+func (m *Metrics) observeSource(_ context.Context, o metric.Int64Observer) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if id := m.sourceID; id != nil {
+		o.Observe(1, metric.WithAttributeSet(attribute.NewSet(attribute.String("app_id", id.AppID),
+			attribute.String("system_id", id.Source.SystemID), attribute.String("database", id.Source.Database),
+			attribute.String("slot", id.Source.Slot))))
+	}
+	return nil
+}
+
+// source records the source the relay reads (deltabus_source_info).
+func (m *Metrics) source(id catalog.Identity) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sourceID = &id
+}
+
+func (m *Metrics) lostRaces(n int) {
+	if m != nil && n > 0 {
+		m.races.Add(int64(n))
+	}
 }
 
 func (m *Metrics) batchCommitted(b *batch, took time.Duration) {

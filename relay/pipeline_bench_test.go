@@ -15,6 +15,7 @@ import (
 
 	pg "github.com/deltabus/deltabus/decoding/pgoutputtest"
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/sink/deltasink"
 	"github.com/deltabus/deltabus/storage"
 )
@@ -128,7 +129,7 @@ func playPipeline(b *testing.B, frames [][]byte, end pglogrepl.LSN) time.Duratio
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	snk := deltasink.New(store, deltasink.Options{AppID: "deltabus-bench", Logger: log})
 	cfg := Config{Source: "postgres://u@127.0.0.1/db", Store: "file:///x"}
-	r := New(cfg, store, snk, outbox.Mappings{}, log, nil)
+	r := New(cfg, store, func(string) sink.Sink { return snk }, outbox.Mappings{}, log, nil)
 	conn := &playConn{frames: frames, ackC: make(chan struct{}), want: end}
 	done := conn.ackC
 	ctx, stop := context.WithCancel(context.Background())

@@ -167,7 +167,7 @@ func TestReplaySkipsWhatTheTopicHolds(t *testing.T) {
 // the topic keeps streaming and the slot is not held.
 func TestForgedWatermarkIsIgnored(t *testing.T) {
 	h := newHarness(t, sinktest.NewMemory(), 0x1000, nil)
-	wm := catalog.Watermark{Op: catalog.WatermarkPause, ID: catalog.NewID(), Topic: "orders", AppID: h.r.cfg.AppID}
+	wm := catalog.Watermark{Op: catalog.WatermarkPause, ID: catalog.NewID(), Topic: "orders", AppID: h.r.AppID()}
 	h.src.message(catalog.WatermarkPrefix, wm.Encode())
 	h.src.message(catalog.WatermarkPrefix, `{"op":"pause","topic":"orders","password":"hunter2"}`)
 	_, end := h.src.tx("orders")
@@ -175,7 +175,7 @@ func TestForgedWatermarkIsIgnored(t *testing.T) {
 	if len(h.mem.Rows("orders")) != 1 || len(h.src.sent["orders"]) != 1 {
 		t.Fatalf("orders: %d rows after a forged pause, want 1", len(h.mem.Rows("orders")))
 	}
-	if st, _, _ := catalog.ReadRebuildState(context.Background(), h.store, "orders"); st.Paused != "" {
+	if st, _, _ := catalog.ReadRebuildState(context.Background(), h.store, h.r.AppID(), "orders"); st.Paused != "" {
 		t.Fatalf("state after a forged pause: %+v", st)
 	}
 }
@@ -188,11 +188,11 @@ func TestPauseWithIntentHoldsTheTopic(t *testing.T) {
 	_, e1 := h.src.tx("orders")
 	h.waitAck(e1)
 	id := catalog.NewID()
-	in := catalog.Intent{ID: id, Topic: "orders", AppID: h.r.cfg.AppID, Kind: catalog.IntentRebuild}
+	in := catalog.Intent{ID: id, Topic: "orders", AppID: h.r.AppID(), Kind: catalog.IntentRebuild}
 	if err := catalog.WriteIntent(context.Background(), h.store, in); err != nil {
 		t.Fatal(err)
 	}
-	at := h.src.message(catalog.WatermarkPrefix, catalog.Watermark{Op: catalog.WatermarkPause, ID: id, Topic: "orders", AppID: h.r.cfg.AppID}.Encode())
+	at := h.src.message(catalog.WatermarkPrefix, catalog.Watermark{Op: catalog.WatermarkPause, ID: id, Topic: "orders", AppID: h.r.AppID()}.Encode())
 	h.src.tx("orders", "payments")
 	_, end := h.src.tx("payments")
 	deadline := time.Now().Add(5 * time.Second)
@@ -209,7 +209,7 @@ func TestPauseWithIntentHoldsTheTopic(t *testing.T) {
 	if got := h.conn.ack(); got > at || got >= end {
 		t.Fatalf("acknowledged %s past the pause at %s", got, at)
 	}
-	st, _, _ := catalog.ReadRebuildState(context.Background(), h.store, "orders")
+	st, _, _ := catalog.ReadRebuildState(context.Background(), h.store, h.r.AppID(), "orders")
 	if st.Paused != id || st.PausedAtLSN() != at {
 		t.Fatalf("state %+v, want paused %s at %s", st, id, at)
 	}
@@ -245,7 +245,7 @@ func TestDeletedTableIsHeldNotRecreated(t *testing.T) {
 	if got := next.conn.ack(); got >= e3 || got > c2 {
 		t.Fatalf("acknowledged %s past the hold at %s", got, c2)
 	}
-	st, _, _ := catalog.ReadRebuildState(context.Background(), next.store, "orders")
+	st, _, _ := catalog.ReadRebuildState(context.Background(), next.store, next.r.AppID(), "orders")
 	if st.Paused != "" {
 		// The second harness has its own store; the hold is recorded there.
 		t.Logf("state: %+v", st)

@@ -41,11 +41,13 @@ func TestPacedTopicCommitsAtMostOncePerInterval(t *testing.T) {
 	mem.BeforeCommit = log.hook
 	h := newHarness(t, mem, 0x1000, paced(interval))
 	var end = h.src.lsn
+	began := time.Now()
 	for range 60 {
 		_, end = h.src.tx("orders")
 		time.Sleep(10 * time.Millisecond)
 	}
 	h.waitAck(end)
+	took := time.Since(began) // ~0.6 s, longer on a loaded machine
 	if got := ids(mem.Rows("orders")); !slices.Equal(got, h.src.sent["orders"]) {
 		t.Fatalf("orders: %d rows, want %d in order", len(got), len(h.src.sent["orders"]))
 	}
@@ -56,8 +58,8 @@ func TestPacedTopicCommitsAtMostOncePerInterval(t *testing.T) {
 			t.Fatalf("commits %d and %d of orders %v apart, want at least %v", i-1, i, gap, interval)
 		}
 	}
-	if len(at) > 8 {
-		t.Fatalf("%d commits of a topic over ~0.6 s at a %v interval", len(at), interval)
+	if limit := int(took/interval) + 4; len(at) > limit {
+		t.Fatalf("%d commits of a topic over %v at a %v interval, want at most %d", len(at), took, interval, limit)
 	}
 	h.stop()
 	if err := h.ended(3 * time.Second); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	pg "github.com/deltabus/deltabus/decoding/pgoutputtest"
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/sink/sinktest"
 	"github.com/deltabus/deltabus/storage"
 )
@@ -166,7 +167,7 @@ func newHarnessWith(t *testing.T, mem *sinktest.Memory, start pglogrepl.LSN, twe
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	h := &harness{t: t, mem: mem, conn: newFakeConn(), store: store, errc: make(chan error, 1)}
-	h.r = New(cfg, store, mem, outbox.Mappings{}, log, nil)
+	h.r = New(cfg, store, func(string) sink.Sink { return mem }, outbox.Mappings{}, log, nil)
 	if setR != nil {
 		setR(h.r)
 	}

@@ -29,17 +29,26 @@ func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn) (pglogrepl.L
 		}
 		return 0, usererr.New(err, "%s", err)
 	}
-	if err := catalog.CheckWritable(hard, r.store, r.cfg.AppID); err != nil {
+	id, err := r.identify(hard, sql)
+	if err != nil {
+		return 0, err
+	}
+	if err := catalog.CheckWritable(hard, r.store, id.AppID); err != nil {
+		if errors.Is(err, catalog.ErrNoConditionalWrites) {
+			return 0, usererr.New(err, "store %s: %s: use an S3 server that supports conditional writes (AWS S3, versitygw, MinIO 2024 or later)", r.store, catalog.ErrNoConditionalWrites)
+		}
 		return 0, usererr.Retry(err, "store %s is not writable: %s; check DELTABUS_STORE, its permissions (the relay's user must own a local store's folder) and credentials", r.store, pgsource.RootCause(err))
 	}
 	slot, err := pgsource.WaitSlotFree(ctx, sql, r.cfg.Slot, r.cfg.Standby, 2*time.Second, r.standbyWaiting())
 	if err != nil {
 		return 0, err
 	}
-	_, marked, err := catalog.ReadMarker(hard, r.store, r.cfg.AppID)
-	if err != nil {
+	// A standby may have waited long: the marker is read again now.
+	if id, err = r.identify(hard, sql); err != nil {
 		return 0, err
 	}
+	r.bind(hard, id)
+	marked := id.Marker != nil
 	switch {
 	case !slot.Exists && marked:
 		return 0, usererr.New(nil, "replication slot %q does not exist but store %s already holds this relay's events: the slot was dropped or lost, so events may be missing; run `relay bootstrap --recover` to re-read the outbox into the topics and resume", r.cfg.Slot, r.store)
@@ -66,12 +75,22 @@ func (r *Relay) standbyWaiting() func(pgsource.Slot) {
 	}
 }
 
+// identify reads which source the DSN leads to and which appId its
+// progress is kept under in the store (catalog.ResolveAppID).
+func (r *Relay) identify(ctx context.Context, sql *pgx.Conn) (catalog.Identity, error) {
+	src, err := pgsource.Identify(ctx, sql, r.cfg.Slot)
+	if err != nil {
+		return catalog.Identity{}, err
+	}
+	return catalog.ResolveAppID(ctx, r.store, src, r.cfg.AppID)
+}
+
 func (r *Relay) firstStart(ctx context.Context) (pglogrepl.LSN, error) {
 	if r.FirstStart == nil {
 		return 0, errors.New("first start needs a bootstrap (Relay.FirstStart)")
 	}
-	r.log.Info("first start: creating replication slot and copying existing outbox rows", "slot", r.cfg.Slot)
-	lsn, err := r.FirstStart(ctx) // SIGTERM may stop a bootstrap: it is safe to redo
+	r.log.Info("first start: creating replication slot and copying existing outbox rows", "slot", r.cfg.Slot, "source", r.id.Source.String(), "app_id", r.id.AppID)
+	lsn, err := r.FirstStart(ctx, r.id) // SIGTERM may stop a bootstrap: it is safe to redo
 	if err != nil {
 		return 0, fmt.Errorf("first start: %w", err)
 	}

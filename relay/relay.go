@@ -3,14 +3,17 @@ package relay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pglogrepl"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/sink"
@@ -23,12 +26,19 @@ import (
 type Relay struct {
 	cfg      Config
 	store    storage.Store // the catalog's store
-	sink     sink.Sink
+	sinkFor  SinkFor
+	id       catalog.Identity // the source this relay reads and its appId (preflight)
+	sink     sink.Sink        // sinkFor(id.AppID)
 	router   *outbox.Router
 	mappings outbox.Mappings
 	log      *slog.Logger
 	metrics  *Metrics
 	health   health
+
+	// batchStart is when the committer began the last batch it committed
+	// (or the session's start): every data file not committed yet was
+	// written after it (the lease that keeps them from VACUUM).
+	batchStart atomic.Int64
 
 	tracer      trace.Tracer
 	started     chan struct{}
@@ -39,23 +49,59 @@ type Relay struct {
 	Tracer trace.TracerProvider
 
 	// FirstStart runs when the slot does not exist and the store holds no
-	// marker (package bootstrap): it creates the slot, copies the rows its
-	// exported snapshot sees into the topics, writes the marker and
-	// returns the position to stream from.
-	FirstStart func(ctx context.Context) (pglogrepl.LSN, error)
+	// marker of the source (package bootstrap): it creates the slot,
+	// copies the rows its exported snapshot sees into the topics under
+	// id.AppID, writes the marker and returns the position to stream from.
+	FirstStart func(ctx context.Context, id catalog.Identity) (pglogrepl.LSN, error)
 }
 
+// SinkFor returns the sink that writes the topic tables for the relay
+// whose Delta txn appId is appID (the source's, see catalog.ResolveAppID).
+type SinkFor func(appID string) sink.Sink
+
 // New prepares a relay; it touches nothing until Run. store holds the
-// catalog (package catalog), snk the topic tables.
-func New(cfg Config, store storage.Store, snk sink.Sink, mappings outbox.Mappings, log *slog.Logger, m *Metrics) *Relay {
+// catalog (package catalog), sinkFor gives the topic tables once each
+// session's preflight has identified the source. Until then (and for a
+// relay served without preflight, in tests) the appId is Config.AppID or,
+// if empty, the slot's legacy one.
+func New(cfg Config, store storage.Store, sinkFor SinkFor, mappings outbox.Mappings, log *slog.Logger, m *Metrics) *Relay {
 	cfg = cfg.WithDefaults()
 	if log == nil {
 		log = slog.Default()
 	}
-	r := &Relay{cfg: cfg, store: store, sink: snk, router: outbox.NewRouter(mappings), mappings: mappings,
+	r := &Relay{cfg: cfg, store: store, sinkFor: sinkFor, router: outbox.NewRouter(mappings), mappings: mappings,
 		log: log, metrics: m, tracer: tracerOf(nil), started: make(chan struct{})}
 	r.health.stall = cfg.ReadyStall
+	appID := cfg.AppID
+	if appID == "" {
+		appID = catalog.LegacyAppID(cfg.Slot)
+	}
+	r.id = catalog.Identity{Source: catalog.Source{Slot: cfg.Slot}, AppID: appID}
+	r.sink = sinkFor(appID)
 	return r
+}
+
+// AppID is the Delta txn appId the relay commits under: its source's
+// (catalog.ResolveAppID), known once a session has started.
+func (r *Relay) AppID() string { return r.id.AppID }
+
+// bind makes id the relay's identity; the sink is replaced when the appId
+// changes (the source behind the DSN is another one than last session's).
+func (r *Relay) bind(ctx context.Context, id catalog.Identity) {
+	if id.AppID != r.id.AppID {
+		r.sink.Close(ctx)
+		r.sink = r.sinkFor(id.AppID)
+	}
+	if id.Source != r.id.Source {
+		args := []any{"source", id.Source.String(), "app_id", id.AppID}
+		if id.Adopted {
+			r.log.Info("source identified: this source's progress of an earlier release is kept under its legacy appId", args...)
+		} else {
+			r.log.Info("source identified", args...)
+		}
+		r.metrics.source(id)
+	}
+	r.id = id
 }
 
 // Started is closed once the first replication session streams.
@@ -181,7 +227,30 @@ func (r *Relay) runSession(ctx, hard context.Context) error {
 	hb, stopHeartbeat := context.WithCancel(hard)
 	defer stopHeartbeat()
 	go r.heartbeat(hb)
+	release, err := r.holdLease(hard)
+	if err != nil {
+		return err
+	}
+	defer release()
 	return r.serve(ctx, hard, conn, start)
+}
+
+// holdLease keeps the relay's lease (catalog.Lease) for the session: other
+// relays' maintenance sharing the store keeps the data files this relay
+// has written since the last batch it committed began, however short
+// their file retention.
+func (r *Relay) holdLease(ctx context.Context) (release func(), err error) {
+	r.batchStart.Store(time.Now().UnixNano())
+	since := func() time.Time { return time.Unix(0, r.batchStart.Load()) }
+	h, err := catalog.HoldLease(ctx, r.store, r.id.AppID, nil, since, r.log)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", r.store, err)
+	}
+	return func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		h.Release(rctx, r.store, r.id.AppID)
+	}, nil
 }
 
 // serve streams from conn, positioned at start, until ctx ends (graceful)
@@ -193,7 +262,7 @@ func (r *Relay) serve(ctx, hard context.Context, conn replicationConn, start pgl
 	s := newSession(r, conn, com)
 	r.health.setStreaming(true)
 	r.markStarted()
-	r.log.Info("streaming", "slot", r.cfg.Slot, "publication", r.cfg.Publication, "from_lsn", start, "store", r.store.String(),
+	r.log.Info("streaming", "source", r.id.Source.String(), "app_id", r.id.AppID, "slot", r.cfg.Slot, "publication", r.cfg.Publication, "from_lsn", start, "store", r.store.String(),
 		"gomaxprocs", runtime.GOMAXPROCS(0), "cpus", runtime.NumCPU(), "sched", schedPolicyName())
 	if err := s.stream(hard, ctx.Done()); err != nil {
 		s.cur.abort()

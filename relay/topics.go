@@ -34,7 +34,7 @@ func (ts *topics) get(ctx context.Context, name string) (*topicView, error) {
 	}
 	v := &topicView{Topic: t}
 	if t.Position >= 0 {
-		rec, ok, err := catalog.ReadRebuildRecord(ctx, ts.r.store, name)
+		rec, ok, err := catalog.ReadRebuildRecord(ctx, ts.r.store, ts.r.id.AppID, name)
 		if err != nil {
 			return nil, err
 		}

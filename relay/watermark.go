@@ -36,7 +36,7 @@ func (s *session) noteMessage(m *decoding.LogicalMessage) {
 		s.ignored(m.LSN, "malformed", len(m.Content))
 		return
 	}
-	if wm.AppID != s.r.cfg.AppID {
+	if wm.AppID != s.r.id.AppID {
 		return // another relay's
 	}
 	if !m.Transactional {
@@ -59,7 +59,7 @@ func (s *session) ignored(lsn pglogrepl.LSN, why string, size int) {
 // authorized reports whether the store holds an intent that allows the
 // watermark (see "Rebuilding one topic" in package catalog).
 func (s *session) authorized(ctx context.Context, p pendingWatermark) (bool, error) {
-	in, ok, err := catalog.ReadIntent(ctx, s.r.store, p.wm.Topic, p.wm.ID)
+	in, ok, err := catalog.ReadIntent(ctx, s.r.store, p.wm.Topic, s.r.id.AppID, p.wm.ID)
 	if err != nil {
 		return false, err
 	}
@@ -96,7 +96,7 @@ func (s *session) applyWatermarks(ctx context.Context) error {
 // committed or aborted.
 func (s *session) pauseTopic(ctx context.Context, p pendingWatermark) error {
 	wm := p.wm
-	st, _, err := catalog.ReadRebuildState(ctx, s.r.store, wm.Topic)
+	st, _, err := catalog.ReadRebuildState(ctx, s.r.store, s.r.id.AppID, wm.Topic)
 	if err != nil {
 		return err
 	}
@@ -130,11 +130,11 @@ func (s *session) commitRebuild(ctx context.Context, p pendingWatermark) error {
 	if h == nil {
 		return nil // resolved already
 	}
-	rec, ok, err := catalog.ReadRebuildRecord(ctx, s.r.store, wm.Topic)
+	rec, ok, err := catalog.ReadRebuildRecord(ctx, s.r.store, s.r.id.AppID, wm.Topic)
 	if err != nil {
 		return err
 	}
-	if !ok || rec.ID != wm.ID || rec.AppID != s.r.cfg.AppID {
+	if !ok || rec.ID != wm.ID || rec.AppID != s.r.id.AppID {
 		return nil // superseded by a later rebuild
 	}
 	if ok, err := s.authorized(ctx, p); !ok || err != nil {
@@ -166,7 +166,7 @@ func (s *session) abortRebuild(ctx context.Context, p pendingWatermark) error {
 	if h == nil {
 		return nil
 	}
-	in, ok, err := catalog.ReadIntent(ctx, s.r.store, wm.Topic, wm.ID)
+	in, ok, err := catalog.ReadIntent(ctx, s.r.store, wm.Topic, s.r.id.AppID, wm.ID)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 // --help and a mistyped flag never print them (a DSN may hold a password).
 type sourceFlags struct {
 	source, store, slot, publication, mapping string
+	appID                                     string
 	logFormat, logLevel                       string
 	env                                       *cliEnv
 }
@@ -27,6 +28,8 @@ func (f *sourceFlags) register(fs *flag.FlagSet, env *cliEnv) {
 	fs.StringVar(&f.source, "source", "", "PostgreSQL DSN, e.g. postgres://relay@db:5432/app (default from DELTABUS_SOURCE); put the password in PGPASSWORD or ~/.pgpass (PGPASSFILE), not in the DSN")
 	fs.StringVar(&f.store, "store", "", "store URL: file:///path or s3://bucket/prefix (default from DELTABUS_STORE)")
 	fs.StringVar(&f.slot, "slot", envOr(env, "DELTABUS_SLOT", "deltabus"), "replication slot (env DELTABUS_SLOT)")
+	fs.StringVar(&f.appID, "app-id", envOr(env, "DELTABUS_APP_ID", ""),
+		"Delta txn appId this relay's progress is kept under (env DELTABUS_APP_ID); default: the source's, deltabus-<system identifier>-<slot>. Set it only to claim progress the relay cannot prove is this source's")
 	fs.StringVar(&f.publication, "publication", envOr(env, "DELTABUS_PUBLICATION", "deltabus"), "publication (env DELTABUS_PUBLICATION)")
 	fs.StringVar(&f.mapping, "mapping", envOr(env, "DELTABUS_MAPPING", "deltabus"),
 		"outbox column mapping: a preset (deltabus, debezium) or field=column pairs, e.g. topic=aggregatetype,key=aggregateid")
@@ -62,7 +65,7 @@ func (f *sourceFlags) requireSource() error {
 
 // config is the relay configuration the flags name.
 func (f *sourceFlags) config() relay.Config {
-	return relay.Config{Source: f.source, Store: f.store, Slot: f.slot, Publication: f.publication}.WithDefaults()
+	return relay.Config{Source: f.source, Store: f.store, Slot: f.slot, Publication: f.publication, AppID: f.appID}.WithDefaults()
 }
 
 // sourceEnv is what the commands that copy from the source need.

@@ -18,9 +18,22 @@ import (
 // statusReport is `relay status --json`. Like every JSON the CLI prints,
 // its field names are camelCase and its LSNs text ("0/16B3748").
 type statusReport struct {
-	Slot   pgsource.Slot `json:"slot"`
-	WALLSN string        `json:"currentWalLsn"`
-	Topics []topicStatus `json:"topics"`
+	Source *sourceStatus  `json:"source,omitempty"`
+	Slot   pgsource.Slot  `json:"slot"`
+	WALLSN string         `json:"currentWalLsn"`
+	Topics []topicStatus  `json:"topics"`
+	Others []sourceStatus `json:"otherSources,omitempty"`
+}
+
+// sourceStatus names a source whose relay keeps progress in the store.
+type sourceStatus struct {
+	AppID    string `json:"appId"`
+	SystemID string `json:"systemId,omitempty"`
+	Database string `json:"database,omitempty"`
+	Slot     string `json:"slot,omitempty"`
+	// Adopted: the progress of an earlier release's relay on this source,
+	// kept under its legacy appId.
+	Adopted bool `json:"adopted,omitempty"`
 }
 
 type topicStatus struct {
@@ -64,7 +77,19 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) int {
 		if err != nil {
 			return fail(env, exitUsage, err)
 		}
-		if rep.Topics, err = topicStatuses(ctx, store, catalog.AppID(sf.slot)); err != nil {
+		src, err := pgsource.Identify(cctx, conn, sf.slot)
+		if err != nil {
+			return fail(env, exitFailure, err)
+		}
+		id, err := catalog.ResolveAppID(cctx, store, src, sf.appID)
+		if err != nil {
+			return fail(env, exitFailure, err)
+		}
+		rep.Source = &sourceStatus{AppID: id.AppID, SystemID: src.SystemID, Database: src.Database, Slot: src.Slot, Adopted: id.Adopted}
+		if rep.Topics, err = topicStatuses(ctx, store, id.AppID); err != nil {
+			return fail(env, exitFailure, err)
+		}
+		if rep.Others, err = otherSources(ctx, store, id.AppID); err != nil {
 			return fail(env, exitFailure, err)
 		}
 	}
@@ -98,7 +123,7 @@ func topicStatuses(ctx context.Context, store storage.Store, appID string) ([]to
 				ts.TxnVersion = lsnString(txn.Version)
 			}
 		}
-		st, _, err := catalog.ReadRebuildState(ctx, store, n)
+		st, _, err := catalog.ReadRebuildState(ctx, store, appID, n)
 		if err != nil {
 			return nil, err
 		}
@@ -114,9 +139,35 @@ func topicStatuses(ctx context.Context, store storage.Store, appID string) ([]to
 	return out, nil
 }
 
+// otherSources lists the other relays whose markers the store holds: the
+// sources that share its topics.
+func otherSources(ctx context.Context, store storage.Store, appID string) ([]sourceStatus, error) {
+	markers, err := catalog.ListMarkers(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	var out []sourceStatus
+	for _, m := range markers {
+		if m.AppID != appID {
+			out = append(out, sourceStatus{AppID: m.AppID, SystemID: m.SystemID, Database: m.Database, Slot: m.Slot})
+		}
+	}
+	return out, nil
+}
+
 func lsnString(v int64) string { return fmt.Sprintf("%X/%X", uint64(v)>>32, uint32(v)) }
 
 func printStatus(env *cliEnv, rep statusReport) {
+	if src := rep.Source; src != nil {
+		adopted := ""
+		if src.Adopted {
+			adopted = " (an earlier release's progress, kept under its legacy appId)"
+		}
+		fmt.Fprintf(env.stdout, "source: system %s database %q slot %s, appId %s%s\n", src.SystemID, src.Database, src.Slot, src.AppID, adopted)
+	}
+	for _, o := range rep.Others {
+		fmt.Fprintf(env.stdout, "  also in this store: appId %s (system %s database %q slot %s)\n", o.AppID, o.SystemID, o.Database, o.Slot)
+	}
 	s := rep.Slot
 	if !s.Exists {
 		fmt.Fprintf(env.stdout, "slot %s: does not exist (first start creates it; `relay run`)\n", s.Name)

@@ -55,7 +55,7 @@ func TestForeignIncompatibleSchemaChange(t *testing.T) {
 	ctx := context.Background()
 	forceSchemaChange(t, storage.Sub(store, tp))
 	eventually(t, time.Minute, tp+" held", func() bool {
-		st, _, _ := catalog.ReadRebuildState(ctx, store, tp)
+		st := heldState(ctx, store, tp)
 		return st.Paused == catalog.HoldIncompatibleTable
 	})
 	_, out, _ := runCLI(t, s.env, "status")

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/migrations"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/storage"
@@ -266,4 +267,24 @@ func migrate(t testing.TB, conn *pgx.Conn) {
 	if _, err := migrations.Apply(context.Background(), conn, migrations.Options{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// heldState returns the rebuild state of the topic of the store's one relay
+// (the zero state when it has none).
+func heldState(ctx context.Context, store storage.Store, topic string) catalog.RebuildState {
+	states, err := catalog.ListRebuildStates(ctx, store, topic)
+	if err != nil || len(states) == 0 {
+		return catalog.RebuildState{Topic: topic}
+	}
+	return states[0]
+}
+
+// soleAppID returns the appId of the store's one relay (from its marker).
+func soleAppID(t testing.TB, store storage.Store) string {
+	t.Helper()
+	ms, err := catalog.ListMarkers(context.Background(), store)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("relay markers in %s: %+v %v; want one", store, ms, err)
+	}
+	return ms[0].AppID
 }

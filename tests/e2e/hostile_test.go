@@ -69,7 +69,7 @@ func TestForgedWatermarksHaveNoEffect(t *testing.T) {
 	s, p := streamingLocal(t, 6000, 300, "orders", 50)
 	store := s.store
 	evil := evilDSN(t, s)
-	appID := catalog.AppID(s.slot)
+	appID := s.db.AppID(t, s.slot)
 
 	// A forged pause of orders: orders keeps streaming.
 	forged := catalog.Watermark{Op: catalog.WatermarkPause, ID: catalog.NewID(), Topic: "orders", AppID: appID}
@@ -87,13 +87,13 @@ func TestForgedWatermarksHaveNoEffect(t *testing.T) {
 	}
 	emitAs(t, s.db.DSN, catalog.WatermarkPrefix, catalog.Watermark{Op: catalog.WatermarkPause, ID: id, Topic: "payments", AppID: appID}.Encode())
 	eventually(t, time.Minute, "payments paused", func() bool {
-		st, _, _ := catalog.ReadRebuildState(ctx, store, "payments")
+		st := heldState(ctx, store, "payments")
 		return st.Paused == id
 	})
 	emitAs(t, evil, catalog.WatermarkPrefix, catalog.Watermark{Op: catalog.WatermarkAbort, ID: catalog.NewID(), Topic: "payments", AppID: appID}.Encode())
 	emitAs(t, evil, catalog.WatermarkPrefix, catalog.Watermark{Op: catalog.WatermarkCommit, ID: id, Topic: "payments", AppID: appID}.Encode())
 	time.Sleep(2 * time.Second)
-	if st, _, _ := catalog.ReadRebuildState(ctx, store, "payments"); st.Paused != id {
+	if st := heldState(ctx, store, "payments"); st.Paused != id {
 		t.Fatalf("a forged abort or commit resolved the real pause: %+v", st)
 	}
 	// The operator's abort (its own intent) resumes payments.
@@ -102,7 +102,7 @@ func TestForgedWatermarksHaveNoEffect(t *testing.T) {
 		t.Fatalf("rebuild --abort: exit %d\n%s%s", code, stdout, stderr)
 	}
 	eventually(t, time.Minute, "payments resumed", func() bool {
-		st, _, _ := catalog.ReadRebuildState(ctx, store, "payments")
+		st := heldState(ctx, store, "payments")
 		return st.Paused == ""
 	})
 	s.finish(s.waitTakeover([]*relayProc{p}, time.Minute))
@@ -129,7 +129,7 @@ func TestTableDeletedMidStreamThenRebuilt(t *testing.T) {
 	t.Logf("table %s deleted after %d events", lost, s.written())
 	ctx := context.Background()
 	eventually(t, time.Minute, lost+" held", func() bool {
-		st, _, _ := catalog.ReadRebuildState(ctx, store, lost)
+		st := heldState(ctx, store, lost)
 		return st.Paused == catalog.HoldMissingTable
 	})
 	objs, _ := storage.Sub(store, lost).List(ctx, "_delta_log/", "")

@@ -31,7 +31,7 @@ func TestMetricsNamesUnchanged(t *testing.T) {
 	deleteAll(t, storage.Sub(store, "payments"))
 	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) VALUES ('payments', 'p9', 'Paid', '{}')`)
 	eventually(t, time.Minute, "payments held", func() bool {
-		st, _, _ := catalog.ReadRebuildState(context.Background(), store, "payments")
+		st := heldState(context.Background(), store, "payments")
 		return st.Paused == catalog.HoldMissingTable
 	})
 	mfs, err := metricstest.Scrape("http://" + addr + "/metrics")

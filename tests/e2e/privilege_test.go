@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/pgcluster"
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
@@ -74,7 +73,7 @@ func TestLeastPrivilegeRoles(t *testing.T) {
 	eventually(t, time.Minute, "events streamed", func() bool { return topicRows(t, s, topics[1]) > 50 })
 	moveAway(t, url, topics[1]) // lost: restored by a rebuild as deltabus_relay
 	eventually(t, time.Minute, topics[1]+" held", func() bool {
-		st, _, _ := catalog.ReadRebuildState(ctx, store, topics[1])
+		st := heldState(ctx, store, topics[1])
 		return st.Paused != ""
 	})
 	if code, out, errOut := runCLI(t, env("deltabus_relay"), "rebuild", "--topic", topics[1]); code != 0 {

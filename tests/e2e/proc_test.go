@@ -20,6 +20,9 @@ type relayProc struct {
 	cmd  *exec.Cmd
 	log  string
 	done chan error
+	// killed: the test killed it (a supervisor tells that exit from one of
+	// the relay's own).
+	killed bool
 }
 
 // startRelay starts `relay run` with env (KEY=VALUE) and extra args.

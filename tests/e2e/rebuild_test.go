@@ -72,7 +72,7 @@ func TestRebuildLostTopicS3(t *testing.T) {
 func checkAfterRebuild(t testing.TB, store storage.Store, rows []truthRow, tp string) {
 	t.Helper()
 	ctx := context.Background()
-	rec, ok, err := catalog.ReadRebuildRecord(ctx, store, tp)
+	rec, ok, err := catalog.ReadRebuildRecord(ctx, store, soleAppID(t, store), tp)
 	if err != nil || !ok {
 		t.Fatalf("rebuild record of %s: %v", tp, err)
 	}

@@ -172,3 +172,28 @@ func sanitize(s string) string {
 	}
 	return b.String()
 }
+
+// SystemID returns the cluster's system identifier (decimal), what a
+// relay's source identity and appId are built from.
+func (db *DB) SystemID(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, db.DSN)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", db.Name, err)
+	}
+	defer conn.Close(ctx)
+	var id string
+	if err := conn.QueryRow(ctx, "SELECT system_identifier::text FROM pg_control_system()").Scan(&id); err != nil {
+		t.Fatalf("system identifier of %s: %v", db.Name, err)
+	}
+	return id
+}
+
+// AppID returns the appId a relay on slot of this database commits under
+// in a store of its own: "deltabus-<system identifier>-<slot>"
+// (catalog.Source.AppID, which the tests check it against).
+func (db *DB) AppID(t testing.TB, slot string) string {
+	return "deltabus-" + db.SystemID(t) + "-" + slot
+}

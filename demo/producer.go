@@ -24,16 +24,16 @@ import (
 // demo drives the producer, shows progress and verifies the result.
 //
 // Its progress line compares two counts of the same thing, outbox rows:
-// produced is the rows whose transaction committed (events and poison rows
-// alike), relayed the rows durable in the topic tables (_dead_letter
-// included). Events reserved against --events but not yet committed are in
-// neither.
+// produced is the rows whose transaction committed or is committing
+// (events and poison rows alike), relayed the rows durable in the topic
+// tables (_dead_letter included), read first. Events reserved against
+// --events but not yet written are in neither.
 type demo struct {
 	dsn      string
 	store    storage.Store
 	opts     Options
 	reserved atomic.Int64 // events counted against --events
-	produced atomic.Int64 // outbox rows committed: events and poison rows
+	produced atomic.Int64 // outbox rows committed or committing: events and poison rows
 	poison   atomic.Int64
 	// poisonEvery is how many transactions there are per poison row, on
 	// average.
@@ -53,8 +53,10 @@ func newDemo(dsn string, store storage.Store, o Options) *demo {
 // their rate since the last line), rows durable in the topic tables, and
 // the difference.
 func (d *demo) progress(ctx context.Context, out io.Writer, last int64, since time.Duration) int64 {
-	p := d.produced.Load()
+	// Relayed first: a row relayed by then was produced by then, so the
+	// line never shows more relayed than produced.
 	relayed := d.relayedCount(ctx)
+	p := d.produced.Load()
 	fmt.Fprintf(out, "produced %7d (%5.0f/s)  relayed %7d  behind %6d\n", p, float64(p-last)/since.Seconds(), relayed, max(0, p-relayed))
 	return p
 }
@@ -166,11 +168,19 @@ func (d *demo) produce(ctx context.Context, worker int) error {
 		if !d.reserve(&evs) {
 			return nil
 		}
-		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return outbox.Write(ctx, tx, evs...) })
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if err := outbox.Write(ctx, tx, evs...); err != nil {
+				return err
+			}
+			// Counted as the commit is sent, not when its answer is
+			// read: the relay may have the rows by then. A failed
+			// commit ends the demo.
+			d.produced.Add(int64(len(evs)))
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		d.produced.Add(int64(len(evs)))
 		if rng.IntN(d.poisonEvery) == 0 {
 			if err := d.writePoison(ctx, conn); err != nil {
 				return err
@@ -210,10 +220,10 @@ func (d *demo) reserve(evs *[]outbox.NewEvent) bool {
 // writePoison inserts a row no topic can take: it must land in _dead_letter
 // without stopping the stream.
 func (d *demo) writePoison(ctx context.Context, conn *pgx.Conn) error {
+	d.produced.Add(1) // before the commit, as in produce; an error ends the demo
 	_, err := conn.Exec(ctx, `INSERT INTO outbox (topic, key, type, payload) VALUES ('Not A Topic!', 'k', 'oops', '{"why":"invalid topic name"}')`)
 	if err == nil {
 		d.poison.Add(1)
-		d.produced.Add(1)
 	}
 	return err
 }

@@ -24,6 +24,25 @@
 //   - No output holds a password: DSNs are described as user@host/db, and
 //     server messages go through pgsource.Redact.
 //
+// Decisions:
+//
+//   - max_slot_wal_keep_size = -1, PostgreSQL's default, fails: it is the
+//     setting under which a stopped relay fills the database's disk, the
+//     failure platform teams fear most. With a limit, PostgreSQL
+//     invalidates the slot instead, and the relay refuses to start naming
+//     `relay bootstrap --recover`: a recoverable stop, not an outage of
+//     the database.
+//   - The conditional-write probe writes different bytes the second time:
+//     PutIfAbsent of identical bytes succeeds by contract (it resolves a
+//     retried write), so only different bytes show whether the server
+//     honours If-None-Match.
+//   - Clock skew fails above 1 s (--max-clock-skew), less the round
+//     trip's uncertainty: NTP keeps hosts within milliseconds, and a
+//     second is already visible in latency figures and --from-time resets.
+//   - The relay role's SELECT on the outbox is reported by the publication
+//     check (it is part of the relay's preflight there), not again by the
+//     privileges check.
+//
 // Checks that come with later features have their place in Run: the key
 // encryption key and the key table, once contracts mark personal data
 // (issue 28), are checked after the store's.

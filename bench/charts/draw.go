@@ -258,7 +258,7 @@ func memoryChart(r *run) (chart, bool) {
 	p.Legend.Add("goal ≤ 200 MiB", l)
 	p.NominalY(names...)
 	p.X.Min = 0
-	p.X.Max = 220
+	p.X.Max = 300 // the legend right of the goal
 	return chart{file: "memory.svg", plot: p, width: 8 * vg.Inch, height: vg.Length(1.2+0.35*float64(len(shapes))) * vg.Inch}, true
 }
 
@@ -304,6 +304,7 @@ func costChart(gs []goResult) (chart, bool) {
 		lo, hi := minMax(p99[n])
 		p.Legend.Add(fmt.Sprintf("%s: p99 %s–%s", labels[n], msText(lo), msText(hi)), ln, pts)
 	}
+	p.Y.Max *= 8 // room for the legend above the lines (log scale)
 	return chart{file: "cost.svg", plot: p, width: 8 * vg.Inch, height: 4.5 * vg.Inch}, true
 }
 

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -49,6 +50,9 @@ type Options struct {
 	RecvlogicalBin string
 	RelayArgs      string // extra flags for the measured `relay run`
 	LatencyStore   string // store URL for the latency run (default: a temp dir)
+	// LatencyName names the latency run's lines and result (default
+	// "latency": latency_p50, latency_p99).
+	LatencyName string
 	// RelayBin is the relay binary measured (default: this executable).
 	RelayBin string
 	// Loaded repeats each drain with a CPU hog spinning on one core,
@@ -76,8 +80,15 @@ func (o Options) want(name string) bool {
 	return false
 }
 
-// Run runs the measurements o selects and prints one line per figure.
-func Run(ctx context.Context, out io.Writer, o Options) error {
+// Run runs the measurements o selects, prints one line per figure and
+// returns the figures (Results.WriteFile saves them as JSON). What was
+// measured before an error is returned with it.
+func Run(ctx context.Context, out io.Writer, o Options) (*Results, error) {
+	res := &Results{Started: time.Now().UTC(), Machine: machine()}
+	return res, run(ctx, out, o, res)
+}
+
+func run(ctx context.Context, out io.Writer, o Options, res *Results) error {
 	admin := o.Source
 	if admin == "" {
 		srv, err := pgcluster.StartServer(ctx, "max_wal_size = 8GB", "checkpoint_timeout = 30min")
@@ -95,7 +106,7 @@ func Run(ctx context.Context, out io.Writer, o Options) error {
 			return err
 		}
 	}
-	b := &bench{admin: admin, self: self, out: out, o: o}
+	b := &bench{admin: admin, self: self, out: out, o: o, res: res}
 	steps := []struct {
 		name string
 		run  func(context.Context) error
@@ -118,7 +129,14 @@ type bench struct {
 	self  string
 	out   io.Writer
 	o     Options
+	res   *Results
 	n     int
+}
+
+// machine describes this machine for Results: cores and kernel.
+func machine() string {
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return strings.TrimSpace(fmt.Sprintf("%d cores, %s %s", runtime.NumCPU(), runtime.GOOS, strings.TrimSpace(string(kernel))))
 }
 
 // freshDB creates and migrates a database for one measurement.

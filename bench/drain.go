@@ -182,6 +182,7 @@ func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end
 			name, Median(controls), joinRatios(controls))
 	}
 	rel, ref := medianDrain(rels), medianDrain(refs)
+	b.res.Drains = append(b.res.Drains, drainResult(name, events, k.hog, rel, ref, ratios, controls))
 	// The ratio is the median of the rounds' own: each compares two
 	// drains that ran one after the other.
 	fmt.Fprintf(b.out, "%s relay=%.0fev/s reference=%.0fev/s ratio=%.2f\n", name, float64(events)/rel.secs, float64(events)/ref.secs, Median(ratios))

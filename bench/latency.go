@@ -44,6 +44,7 @@ func (b *bench) bigTransaction(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.res.BigTx = &BigTxResult{Rows: b.o.Big, RowsPerSec: float64(b.o.Big) / d.secs, PeakRSS: d.rss}
 	fmt.Fprintf(b.out, "big_tx_rows_per_s relay=%.0fev/s reference=- ratio=-\n", float64(b.o.Big)/d.secs)
 	fmt.Fprintf(b.out, "big_tx_peak_rss relay=%.0fMiB reference=200MiB ratio=%.2f\n", d.rss, d.rss/200)
 	return nil
@@ -112,10 +113,15 @@ func (b *bench) latency(ctx context.Context) error {
 			fmt.Fprintf(b.out, "# slow: %s\n", w)
 		}
 	}
+	name := b.o.LatencyName
+	if name == "" {
+		name = "latency"
+	}
+	b.res.Latency = append(b.res.Latency, latencyResult(name, store.String(), b.o.Rate, achieved, b.o.LatencyFor, lat))
 	// The reference of a latency line is the goal at 2,000 tx/s on local
 	// disk (p50 30 ms, p99 100 ms): latency has no same-run counterpart.
-	fmt.Fprintf(b.out, "latency_p50 relay=%dms reference=30ms(goal) ratio=%.2f\n", p50.Milliseconds(), float64(p50)/float64(30*time.Millisecond))
-	fmt.Fprintf(b.out, "latency_p99 relay=%dms reference=100ms(goal) ratio=%.2f\n", p99.Milliseconds(), float64(p99)/float64(100*time.Millisecond))
+	fmt.Fprintf(b.out, "%s_p50 relay=%dms reference=30ms(goal) ratio=%.2f\n", name, p50.Milliseconds(), float64(p50)/float64(30*time.Millisecond))
+	fmt.Fprintf(b.out, "%s_p99 relay=%dms reference=100ms(goal) ratio=%.2f\n", name, p99.Milliseconds(), float64(p99)/float64(100*time.Millisecond))
 	return nil
 }
 

@@ -36,6 +36,8 @@ type Options struct {
 	Rate   int    // producer rate, events per second
 	Keep   bool   // keep the throwaway PostgreSQL running afterwards
 	Log    *slog.Logger
+
+	poisonEvery int // transactions per poison row (default 500)
 }
 
 // DirMarker names the file that marks a data directory as the demo's own.

@@ -22,17 +22,43 @@ import (
 )
 
 // demo drives the producer, shows progress and verifies the result.
+//
+// Its progress line compares two counts of the same thing, outbox rows:
+// produced is the rows whose transaction committed or is committing
+// (events and poison rows alike), relayed the rows durable in the topic
+// tables (_dead_letter included), read first. Events reserved against
+// --events but not yet written are in neither.
 type demo struct {
 	dsn      string
 	store    storage.Store
 	opts     Options
-	produced atomic.Int64
+	reserved atomic.Int64 // events counted against --events
+	produced atomic.Int64 // outbox rows committed or committing: events and poison rows
 	poison   atomic.Int64
-	started  time.Time
+	// poisonEvery is how many transactions there are per poison row, on
+	// average.
+	poisonEvery int
+	started     time.Time
 }
 
 func newDemo(dsn string, store storage.Store, o Options) *demo {
-	return &demo{dsn: dsn, store: store, opts: o, started: time.Now()}
+	every := o.poisonEvery
+	if every <= 0 {
+		every = 500
+	}
+	return &demo{dsn: dsn, store: store, opts: o, poisonEvery: every, started: time.Now()}
+}
+
+// progress prints one progress line: rows committed to the outbox (and
+// their rate since the last line), rows durable in the topic tables, and
+// the difference.
+func (d *demo) progress(ctx context.Context, out io.Writer, last int64, since time.Duration) int64 {
+	// Relayed first: a row relayed by then was produced by then, so the
+	// line never shows more relayed than produced.
+	relayed := d.relayedCount(ctx)
+	p := d.produced.Load()
+	fmt.Fprintf(out, "produced %7d (%5.0f/s)  relayed %7d  behind %6d\n", p, float64(p-last)/since.Seconds(), relayed, max(0, p-relayed))
+	return p
 }
 
 // run produces until --events are written (or ctx ends), then waits until
@@ -55,6 +81,7 @@ func (d *demo) run(ctx context.Context, out io.Writer, relayErr <-chan error) er
 	go func() { wg.Wait(); close(done) }()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	fmt.Fprintln(out, "progress: produced = outbox rows committed (poison rows too), relayed = rows durable in the topic tables (_dead_letter too)")
 	last, lastAt := int64(0), time.Now()
 	for {
 		select {
@@ -70,11 +97,7 @@ func (d *demo) run(ctx context.Context, out io.Writer, relayErr <-chan error) er
 			fmt.Fprintln(out, "\ninterrupted: letting the relay catch up ...")
 			return d.drain(context.WithoutCancel(ctx), out)
 		case now := <-tick.C:
-			p := d.produced.Load()
-			relayed := d.relayedCount(context.WithoutCancel(ctx))
-			fmt.Fprintf(out, "produced %7d (%5.0f/s)  relayed %7d  behind %6d\n",
-				p, float64(p-last)/now.Sub(lastAt).Seconds(), relayed, max(0, p-relayed))
-			last, lastAt = p, now
+			last, lastAt = d.progress(context.WithoutCancel(ctx), out, last, now.Sub(lastAt)), now
 		}
 	}
 }
@@ -99,7 +122,8 @@ func (d *demo) drain(ctx context.Context, out io.Writer) error {
 			return err
 		}
 		if ok {
-			fmt.Fprintf(out, "all %d events durable in Delta (slot confirmed past %s)\n", d.produced.Load(), target)
+			d.progress(ctx, out, d.produced.Load(), time.Second)
+			fmt.Fprintf(out, "all %d outbox rows durable in Delta (slot confirmed past %s)\n", d.produced.Load(), target)
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -137,18 +161,27 @@ func (d *demo) produce(ctx context.Context, worker int) error {
 	start := time.Now()
 	var mine int64
 	for ctx.Err() == nil {
-		if d.opts.Events > 0 && d.produced.Load() >= int64(d.opts.Events) {
+		if d.opts.Events > 0 && d.reserved.Load() >= int64(d.opts.Events) {
 			return nil
 		}
 		evs := demoTransaction(rng)
 		if !d.reserve(&evs) {
 			return nil
 		}
-		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return outbox.Write(ctx, tx, evs...) })
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if err := outbox.Write(ctx, tx, evs...); err != nil {
+				return err
+			}
+			// Counted as the commit is sent, not when its answer is
+			// read: the relay may have the rows by then. A failed
+			// commit ends the demo.
+			d.produced.Add(int64(len(evs)))
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		if rng.IntN(500) == 0 {
+		if rng.IntN(d.poisonEvery) == 0 {
 			if err := d.writePoison(ctx, conn); err != nil {
 				return err
 			}
@@ -166,11 +199,11 @@ func (d *demo) produce(ctx context.Context, worker int) error {
 func (d *demo) reserve(evs *[]outbox.NewEvent) bool {
 	n := int64(len(*evs))
 	if d.opts.Events <= 0 {
-		d.produced.Add(n)
+		d.reserved.Add(n)
 		return true
 	}
 	for {
-		cur := d.produced.Load()
+		cur := d.reserved.Load()
 		left := int64(d.opts.Events) - cur
 		if left <= 0 {
 			return false
@@ -178,7 +211,7 @@ func (d *demo) reserve(evs *[]outbox.NewEvent) bool {
 		if n > left {
 			*evs, n = (*evs)[:left], left
 		}
-		if d.produced.CompareAndSwap(cur, cur+n) {
+		if d.reserved.CompareAndSwap(cur, cur+n) {
 			return true
 		}
 	}
@@ -187,6 +220,7 @@ func (d *demo) reserve(evs *[]outbox.NewEvent) bool {
 // writePoison inserts a row no topic can take: it must land in _dead_letter
 // without stopping the stream.
 func (d *demo) writePoison(ctx context.Context, conn *pgx.Conn) error {
+	d.produced.Add(1) // before the commit, as in produce; an error ends the demo
 	_, err := conn.Exec(ctx, `INSERT INTO outbox (topic, key, type, payload) VALUES ('Not A Topic!', 'k', 'oops', '{"why":"invalid topic name"}')`)
 	if err == nil {
 		d.poison.Add(1)

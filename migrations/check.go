@@ -86,10 +86,17 @@ func describeMissing(cols []string) string {
 // problem is reported in one line that says how to fix it; several
 // problematic tables give one line each.
 func Check(ctx context.Context, conn *pgx.Conn, opts Options) error {
-	opts = opts.withDefaults()
 	if err := checkWALLevel(ctx, conn); err != nil {
 		return err
 	}
+	return CheckPublication(ctx, conn, opts)
+}
+
+// CheckPublication is Check without the wal_level check, for a caller
+// that reports wal_level on its own (relay doctor): the server version,
+// the publication and every table it includes.
+func CheckPublication(ctx context.Context, conn *pgx.Conn, opts Options) error {
+	opts = opts.withDefaults()
 	if err := checkServerVersion(ctx, conn); err != nil {
 		return err
 	}

@@ -2,20 +2,44 @@
 # make bench: the relay's side-by-side figures against this machine's own
 # limit, one line per figure:
 #   name relay=... reference=... ratio=...
-# then, on a full run (no arguments), the figures that need an S3 server or
-# a bootstrap: end-to-end latency on versitygw, S3 requests and their cost
-# per topic (BenchmarkTopicCost), and a 40-topic bootstrap against
-# COPY (FORMAT binary) (BenchmarkBootstrap).
-# Arguments go to `relay bench` alone (e.g. --only batch,latency --events 200000).
-# DELTABUS_BENCH_EXTRA_ONLY=1 runs only the second part.
+# then the figures that need an S3 server, a bootstrap or the sink alone:
+# end-to-end latency on versitygw, S3 requests and their cost per topic
+# (BenchmarkTopicCost), a 40-topic bootstrap against COPY (FORMAT binary)
+# (BenchmarkBootstrap) and memory with many topics (BenchmarkManyTopics).
+#
+# Every figure is also kept in machine-readable form in
+# $DELTABUS_BENCH_RESULTS (default bin/bench-results): relay bench's JSON
+# (relay.json, latency_s3*.json) and the Go benchmarks' output (*.txt);
+# bench/charts then draws them as SVG into $DELTABUS_BENCH_CHARTS (default
+# docs/img), which docs/benchmarks.md shows.
+#
+# Arguments go to `relay bench` (e.g. --events 200000 --rounds 1 for a
+# shorter run); with --only among them only relay bench runs.
+# DELTABUS_BENCH_EXTRA_ONLY=1 runs only the second part. DELTABUS_COST_SECONDS
+# (default 10) and DELTABUS_BENCH_ROWS (default 1000000) size it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 ensure_postgres
 go build -o bin/relay ./cmd/relay
+results=${DELTABUS_BENCH_RESULTS:-bin/bench-results}
+charts=${DELTABUS_BENCH_CHARTS:-docs/img}
+mkdir -p "$results"
+draw() {
+  echo "# charts from $results into $charts"
+  go run ./bench/charts -results "$results" -out "$charts"
+}
+only=
+for a in "$@"; do
+  case $a in --only | --only=*) only=1 ;; esac
+done
 if [ -z "${DELTABUS_BENCH_EXTRA_ONLY:-}" ]; then
-  ./bin/relay bench "$@"
-  [ $# -eq 0 ] || exit 0
+  rm -f "$results"/*.json "$results"/*.txt
+  ./bin/relay bench --json "$results/relay.json" "$@"
+  if [ -n "$only" ]; then
+    draw
+    exit 0
+  fi
 fi
 
 source scripts/services.sh
@@ -32,16 +56,29 @@ s3bench() { # name, then relay bench arguments
   shift
   AWS_ACCESS_KEY_ID=${creds%%:*} AWS_SECRET_ACCESS_KEY=${creds#*:} AWS_REGION=us-east-1 \
     DELTABUS_S3_ENDPOINT="http://${s3#*@}" DELTABUS_S3_PATH_STYLE=true \
-    ./bin/relay bench --only latency --latency-for 30s "$@" | sed -e "/^latency_/s/^latency_/latency_${name}_/"
+    ./bin/relay bench --only latency --latency-for 30s --latency-name "latency_$name" --json "$results/latency_$name.json" "$@"
 }
 echo "# latency on S3 (versitygw on ${s3#*@}), 30 s, commit pacing at its S3 default (1 s) and off"
 s3bench s3 --latency-store s3://bench/paced
 s3bench s3_unpaced --latency-store s3://bench/unpaced --relay-args "--topic-commit-interval -1s"
 
+# gobench FILE, then go test arguments: the benchmark lines, kept in FILE.
+gobench() {
+  local file=$results/$1
+  shift
+  go test -count=1 -run '^$' -benchtime 1x "$@" >"$file.out" || { cat "$file.out"; return 1; }
+  grep -E '^(Benchmark|goos|goarch|pkg|cpu)' "$file.out" >"$file"
+  rm -f "$file.out"
+  grep '^Benchmark' "$file"
+}
 echo "# S3 requests and their monthly cost per topic, p50/p99 latency (BenchmarkTopicCost, 10 s per cell)"
-DELTABUS_COST_SECONDS=${DELTABUS_COST_SECONDS:-10} go test -count=1 -run '^$' -bench BenchmarkTopicCost \
-  -benchtime 1x -timeout 20m ./relay | grep '^Benchmark'
+DELTABUS_COST_SECONDS=${DELTABUS_COST_SECONDS:-10} gobench topic_cost.txt -bench BenchmarkTopicCost -timeout 20m ./relay
 
 echo "# bootstrap of 1M rows over 40 topics against COPY (SELECT * FROM outbox) TO STDOUT (FORMAT binary)"
-DELTABUS_BENCH_TOPICS=40 DELTABUS_BENCH_ROWS=${DELTABUS_BENCH_ROWS:-1000000} go test -count=1 -run '^$' \
-  -bench 'BenchmarkBootstrap$' -benchtime 3x -timeout 20m ./bootstrap | grep '^Benchmark'
+DELTABUS_BENCH_TOPICS=40 DELTABUS_BENCH_ROWS=${DELTABUS_BENCH_ROWS:-1000000} gobench bootstrap.txt \
+  -bench 'BenchmarkBootstrap$' -benchtime 3x -timeout 20m ./bootstrap
+
+echo "# memory of one batch over many topics, local disk (BenchmarkManyTopics)"
+gobench many_topics.txt -bench 'BenchmarkManyTopics/.*/local' -timeout 20m ./sink/deltasink
+
+draw

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/deltabus/deltabus/bench"
@@ -24,12 +25,20 @@ func cmdBench(ctx context.Context, env *cliEnv, args []string) int {
 	fs.BoolVar(&o.Control, "control", true, "also time a second pg_recvlogical in each round (# ... control lines): two runs of the same tool, the resolution of the ratios")
 	fs.StringVar(&o.Only, "only", "", "comma-separated subset: batch,single,big,latency")
 	fs.StringVar(&o.LatencyStore, "latency-store", "", "store URL for the latency run, e.g. s3://bucket/prefix (default: a local temp dir)")
+	fs.StringVar(&o.LatencyName, "latency-name", "latency", "name of the latency run's lines and JSON result (latency_s3: latency_s3_p50, ...)")
+	jsonOut := fs.String("json", "", "also write the figures as JSON to this file (bench/charts draws them)")
 	fs.StringVar(&o.RelayArgs, "relay-args", "", "extra flags for the measured `relay run`, space-separated (e.g. \"--batch-max-delay 200ms\")")
 	fs.StringVar(&o.RecvlogicalBin, "pg-recvlogical", pgcluster.BinDir+"/pg_recvlogical", "pg_recvlogical binary")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if err := bench.Run(ctx, env.stdout, o); err != nil {
+	res, err := bench.Run(ctx, env.stdout, o)
+	if *jsonOut != "" {
+		if werr := res.WriteFile(*jsonOut); werr != nil && err == nil {
+			err = fmt.Errorf("write --json %s: %w", *jsonOut, werr)
+		}
+	}
+	if err != nil {
 		return fail(env, exitFailure, err)
 	}
 	return exitOK

@@ -45,6 +45,7 @@ func init() {
 		"inspect": {"print a Delta table's snapshot (version, protocol, metadata, files, records, txns)", cmdInspect},
 		"tail":    {"print a Delta table's change feed as JSON lines", cmdTail},
 		"status":  {"show the slot, WAL held back and every topic's position", cmdStatus},
+		"doctor":  {"check every precondition of `relay run` on the database and the store, each with its fix", cmdDoctor},
 		"version": {"print the version", cmdVersion},
 		"bench":   {"measure the relay against pg_recvlogical on this machine (throughput, memory, latency)", cmdBench},
 

@@ -24,14 +24,14 @@ func TestNoSecretInAnyOutput(t *testing.T) {
 	unreachable := []string{"DELTABUS_SOURCE=postgres://app:" + pw + "@127.0.0.1:1/app?connect_timeout=2"}
 	badDSN := []string{"DELTABUS_SOURCE=postgres://app:" + pw + "@host:99999999/db"}
 	kv := []string{"DELTABUS_SOURCE=host=127.0.0.1 port=1 user=app password=" + pw + " connect_timeout=2"}
-	commands := []string{"run", "migrate", "status", "bootstrap", "rebuild", "reconcile", "janitor", "inspect", "tail", "demo", "bench", "version"}
+	commands := []string{"run", "migrate", "status", "bootstrap", "rebuild", "reconcile", "janitor", "inspect", "tail", "demo", "bench", "doctor", "version"}
 	var helps [][]string
 	for _, c := range commands {
 		helps = append(helps, []string{c, "--help"}, []string{c, "--no-such-flag"})
 	}
 	helps = append(helps, []string{}, []string{"help"})
 	runs := [][]string{{"migrate"}, {"status"}, {"status", "--json"}, {"bootstrap"}, {"rebuild", "--topic", "Bad/Topic"},
-		{"reconcile", "--last", "1h"}, {"janitor", "--dry-run"}}
+		{"reconcile", "--last", "1h"}, {"janitor", "--dry-run"}, {"doctor"}, {"doctor", "--json"}}
 	check := func(what, out string) {
 		t.Helper()
 		for _, secret := range []string{pw, key} {

@@ -1,0 +1,151 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/deltabus/deltabus/verify"
+)
+
+// Results are a run's figures in machine-readable form (`relay bench
+// --json FILE`): what the lines print, plus each round's ratios and the
+// latency distribution. bench/charts draws them. Field names are
+// camelCase, like every JSON the CLI writes; durations are milliseconds,
+// CPU per event microseconds, memory MiB.
+type Results struct {
+	Started time.Time `json:"started"`
+	// Machine is what the figures were measured on (cores, kernel).
+	Machine string          `json:"machine,omitempty"`
+	Drains  []DrainResult   `json:"drains,omitempty"`
+	BigTx   *BigTxResult    `json:"bigTx,omitempty"`
+	Latency []LatencyResult `json:"latency,omitempty"`
+}
+
+// DrainResult is one drain kind (a shape, unloaded or beside a CPU hog):
+// the relay against pg_recvlogical on the same WAL, medians of the rounds.
+type DrainResult struct {
+	Name   string `json:"name"` // drain_1000row_tx, drain_single_row_tx_loaded, ...
+	Events int    `json:"events"`
+	Loaded bool   `json:"loaded"`
+	Relay  Drain  `json:"relay"`
+	Ref    Drain  `json:"pgRecvlogical"`
+	// Ratio is the median of the rounds' throughput ratios (relay over
+	// pg_recvlogical: above 1 the relay is faster).
+	Ratio  float64   `json:"ratio"`
+	Rounds []float64 `json:"rounds"`
+	// Controls are pg_recvlogical against itself in each round: how far
+	// a ratio moves by chance in this run.
+	Controls []float64 `json:"controls,omitempty"`
+}
+
+// Drain is what one side of a drain cost, medians of the rounds.
+type Drain struct {
+	EventsPerSec float64 `json:"eventsPerSec"`
+	CPUPerEvent  float64 `json:"cpuPerEventUs"`
+	// CPUWithWalsender adds the CPU of the walsender that served it.
+	CPUWithWalsender float64 `json:"cpuPerEventWithWalsenderUs"`
+	PeakRSS          float64 `json:"peakRssMiB,omitempty"`
+}
+
+// BigTxResult is the one large transaction of the memory run.
+type BigTxResult struct {
+	Rows       int     `json:"rows"`
+	RowsPerSec float64 `json:"rowsPerSec"`
+	PeakRSS    float64 `json:"peakRssMiB"`
+}
+
+// LatencyResult is a steady-load latency run: source commit to Delta
+// commit, per event.
+type LatencyResult struct {
+	Name        string             `json:"name"` // latency, or latency_<name> from --name
+	Store       string             `json:"store"`
+	Rate        int                `json:"rate"`
+	Achieved    float64            `json:"achievedRate"`
+	Seconds     float64            `json:"seconds"`
+	Events      int                `json:"events"`
+	Percentiles map[string]float64 `json:"percentilesMs"` // "50", "90", "99", "99.9", "100"
+	Histogram   Histogram          `json:"histogram"`
+}
+
+// Histogram counts values in buckets of equal width from 0; the last
+// bucket holds everything at or above its start.
+type Histogram struct {
+	BucketMs float64 `json:"bucketMs"`
+	Counts   []int   `json:"counts"`
+}
+
+// latencyResult summarises a latency run's per-event latencies.
+func latencyResult(name, store string, rate int, achieved float64, d time.Duration, lat []time.Duration) LatencyResult {
+	r := LatencyResult{Name: name, Store: store, Rate: rate, Achieved: achieved, Seconds: d.Seconds(), Events: len(lat),
+		Percentiles: map[string]float64{}}
+	for _, p := range []float64{50, 90, 99, 99.9, 100} {
+		r.Percentiles[fmt.Sprint(p)] = ms(verify.Percentile(lat, p))
+	}
+	r.Histogram = histogram(lat, 80)
+	return r
+}
+
+// histogram puts lat into about n buckets of a round width covering up to
+// the 99.9th percentile; the last bucket takes the rest.
+func histogram(lat []time.Duration, n int) Histogram {
+	if len(lat) == 0 {
+		return Histogram{}
+	}
+	top := ms(verify.Percentile(lat, 99.9))
+	width := roundStep(max(top, 1) / float64(n))
+	counts := make([]int, int(math.Ceil(top/width))+1)
+	for _, l := range lat {
+		i := min(int(ms(l)/width), len(counts)-1)
+		counts[max(i, 0)]++
+	}
+	return Histogram{BucketMs: width, Counts: counts}
+}
+
+// roundStep rounds v up to 1, 2 or 5 times a power of ten.
+func roundStep(v float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if v <= m*p {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// WriteFile writes r as indented JSON to path.
+func (r *Results) WriteFile(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReadResults reads a file WriteFile wrote.
+func ReadResults(path string) (*Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// drainResult builds a drain kind's result from its rounds.
+func drainResult(name string, events int, loaded bool, rel, ref drained, ratios, controls []float64) DrainResult {
+	per := func(s float64) float64 { return s / float64(events) * 1e6 }
+	side := func(d drained) Drain {
+		return Drain{EventsPerSec: float64(events) / d.secs, CPUPerEvent: per(d.cpu), CPUWithWalsender: per(d.cpu + d.server), PeakRSS: d.rss}
+	}
+	return DrainResult{Name: name, Events: events, Loaded: loaded, Relay: side(rel), Ref: side(ref), Ratio: Median(ratios),
+		Rounds: slices.Clone(ratios), Controls: slices.Clone(controls)}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/deltabus/deltabus/migrations"
 	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/usererr"
 )
 
 // database runs the checks on the source database.
@@ -212,9 +213,19 @@ func (d *database) slot(ctx context.Context, store storage.Store) error {
 	}
 	marked, knows := false, store != nil
 	if knows {
-		_, marked, err = catalog.ReadMarker(ctx, store, catalog.AppID(d.o.Slot))
+		src, err := pgsource.Identify(ctx, d.conn, d.o.Slot)
 		if err != nil {
+			return err
+		}
+		id, err := catalog.ResolveAppID(ctx, store, src, d.o.AppID)
+		var ue *usererr.Error
+		switch {
+		case errors.As(err, &ue):
+			return err // progress in the store that is not provably this source's
+		case err != nil:
 			knows = false // the store checks say why
+		default:
+			marked = id.Marker != nil
 		}
 	}
 	switch {

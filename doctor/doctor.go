@@ -22,6 +22,7 @@ type Options struct {
 	Store       string // file:///path or s3://bucket/prefix
 	Slot        string // default "deltabus"
 	Publication string // default "deltabus"
+	AppID       string // the relay's --app-id, if set (default: the source's)
 	Mappings    outbox.Mappings
 	S3          storage.S3Options
 	// MaxClockSkew is how far this host's clock may be from the

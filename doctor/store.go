@@ -33,8 +33,11 @@ func openStore(ctx context.Context, o Options, r *Report) storage.Store {
 func checkStore(ctx context.Context, o Options, st storage.Store, r *Report) {
 	cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	appID := catalog.AppID(o.Slot)
-	if err := catalog.CheckWritable(cctx, st, appID); err != nil {
+	err := catalog.CheckWritable(cctx, st, "doctor")
+	if errors.Is(err, catalog.ErrNoConditionalWrites) {
+		err = nil // the conditional_write check reports it, with its fix
+	}
+	if err != nil {
 		r.add("store_writable", Fail, "store %s is not writable: %s; check DELTABUS_STORE, its permissions (the relay's user must own a local store's folder) and credentials", st, pgsource.RootCause(err))
 		r.skip("conditional_write", "not checked: the store is not writable (see store_writable)")
 		return

@@ -84,3 +84,14 @@ func WriteTopicMeta(ctx context.Context, store storage.Store, m TopicMeta) error
 	}
 	return nil
 }
+
+// ReadRegistration reads what a relay last recorded of its registrations
+// in an external catalog (package governance) into v; ok=false when none.
+func ReadRegistration(ctx context.Context, store storage.Store, appID string, v any) (bool, error) {
+	return readJSON(ctx, store, v, KindRegistration, appID)
+}
+
+// WriteRegistration replaces what a relay records of its registrations.
+func WriteRegistration(ctx context.Context, store storage.Store, appID string, v any) error {
+	return writeJSON(ctx, store, v, KindRegistration, appID)
+}

@@ -60,6 +60,9 @@ func init() {
 		"vacuum":    {"delete expired log entries and data files no reader within the retention needs", cmdVacuum},
 		"retention": {"show or set a topic's log and file retention", cmdRetention},
 
+		"topics":  {"list topics with owner, description, retention, sources, contracts and personal columns; `topics describe` sets owner and description", cmdTopics},
+		"catalog": {"`catalog sync`: register every topic in Unity Catalog as an external Delta table (idempotent)", cmdCatalog},
+
 		"healthcheck": {"exit 0 if the relay at --addr (DELTABUS_METRICS_ADDR) is streaming (GET /readyz), 1 otherwise", cmdHealthcheck},
 	}
 }

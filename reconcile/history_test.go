@@ -21,7 +21,9 @@ func TestLastResults(t *testing.T) {
 		t.Fatalf("no table: %v %v", got, err)
 	}
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	w := func(h int) Window { return Window{Start: t0.Add(time.Duration(h) * time.Hour), End: t0.Add(time.Duration(h+1) * time.Hour)} }
+	w := func(h int) Window {
+		return Window{Start: t0.Add(time.Duration(h) * time.Hour), End: t0.Add(time.Duration(h+1) * time.Hour)}
+	}
 	runs := []*Report{
 		{RunID: "r1", RunAt: t0.Add(5 * time.Hour), Results: []Result{
 			{Topic: "orders", Window: w(0), Status: StatusDiverged, MissingCount: 3},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/deltabus/deltabus/topicmeta"
@@ -118,4 +119,32 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ucFromEnv returns the client relay run registers new topics with: nil
+// when none of the three DELTABUS_UNITY_CATALOG* names is set, an error
+// when only some are.
+func ucFromEnv(env *cliEnv) (*unitycatalog.Client, unitycatalog.Target, error) {
+	u, c, s := env.getenv(envUC), env.getenv(envUCCatalog), env.getenv(envUCSchema)
+	if u == "" && c == "" && s == "" {
+		return nil, unitycatalog.Target{}, nil
+	}
+	if u == "" || c == "" || s == "" {
+		return nil, unitycatalog.Target{}, usererr.New(nil, "Unity Catalog registration needs all of %s, %s and %s (set: %s)", envUC, envUCCatalog, envUCSchema, setNames(env, envUC, envUCCatalog, envUCSchema))
+	}
+	client, target, err := ucClient(u, c, s, env.getenv(envUCToken))
+	if err != nil {
+		return nil, target, usererr.New(err, "%v", err)
+	}
+	return client, target, nil
+}
+
+func setNames(env *cliEnv, names ...string) string {
+	var set []string
+	for _, n := range names {
+		if env.getenv(n) != "" {
+			set = append(set, n)
+		}
+	}
+	return strings.Join(set, ", ")
 }

@@ -146,8 +146,10 @@ func (g *Governor) round(ctx context.Context) {
 		if err != nil || in.Version < 0 {
 			continue // no table yet, or the store is unreadable: the next round
 		}
-		if !g.isApplied(n) {
-			g.apply(ctx, in)
+		if !g.isApplied(n) && g.apply(ctx, in) {
+			if in, err = topicmeta.LoadTopic(ctx, g.cfg.Store, n); err != nil {
+				continue // register what the table now says, next round
+			}
 		}
 		if g.needsRegistration(n) && time.Now().After(g.retryAt) {
 			g.register(ctx, in)
@@ -172,22 +174,25 @@ func (g *Governor) needsRegistration(topic string) bool {
 	return i == len(g.uc.Registered) || g.uc.Registered[i] != topic
 }
 
-func (g *Governor) apply(ctx context.Context, in topicmeta.Info) {
+// apply writes the description and comments into the topic's table and
+// reports whether it committed.
+func (g *Governor) apply(ctx context.Context, in topicmeta.Info) bool {
 	v, changed, err := topicmeta.Apply(ctx, g.cfg.Store, in)
 	switch {
 	case errors.Is(err, topicmeta.ErrNoTable):
-		return
+		return false
 	case err != nil:
 		if ctx.Err() == nil {
 			g.cfg.Log.Warn("governance: cannot write the topic's description and column comments into its table; trying again later", "topic", in.Topic, "err", err)
 		}
-		return
+		return false
 	case changed:
 		g.cfg.Log.Info("governance: topic table carries its description and column comments", "topic", in.Topic, "version", v)
 	}
 	g.mu.Lock()
 	g.applied[in.Topic] = true
 	g.mu.Unlock()
+	return changed
 }
 
 func (g *Governor) register(ctx context.Context, in topicmeta.Info) {

@@ -120,10 +120,14 @@ func (m *SlotMonitor) Run(ctx context.Context) {
 			m.last.Error, m.last.ReadAt = s.Error, s.ReadAt
 		}
 		m.mu.Unlock()
+		wait := m.every
+		if err == nil && !s.Exists {
+			wait = min(wait, 500*time.Millisecond) // a first start creates it any moment
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(m.every):
+		case <-time.After(wait):
 		}
 	}
 }

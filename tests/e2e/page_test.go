@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/deltabus/deltabus/tests/metricstest"
 )
 
 // chromium returns Debian's chromium-headless-shell (scripts/deps.sh
@@ -190,6 +192,18 @@ func TestOperatorPageInBrowser(t *testing.T) {
 		if err := os.WriteFile(filepath.Join("..", "..", "docs", "img", "operator-page.png"), png, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	mfs, err := metricstest.Scrape("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"deltabus_slot_lag_bytes", "deltabus_slot_retained_wal_bytes", "deltabus_slot_active"} {
+		if mfs[name] == nil {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	if ms := mfs["deltabus_slot_active"].GetMetric(); len(ms) != 1 || ms[0].GetGauge().GetValue() != 1 {
+		t.Errorf("deltabus_slot_active = %v while the relay streams", ms)
 	}
 	if err := p.stop(30 * time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.tail())

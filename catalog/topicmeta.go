@@ -95,3 +95,24 @@ func ReadRegistration(ctx context.Context, store storage.Store, appID string, v 
 func WriteRegistration(ctx context.Context, store storage.Store, appID string, v any) error {
 	return writeJSON(ctx, store, v, KindRegistration, appID)
 }
+
+// ListDescribed returns the topics that have metadata (described, maybe
+// before their first event), sorted.
+func ListDescribed(ctx context.Context, store storage.Store) ([]string, error) {
+	probe, err := Key(KindTopicMeta, "x")
+	if err != nil {
+		return nil, err
+	}
+	dir := strings.TrimSuffix(probe, "x.json")
+	objs, err := store.List(ctx, dir, "")
+	if err != nil {
+		return nil, fmt.Errorf("list topic metadata in %s: %w", store, err)
+	}
+	var out []string
+	for _, o := range objs {
+		if kind, names, ok := Parse(o.Key); ok && kind == KindTopicMeta {
+			out = append(out, names[0])
+		}
+	}
+	return out, nil
+}

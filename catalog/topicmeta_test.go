@@ -20,6 +20,9 @@ func TestTopicMetaRoundTrip(t *testing.T) {
 	if err != nil || !ok || got.Owner != in.Owner || got.Description != in.Description || time.Since(got.Updated) > time.Minute {
 		t.Fatalf("read back %+v ok=%t %v", got, ok, err)
 	}
+	if got, err := ListDescribed(ctx, s); err != nil || len(got) != 1 || got[0] != "orders" {
+		t.Fatalf("ListDescribed = %q, %v", got, err)
+	}
 	// A record copied under another topic's key is refused, not believed.
 	b, _ := s.Get(ctx, Prefix+"topicmeta/orders.json")
 	if err := s.Put(ctx, Prefix+"topicmeta/payments.json", b); err != nil {

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -121,12 +122,20 @@ func registered() []Provider {
 	return append([]Provider(nil), providers...)
 }
 
-// Load describes every registered topic (catalog.ListTopics), sorted.
+// Load describes every registered topic (catalog.ListTopics) and every
+// described one (a topic may be described before its first event), sorted.
 func Load(ctx context.Context, store storage.Store) ([]Info, error) {
 	names, err := catalog.ListTopics(ctx, store)
 	if err != nil {
 		return nil, err
 	}
+	described, err := catalog.ListDescribed(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	names = append(names, described...)
+	sort.Strings(names)
+	names = slices.Compact(names)
 	markers, err := markersByApp(ctx, store)
 	if err != nil {
 		return nil, err

@@ -52,7 +52,7 @@ func TestTopicMetaRejectsBadText(t *testing.T) {
 func TestListMarkers(t *testing.T) {
 	ctx, s := context.Background(), newStore(t)
 	for _, slot := range []string{"billing", "accounts"} {
-		if err := WriteMarker(ctx, s, Marker{AppID: AppID(slot), Slot: slot, Database: slot + "db"}); err != nil {
+		if err := WriteMarker(ctx, s, Marker{AppID: LegacyAppID(slot), Slot: slot, Database: slot + "db"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -17,8 +17,10 @@ import (
 
 // Config is what the page reads.
 type Config struct {
-	Store   storage.Store
-	AppID   string
+	Store storage.Store
+	// AppID returns the relay's appId (known once a session resolved the
+	// source's identity; "" before).
+	AppID   func() string
 	Slot    string
 	Version string
 	Ready   func() (bool, string) // nil: always ready
@@ -80,7 +82,11 @@ func (c *Collector) Status(ctx context.Context) *Status {
 
 func (c *Collector) gather(ctx context.Context, now time.Time) *Status {
 	st := &Status{GeneratedAt: now.UTC(), Sources: []Source{}, Topics: []Topic{}, Consumers: []Consumer{}, Reconcile: []reconcile.TopicLast{}}
-	st.Relay = Relay{AppID: c.cfg.AppID, Slot: c.cfg.Slot, Store: c.cfg.Store.String(), Version: c.cfg.Version, Ready: true, Why: "ready"}
+	appID := ""
+	if c.cfg.AppID != nil {
+		appID = c.cfg.AppID()
+	}
+	st.Relay = Relay{AppID: appID, Slot: c.cfg.Slot, Store: c.cfg.Store.String(), Version: c.cfg.Version, Ready: true, Why: "ready"}
 	if c.cfg.Ready != nil {
 		st.Relay.Ready, st.Relay.Why = c.cfg.Ready()
 	}
@@ -96,14 +102,14 @@ func (c *Collector) gather(ctx context.Context, now time.Time) *Status {
 	} else {
 		for _, m := range ms {
 			st.Sources = append(st.Sources, Source{AppID: m.AppID, Slot: m.Slot, Database: m.Database, SystemID: m.SystemID,
-				ConsistentPoint: m.ConsistentPoint, Since: m.CreatedAt, This: m.AppID == c.cfg.AppID})
+				ConsistentPoint: m.ConsistentPoint, Since: m.CreatedAt, This: m.AppID == appID})
 		}
 	}
 	if infos, err := topicmeta.Load(ctx, c.cfg.Store); err != nil {
 		fail("topics", err)
 	} else {
 		for _, in := range infos {
-			st.Topics = append(st.Topics, c.topic(ctx, in, now))
+			st.Topics = append(st.Topics, c.topic(ctx, in, appID, now))
 		}
 	}
 	st.Consumers = c.consumerRows(ctx, now, st)
@@ -123,14 +129,17 @@ func (c *Collector) gather(ctx context.Context, now time.Time) *Status {
 	return st
 }
 
-func (c *Collector) topic(ctx context.Context, in topicmeta.Info, now time.Time) Topic {
+func (c *Collector) topic(ctx context.Context, in topicmeta.Info, appID string, now time.Time) Topic {
 	t := Topic{Topic: in.Topic, Owner: in.Owner, Description: in.Description, Events: in.Records, Version: in.Version,
 		LastCommit: in.LastCommit, Contracts: topicmeta.ContractsText(in.Contracts), Personal: topicmeta.PersonalText(in.PersonalColumns), Problem: in.Problem}
 	if !in.LastCommit.IsZero() {
 		age := now.Sub(in.LastCommit).Seconds()
 		t.AgeSeconds = &age
 	}
-	rs, _, err := catalog.ReadRebuildState(ctx, c.cfg.Store, in.Topic)
+	if appID == "" {
+		return t // holds are per relay: not known before its first session
+	}
+	rs, _, err := catalog.ReadRebuildState(ctx, c.cfg.Store, appID, in.Topic)
 	switch {
 	case err != nil:
 		t.Problem = err.Error()

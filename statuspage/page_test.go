@@ -40,7 +40,7 @@ func newStore(t *testing.T) storage.Store {
 		Description: `<script>alert("x")</script><img src=x onerror=alert(1)>`}); err != nil {
 		t.Fatal(err)
 	}
-	if err := catalog.WriteRebuildState(ctx, store, catalog.RebuildState{Topic: "orders", Paused: catalog.HoldIncompatibleTable, PausedAt: "0/16B3748", Last: "incompatible table: schema changed"}); err != nil {
+	if err := catalog.WriteRebuildState(ctx, store, catalog.RebuildState{Topic: "orders", AppID: "deltabus-main", Paused: catalog.HoldIncompatibleTable, PausedAt: "0/16B3748", Last: "incompatible table: schema changed"}); err != nil {
 		t.Fatal(err)
 	}
 	dlt := storage.Sub(store, outbox.DeadLetterTopic)
@@ -89,7 +89,7 @@ func get(t *testing.T, url string) (string, http.Header) {
 // by reason for the last hour with the quoted values left out; no raw row
 // reaches the page or the JSON.
 func TestPageEscapesAndHidesValues(t *testing.T) {
-	c := New(Config{Store: newStore(t), AppID: "deltabus-main", Slot: "main", Version: "test",
+	c := New(Config{Store: newStore(t), AppID: func() string { return "deltabus-main" }, Slot: "main", Version: "test",
 		Ready: func() (bool, string) { return false, "not streaming (starting)" }})
 	srv := httptest.NewServer(c.Handler())
 	defer srv.Close()

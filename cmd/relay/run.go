@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -103,21 +104,31 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	if uc != nil {
 		govEvery = 5 * time.Second // a new topic is registered within seconds
 	}
-	gov := governance.New(governance.Config{Store: store, AppID: full.AppID, Log: log, UC: uc, Target: ucTarget, Interval: govEvery})
+	var gov atomic.Pointer[governance.Governor]
+	var appID atomic.Value // the relay's appId, read once its first session resolved it (Started)
 	go func() {
-		select { // a standby governs nothing until it streams
+		select { // a standby governs nothing until it streams (and knows its appId)
 		case <-r.Started():
-			gov.Run(ctx)
+			appID.Store(r.AppID())
+			g := governance.New(governance.Config{Store: store, AppID: r.AppID(), Log: log, UC: uc, Target: ucTarget, Interval: govEvery})
+			gov.Store(g)
+			g.Run(ctx)
 		case <-ctx.Done():
 		}
 	}()
+	ucStatus := func() *governance.UCStatus {
+		if g := gov.Load(); g != nil {
+			return g.UnityCatalog()
+		}
+		return nil
+	}
 	slotMon, err := statuspage.NewSlotMonitor(full.Source, full.Slot, *refresh, tel.Meter, log)
 	if err != nil {
 		return fail(env, exitFailure, err)
 	}
 	go slotMon.Run(ctx)
-	page := statuspage.New(statuspage.Config{Store: store, AppID: full.AppID, Slot: full.Slot, Version: Version, Ready: r.Ready,
-		SlotMonitor: slotMon, UnityCatalog: gov.UnityCatalog, Refresh: *refresh, Log: log,
+	page := statuspage.New(statuspage.Config{Store: store, AppID: func() string { s, _ := appID.Load().(string); return s }, Slot: full.Slot, Version: Version, Ready: r.Ready,
+		SlotMonitor: slotMon, UnityCatalog: ucStatus, Refresh: *refresh, Log: log,
 		Consumers: check.Config{CheckpointDSNs: checkDSNs, Materialized: mats, Thresholds: check.Thresholds{MaxDuplicateRate: -1}}})
 	if *metricsAddr != "" {
 		addr, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: *metricsAddr, Gatherer: tel.Gatherer, Ready: r.Ready, Pprof: *pprof, Log: log, Page: page.Handler()})

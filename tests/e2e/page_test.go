@@ -167,7 +167,7 @@ func TestOperatorPageInBrowser(t *testing.T) {
 	}
 	for what, c := range map[string][2]string{
 		"topics":       {text["topics"], "team-checkout"},
-		"sources":      {text["sources"], "deltabus-deltabus (this relay)"},
+		"sources":      {text["sources"], "(this relay)"},
 		"dead letters": {text["dead-letters"], "Dead letters in the last hour: 2"},
 		"reconcile":    {text["reconcile"], "clean"},
 		"slot":         {text["slot"], "not yet acknowledged"},

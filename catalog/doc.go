@@ -28,6 +28,9 @@
 //	  leases/<holder>.json            Lease: a writer's uncommitted files, kept from VACUUM
 //	  consumers/<group>/<topic>.json  a consumer group's checkpoint (package subscribe)
 //	  probes/<name>                   written and deleted by the relay's preflight
+//	  topicmeta/<topic>.json          TopicMeta: a topic's owner and description
+//	                                  (relay topics describe; package topicmeta)
+//	  unitycatalog/<appId>.json       the relay's Unity Catalog registrations (package governance)
 //
 // Topic names are lowercase `[a-z0-9][a-z0-9._-]*` (names starting with "_"
 // are internal), relay appIds are `deltabus-<slot>`, consumer groups follow

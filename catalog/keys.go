@@ -24,6 +24,8 @@ const (
 	KindConsumer      Kind = "consumer"       // consumers/<group>/<topic>.json
 	KindProbe         Kind = "probe"          // probes/<appId>
 	KindLease         Kind = "lease"          // leases/<holder>.json
+	KindTopicMeta     Kind = "topic-meta"     // topicmeta/<topic>.json
+	KindRegistration  Kind = "registration"   // unitycatalog/<appId>.json
 )
 
 // name is the form of every name that becomes one key segment: topics
@@ -104,6 +106,10 @@ func Key(kind Kind, names ...string) (string, error) {
 		return Prefix + "probes/" + names[0], nil
 	case KindLease:
 		return Prefix + "leases/" + names[0] + ".json", nil
+	case KindTopicMeta:
+		return Prefix + "topicmeta/" + names[0] + ".json", nil
+	case KindRegistration:
+		return Prefix + "unitycatalog/" + names[0] + ".json", nil
 	}
 	panic("catalog.Key: unknown kind " + string(kind))
 }
@@ -129,6 +135,15 @@ func Parse(key string) (kind Kind, names []string, ok bool) {
 			return "", nil, false
 		}
 		kind, names = KindLease, []string{n}
+	case len(parts) == 2 && (parts[0] == "topicmeta" || parts[0] == "unitycatalog"):
+		n, sfx := json(parts[1])
+		if !sfx {
+			return "", nil, false
+		}
+		kind, names = KindTopicMeta, []string{n}
+		if parts[0] == "unitycatalog" {
+			kind = KindRegistration
+		}
 	case len(parts) == 2 && parts[0] == "relays":
 		n, sfx := json(parts[1])
 		if !sfx {

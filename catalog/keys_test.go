@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-var kinds = []Kind{KindTopic, KindMarker, KindRebuildRecord, KindRebuildState, KindIntent, KindConsumer, KindProbe, KindLease}
+var kinds = []Kind{KindTopic, KindMarker, KindRebuildRecord, KindRebuildState, KindIntent, KindConsumer, KindProbe, KindLease, KindTopicMeta, KindRegistration}
 
 func arity(k Kind) int {
 	switch k {
@@ -42,6 +42,8 @@ func TestKeyLayout(t *testing.T) {
 		{KindRebuildState, []string{"a", "deltabus-1-s"}, "_deltabus/rebuilds/a/deltabus-1-s/state.json"},
 		{KindIntent, []string{"orders", "deltabus-1-s", "0123abcd"}, "_deltabus/rebuilds/orders/deltabus-1-s/intents/0123abcd.json"},
 		{KindConsumer, []string{"billing", "orders"}, "_deltabus/consumers/billing/orders.json"},
+		{KindTopicMeta, []string{"orders"}, "_deltabus/topicmeta/orders.json"},
+		{KindRegistration, []string{"deltabus-main"}, "_deltabus/unitycatalog/deltabus-main.json"},
 	} {
 		got, err := Key(c.kind, c.names...)
 		if err != nil || got != c.want {

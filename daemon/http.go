@@ -23,10 +23,13 @@ type HTTPOptions struct {
 	Ready    Readiness           // /readyz; nil is always ready
 	Pprof    bool                // serve /debug/pprof/ (off by default: it exposes internals)
 	Log      *slog.Logger
+	// Page, if set, serves every other path: the operator's page at "/"
+	// and /api/status (package statuspage).
+	Page http.Handler
 }
 
-// Serve serves /healthz (the process answers), /readyz (Ready), /metrics
-// and, when asked, /debug/pprof/ on addr. It returns the bound address and
+// Serve serves /healthz (the process answers), /readyz (Ready), /metrics,
+// the operator's page (Page) and, when asked, /debug/pprof/ on addr. It returns the bound address and
 // a function that stops the server.
 func Serve(o HTTPOptions) (addr string, stop func(), err error) {
 	ln, err := net.Listen("tcp", o.Addr)
@@ -41,6 +44,9 @@ func Serve(o HTTPOptions) (addr string, stop func(), err error) {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	if o.Page != nil {
+		mux.Handle("/", o.Page)
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {

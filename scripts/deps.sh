@@ -2,9 +2,11 @@
 # Installs what DeltaBus's tests and demo need, if missing, and says what it
 # does: PostgreSQL 15 server binaries (apt), the versitygw S3 server (go
 # install, cached), Node.js and npm (apt) and the DuckDB node package used as
-# an independent Delta reader (npm, cached). Idempotent.
+# an independent Delta reader (npm, cached), Chromium's headless shell (apt:
+# the operator page's browser test) and promtool (apt, Debian's prometheus
+# package: the alert rules' check). Idempotent.
 #
-#   bash scripts/deps.sh [postgres] [versitygw] [duckdb]   (none = all)
+#   bash scripts/deps.sh [postgres] [versitygw] [duckdb] [chromium] [promtool]   (none = all)
 #   source scripts/deps.sh                                  (functions only)
 set -euo pipefail
 
@@ -18,6 +20,22 @@ apt_install() {
   echo "deps: installing $* (apt)"
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@" >/dev/null
+}
+
+# ensure_chromium: Debian's chromium-headless-shell, and a font for its
+# screenshots. The test starts it with every flag that stops it calling
+# home (tests/e2e/page_test.go).
+ensure_chromium() {
+  if [ -x /usr/lib/chromium/chromium-headless-shell ] && [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; then return; fi
+  apt_install --no-install-recommends chromium-headless-shell fonts-dejavu-core
+}
+
+# ensure_promtool: promtool from Debian's prometheus package (the server
+# the package installs is neither started nor used).
+ensure_promtool() {
+  if command -v promtool >/dev/null 2>&1; then return; fi
+  apt_install --no-install-recommends prometheus
+  as_root service prometheus stop >/dev/null 2>&1 || true
 }
 
 ensure_postgres() {
@@ -49,7 +67,7 @@ ensure_duckdb() {
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   cd "$(dirname "$0")/.."
-  for dep in "${@:-postgres versitygw duckdb}"; do
+  for dep in "${@:-postgres versitygw duckdb chromium promtool}"; do
     for d in $dep; do "ensure_$d"; done
   done
 fi

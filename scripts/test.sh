@@ -14,6 +14,10 @@ source scripts/services.sh
 ensure_postgres
 ensure_versitygw
 ensure_duckdb
+ensure_chromium
+ensure_promtool
+# Files tests keep for people to look at (the operator page's screenshot).
+export DELTABUS_TEST_ARTIFACTS=${DELTABUS_TEST_ARTIFACTS:-$(mktemp -d /tmp/deltabus-artifacts.XXXXXX)}
 
 start_versitygw
 trap stop_services EXIT
@@ -41,6 +45,7 @@ else
 fi
 [ "$(cat "$LOG.deploy.rc" 2>/dev/null)" = 0 ] || status=1
 set -e
+echo "== test artifacts (the operator page's screenshot): $DELTABUS_TEST_ARTIFACTS"
 if [ "$status" = 0 ]; then
   echo "== short fuzz runs"
   FUZZTIME=${FUZZTIME:-5s} bash scripts/fuzz.sh || status=$?

@@ -60,6 +60,9 @@ func init() {
 		"vacuum":    {"delete expired log entries and data files no reader within the retention needs", cmdVacuum},
 		"retention": {"show or set a topic's log and file retention", cmdRetention},
 
+		"topics":  {"list topics with owner, description, retention, sources, contracts and personal columns; `topics describe` sets owner and description", cmdTopics},
+		"catalog": {"`catalog sync`: register every topic in Unity Catalog as an external Delta table (idempotent)", cmdCatalog},
+
 		"healthcheck": {"exit 0 if the relay at --addr (DELTABUS_METRICS_ADDR) is streaming (GET /readyz), 1 otherwise", cmdHealthcheck},
 	}
 }
@@ -113,6 +116,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Environment: DELTABUS_SOURCE (PostgreSQL DSN; keep the password in PGPASSWORD or ~/.pgpass / PGPASSFILE),")
 	fmt.Fprintln(w, "DELTABUS_STORE (file:///path or s3://bucket/prefix), DELTABUS_SLOT, DELTABUS_PUBLICATION,")
 	fmt.Fprintln(w, "DELTABUS_S3_ENDPOINT, DELTABUS_S3_PATH_STYLE, AWS_* credentials;")
+	fmt.Fprintln(w, "DELTABUS_UNITY_CATALOG, _CATALOG, _SCHEMA and _TOKEN: relay run registers new topics in Unity Catalog;")
 	fmt.Fprintln(w, "OTEL_EXPORTER_OTLP_ENDPOINT and the other standard OTEL_* variables export traces and metrics by OTLP/HTTP.")
 }
 

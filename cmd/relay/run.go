@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pglogrepl"
 
 	"github.com/deltabus/deltabus/daemon"
+	"github.com/deltabus/deltabus/governance"
 	"github.com/deltabus/deltabus/maintain"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/statuspage"
+	"github.com/deltabus/deltabus/subscribe/check"
 )
 
 func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
@@ -34,13 +38,17 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		cfg.StopAt = lsn
 		return nil
 	})
-	metricsAddr := fs.String("metrics-addr", envOr(env, "DELTABUS_METRICS_ADDR", "127.0.0.1:9464"), "serve /metrics, /healthz and /readyz here (empty disables)")
+	metricsAddr := fs.String("metrics-addr", envOr(env, "DELTABUS_METRICS_ADDR", "127.0.0.1:9464"), "serve /metrics, /healthz, /readyz, the operator's page (/) and /api/status here (empty disables); keep it on loopback or a private network")
 	var mo maintain.Options
 	every := fs.Duration("maintenance", time.Hour, "compact, clean up the log and vacuum every topic this often while streaming (0 disables; `relay compact` and `relay vacuum` do it by hand)")
 	fs.DurationVar(&mo.LogRetention, "maintenance-log-retention", 0, "override every table's delta.logRetentionDuration (default: the table's, 30 days)")
 	fs.DurationVar(&mo.FileRetention, "maintenance-file-retention", 0, "override every table's delta.deletedFileRetentionDuration (default: the table's, 7 days)")
 	fs.Int64Var(&mo.Compact.TargetFileBytes, "compact-target-file-bytes", 0, "size of the files compaction writes (default 128 MiB)")
 	schedBatch := fs.Bool("sched-batch", true, "run the relay's threads under SCHED_BATCH (Linux): the same share of the CPU, but a wake-up never preempts the database's processes on a shared core; false keeps the default policy (a policy set by systemd or chrt is always kept)")
+	refresh := fs.Duration("status-refresh", 5*time.Second, "how often the operator's page (/ on --metrics-addr) refreshes and the longest its data is reused; consumer checks are reused six times as long")
+	var checkDSNs, checkMats stringList
+	fs.Var(&checkDSNs, "check-checkpoint", "for the operator's page: a PostgreSQL database holding consumer checkpoints (repeatable; as relay check consumers --checkpoint)")
+	fs.Var(&checkMats, "check-materialized", "for the operator's page: GROUP:SCHEMA.TABLE:COLUMN[:FIELD], a group that materialises its topic (repeatable; as relay check consumers --materialized)")
 	pprof := fs.Bool("pprof", false, "also serve /debug/pprof/ on --metrics-addr (exposes internals: keep the address private)")
 	if code, ok := parseFlags(fs, args, sf.resolve); !ok {
 		return code
@@ -53,6 +61,14 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	mappings, err := outbox.ParseMappings(sf.mapping, nil)
 	if err != nil {
 		return fail(env, exitUsage, fmt.Errorf("--mapping: %w", err))
+	}
+	mats, err := parseMaterialized(checkMats)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	uc, ucTarget, err := ucFromEnv(env)
+	if err != nil {
+		return fail(env, exitUsage, err)
 	}
 	relay.ShareCores() // the streaming log line and go_sched_gomaxprocs_threads show it
 	if *schedBatch {
@@ -83,8 +99,39 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 			}
 		}()
 	}
+	full := cfg.WithDefaults()
+	govEvery := time.Minute // descriptions only: nothing is waiting
+	if uc != nil {
+		govEvery = 5 * time.Second // a new topic is registered within seconds
+	}
+	var gov atomic.Pointer[governance.Governor]
+	var appID atomic.Value // the relay's appId, read once its first session resolved it (Started)
+	go func() {
+		select { // a standby governs nothing until it streams (and knows its appId)
+		case <-r.Started():
+			appID.Store(r.AppID())
+			g := governance.New(governance.Config{Store: store, AppID: r.AppID(), Log: log, UC: uc, Target: ucTarget, Interval: govEvery})
+			gov.Store(g)
+			g.Run(ctx)
+		case <-ctx.Done():
+		}
+	}()
+	ucStatus := func() *governance.UCStatus {
+		if g := gov.Load(); g != nil {
+			return g.UnityCatalog()
+		}
+		return nil
+	}
+	slotMon, err := statuspage.NewSlotMonitor(full.Source, full.Slot, *refresh, tel.Meter, log)
+	if err != nil {
+		return fail(env, exitFailure, err)
+	}
+	go slotMon.Run(ctx)
+	page := statuspage.New(statuspage.Config{Store: store, AppID: func() string { s, _ := appID.Load().(string); return s }, Slot: full.Slot, Version: Version, Ready: r.Ready,
+		SlotMonitor: slotMon, UnityCatalog: ucStatus, Refresh: *refresh, Log: log,
+		Consumers: check.Config{CheckpointDSNs: checkDSNs, Materialized: mats, Thresholds: check.Thresholds{MaxDuplicateRate: -1}}})
 	if *metricsAddr != "" {
-		addr, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: *metricsAddr, Gatherer: tel.Gatherer, Ready: r.Ready, Pprof: *pprof, Log: log})
+		addr, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: *metricsAddr, Gatherer: tel.Gatherer, Ready: r.Ready, Pprof: *pprof, Log: log, Page: page.Handler()})
 		if err != nil {
 			return fail(env, exitUsage, err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/daemon"
+	"github.com/deltabus/deltabus/governance"
 	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
@@ -23,6 +24,9 @@ type statusReport struct {
 	WALLSN string         `json:"currentWalLsn"`
 	Topics []topicStatus  `json:"topics"`
 	Others []sourceStatus `json:"otherSources,omitempty"`
+	// UnityCatalog is what this source's relay last recorded of its
+	// registrations (absent when it registers none).
+	UnityCatalog *governance.UCStatus `json:"unityCatalog,omitempty"`
 }
 
 // sourceStatus names a source whose relay keeps progress in the store.
@@ -91,6 +95,11 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		if rep.Others, err = otherSources(ctx, store, id.AppID); err != nil {
 			return fail(env, exitFailure, err)
+		}
+		if st, ok, err := governance.ReadStatus(ctx, store, id.AppID); err != nil {
+			return fail(env, exitFailure, err)
+		} else if ok {
+			rep.UnityCatalog = &st
 		}
 	}
 	if *asJSON {
@@ -182,6 +191,14 @@ func printStatus(env *cliEnv, rep statusReport) {
 		}
 		fmt.Fprintf(env.stdout, "slot %s: %s, wal_status=%s, confirmed=%s, current WAL=%s\n", s.Name, active, s.WALStatus, s.ConfirmedLSN, rep.WALLSN)
 		fmt.Fprintf(env.stdout, "  WAL held back: %.1f MiB; headroom: %s\n", float64(s.RetainedBytes)/(1<<20), headroom)
+	}
+	if uc := rep.UnityCatalog; uc != nil {
+		state := "registering"
+		if !uc.OK && uc.LastError != "" {
+			state = fmt.Sprintf("FAILING since %s: %s (retrying; next try %s)", uc.FailedAt.UTC().Format(time.RFC3339), uc.LastError, uc.NextRetry.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintf(env.stdout, "unity catalog %s -> %s.%s: %s; %d topics registered, %d pending (as of %s)\n", uc.URL, uc.Catalog, uc.Schema, state,
+			len(uc.Registered), len(uc.Pending), uc.Updated.UTC().Format(time.RFC3339))
 	}
 	if len(rep.Topics) == 0 {
 		return

@@ -45,9 +45,10 @@ func (e *IncompatibleChangeError) Unwrap() error { return e.cause }
 // checkChange decides whether a writer that appended to a table with
 // (oldP, oldM) may go on appending after the table moved to (newP, newM).
 // Compatible: the new protocol is still writable (CheckWritable) and the
-// metaData keeps its id, schema (compared as JSON values, so key order and
-// spacing do not matter) and partition columns; configuration, name,
-// description and createdTime may change.
+// metaData keeps its id, schema (SameSchema: compared as JSON values, so key
+// order and spacing do not matter, and column comments may change) and
+// partition columns; configuration, name, description and createdTime may
+// change.
 func checkChange(v int64, oldP Protocol, oldM Metadata, newP Protocol, newM Metadata) error {
 	fail := func(cause error, format string, args ...any) error {
 		return &IncompatibleChangeError{Version: v, Reason: fmt.Sprintf(format, args...), cause: cause}
@@ -72,7 +73,12 @@ func checkChange(v int64, oldP Protocol, oldM Metadata, newP Protocol, newM Meta
 
 // SameSchema reports whether two schemaStrings describe the same schema:
 // they are compared as JSON values, so key order and spacing (which differ
-// between writers re-serialising a schema) do not matter.
+// between writers re-serialising a schema) do not matter, and column
+// comments (the "comment" key of a field's metadata, at any depth) are left
+// out: a comment documents a column and changes no value a reader or a
+// writer handles (`COMMENT ON COLUMN`, `relay topics describe`). Every
+// other metadata key (column mapping, invariants, generation expressions)
+// counts.
 func SameSchema(a, b string) bool {
 	if a == b {
 		return true
@@ -81,11 +87,37 @@ func SameSchema(a, b string) bool {
 	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
 		return false
 	}
-	return reflect.DeepEqual(x, y)
+	return reflect.DeepEqual(withoutComments(x), withoutComments(y))
+}
+
+// withoutComments drops "comment" from the metadata of every field of a
+// decoded schema or type, in place, and returns v; a field without
+// metadata gets an empty one.
+func withoutComments(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		if _, isField := t["name"]; isField {
+			switch md := t["metadata"].(type) {
+			case map[string]any:
+				delete(md, "comment")
+			case nil: // absent: the same as {}
+				t["metadata"] = map[string]any{}
+			}
+		}
+		for _, sub := range t {
+			withoutComments(sub)
+		}
+	case []any:
+		for _, sub := range t {
+			withoutComments(sub)
+		}
+	}
+	return v
 }
 
 // SameField reports whether two schema fields are the same column (name,
-// type, nullability and metadata), compared as JSON values.
+// type, nullability and metadata other than comments), compared as JSON
+// values.
 func SameField(a, b StructField) bool {
 	x, err1 := json.Marshal(a)
 	y, err2 := json.Marshal(b)

@@ -198,3 +198,92 @@ func TestRefreshFollowsCompatibleChange(t *testing.T) {
 		t.Fatalf("append: v=%d %v", v, err)
 	}
 }
+
+// sparkCommentColumns renders what delta-spark writes for COMMENT ON TABLE
+// and ALTER TABLE ... ALTER COLUMN c COMMENT '...': the whole new metaData,
+// with the description and each column's "comment" metadata set.
+func sparkCommentColumns(t *testing.T, m Metadata, desc string, comments map[string]string) []string {
+	t.Helper()
+	m = cloneMetadata(m)
+	m.Description = &desc
+	s, err := ParseSchema(m.SchemaString)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range s.Fields {
+		if c, ok := comments[f.Name]; ok {
+			md := maps.Clone(f.Metadata)
+			if md == nil {
+				md = map[string]any{}
+			}
+			md["comment"] = c
+			s.Fields[i].Metadata = md
+		}
+	}
+	m.SchemaString = jsonString(t, s)
+	return []string{`{"commitInfo":{"timestamp":1764489600002,"operation":"CHANGE COLUMN","engineInfo":"Apache-Spark/3.5.3 Delta-Lake/3.2.1"}}`,
+		`{"metaData":` + jsonString(t, m) + `}`}
+}
+
+// TestForeignCommentChangesAreFollowed: a table description and column
+// comments committed under a live handle (as Spark's COMMENT statements
+// and `relay topics describe` write them) are followed, and so is a
+// changed comment; any other change of a field's metadata stops the
+// handle.
+func TestForeignCommentChangesAreFollowed(t *testing.T) {
+	ctx := context.Background()
+	local, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := storage.Sub(local, "orders")
+	tbl := newTestTable(t, store, 100)
+	appendRange(t, tbl, 1, 1)
+	putRaw(t, store, 2, sparkCommentColumns(t, tbl.Metadata(), "orders of the shop", map[string]string{"id": "the order id"})...)
+	if v, err := appendOne(ctx, tbl, 2); err != nil || v != 3 {
+		t.Fatalf("append after COMMENT ON COLUMN: v=%d %v", v, err)
+	}
+	if d := tbl.Metadata().Description; d == nil || *d != "orders of the shop" || !strings.Contains(tbl.Metadata().SchemaString, "the order id") {
+		t.Fatalf("handle did not follow the comments: %v %s", d, tbl.Metadata().SchemaString)
+	}
+	putRaw(t, store, 4, sparkCommentColumns(t, tbl.Metadata(), "orders", map[string]string{"id": "changed"})...)
+	if v, err := appendOne(ctx, tbl, 3); err != nil || v != 5 {
+		t.Fatalf("append after a changed comment: v=%d %v", v, err)
+	}
+	// The handle's own metaData updates may change comments too.
+	if _, err := tbl.UpdateMetadata(ctx, MetadataChange{Operation: "UPDATE TABLE METADATA", Update: func(m *Metadata) error {
+		m.SchemaString = strings.Replace(m.SchemaString, `"changed"`, `"again"`, 1)
+		return nil
+	}}); err != nil {
+		t.Fatalf("own comment change: %v", err)
+	}
+	m := cloneMetadata(tbl.Metadata())
+	m.SchemaString = strings.Replace(m.SchemaString, `"comment":"again"`, `"comment":"again","delta.invariants":"id > 0"`, 1)
+	if m.SchemaString == tbl.Metadata().SchemaString {
+		t.Fatal("test schema unchanged")
+	}
+	putRaw(t, store, 7, `{"commitInfo":{"operation":"CHANGE COLUMN"}}`, `{"metaData":`+jsonString(t, m)+`}`)
+	if _, err := appendOne(ctx, tbl, 4); !errors.Is(err, ErrIncompatibleChange) {
+		t.Fatalf("append after an invariant was added: %v", err)
+	}
+}
+
+func TestSameSchemaIgnoresOnlyComments(t *testing.T) {
+	base := `{"type":"struct","fields":[{"name":"a","type":{"type":"struct","fields":[{"name":"b","type":"long","nullable":true,"metadata":{}}]},"nullable":true,"metadata":{}}]}`
+	for _, c := range []struct {
+		other string
+		same  bool
+	}{
+		{strings.Replace(base, `"metadata":{}}]},`, `"metadata":{"comment":"nested"}}]},`, 1), true},
+		{strings.Replace(base, `"nullable":true,"metadata":{}}]}`, `"nullable":true,"metadata":{"comment":"top"}}]}`, 1), true},
+		{strings.Replace(base, `"metadata":{}}]},`, `"metadata":{"delta.columnMapping.id":1}}]},`, 1), false},
+		{strings.Replace(base, `"long"`, `"integer"`, 1), false},
+	} {
+		if c.other == base {
+			t.Fatalf("case unchanged: %s", c.other)
+		}
+		if got := SameSchema(base, c.other); got != c.same {
+			t.Errorf("SameSchema(base, %s) = %t, want %t", c.other, got, c.same)
+		}
+	}
+}

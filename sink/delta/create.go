@@ -122,7 +122,7 @@ func tableDiff(s *Snapshot, m Metadata, p Protocol) string {
 	case s.Protocol.MinReaderVersion != p.MinReaderVersion || s.Protocol.MinWriterVersion != p.MinWriterVersion ||
 		!sameSet(s.Protocol.ReaderFeatures, p.ReaderFeatures) || !sameSet(s.Protocol.WriterFeatures, p.WriterFeatures):
 		return fmt.Sprintf("protocol %+v, requested %+v", s.Protocol, p)
-	case s.Metadata.SchemaString != m.SchemaString:
+	case !SameSchema(s.Metadata.SchemaString, m.SchemaString):
 		return "schema differs"
 	case !slices.Equal(s.Metadata.PartitionColumns, m.PartitionColumns) &&
 		len(s.Metadata.PartitionColumns)+len(m.PartitionColumns) > 0:

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/tests/metricstest"
@@ -14,10 +16,20 @@ import (
 // that bootstrapped existing rows, streamed events and a poison row, and
 // holds a topic whose table was deleted: every family it exposes (relay,
 // bootstrap, maintenance, Go runtime and process) has the name, type, help
-// text and label names of testdata/relay_metrics.golden, taken from the
+// text and label names of testdata/relay_metrics.golden (the slot gauges
+// included, once the relay has read its slot), taken from the
 // relay before its metrics moved to OpenTelemetry.
 func TestMetricsNamesUnchanged(t *testing.T) {
 	db := setup(t)
+	// A bounded slot, so the WAL headroom gauge is there too (the cluster's
+	// default is unlimited). Top-level tests that are not parallel run
+	// alone, and the setting is undone before the others run.
+	db.Exec(t, `ALTER SYSTEM SET max_slot_wal_keep_size = '4GB'`)
+	db.Exec(t, `SELECT pg_reload_conf()`)
+	t.Cleanup(func() {
+		db.Exec(t, `ALTER SYSTEM RESET max_slot_wal_keep_size`)
+		db.Exec(t, `SELECT pg_reload_conf()`)
+	})
 	url, store := localStore(t)
 	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) VALUES ('orders', 'o0', 'Created', '{"n":0}'), ('payments', 'p0', 'Paid', '{"n":0}')`)
 	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) VALUES ('Bad/Topic', 'x', 'Oops', '{}')`)
@@ -34,10 +46,14 @@ func TestMetricsNamesUnchanged(t *testing.T) {
 		st := heldState(context.Background(), store, "payments")
 		return st.Paused == catalog.HoldMissingTable
 	})
-	mfs, err := metricstest.Scrape("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
+	var mfs map[string]*dto.MetricFamily
+	eventually(t, 30*time.Second, "the slot gauges", func() bool {
+		var err error
+		if mfs, err = metricstest.Scrape("http://" + addr + "/metrics"); err != nil {
+			t.Fatal(err)
+		}
+		return mfs["deltabus_slot_active"] != nil && mfs["deltabus_slot_wal_headroom_bytes"] != nil
+	})
 	metricstest.Golden(t, "testdata/relay_metrics.golden", metricstest.Shape(mfs))
 	for name, want := range map[string]float64{"deltabus_events_committed_total": 50, "deltabus_bootstrap_events_added_total": 1} {
 		for _, topic := range []string{"orders", "payments"} {

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/deltabus/deltabus/unitycatalog/uctest"
+)
+
+func runWithEnv(t *testing.T, vars map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	env := &cliEnv{stdout: &out, stderr: &errOut, getenv: func(k string) string { return vars[k] }}
+	code := runCLI(context.Background(), env, args)
+	return code, out.String(), errOut.String()
+}
+
+// TestTopicsDescribeBadInput: bad input is one line, exit 2, nothing
+// written.
+func TestTopicsDescribeBadInput(t *testing.T) {
+	dir := t.TempDir()
+	vars := map[string]string{"DELTABUS_STORE": "file://" + dir}
+	for _, args := range [][]string{
+		{"topics", "describe", "--owner", "x"},
+		{"topics", "describe", "--topic", "orders"},
+		{"topics", "describe", "--topic", "../etc", "--owner", "x"},
+		{"topics", "describe", "--topic", "orders", "--description", "bell\a"},
+		{"topics", "describe", "--topic", "orders", "--owner", strings.Repeat("o", 300)},
+		{"catalog", "sync", "--unity-catalog", "http://127.0.0.1:1", "--catalog", "my.lake", "--schema", "s"},
+		{"catalog", "sync", "--unity-catalog", "ftp://uc", "--catalog", "lake", "--schema", "s"},
+	} {
+		code, out, errOut := runWithEnv(t, vars, args...)
+		if code != exitUsage || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "relay: ") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+	if err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			t.Errorf("bad input wrote %s", p)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTopicsDescribeBeforeTheTable: a topic may be described before its
+// first event; relay topics shows it; relay catalog sync skips it (no
+// table yet) and never prints the token, even when it is refused.
+func TestTopicsDescribeBeforeTheTable(t *testing.T) {
+	srv := uctest.Start(t, uctest.Options{Token: "right-token"})
+	vars := map[string]string{"DELTABUS_STORE": "file://" + t.TempDir(), envUCToken: "wrong-token-value"}
+	code, out, errOut := runWithEnv(t, vars, "topics", "describe", "--topic", "orders", "--owner", "team-checkout", "--description", "Orders.")
+	if code != 0 || !strings.Contains(out, "it has no table yet") {
+		t.Fatalf("describe: %d %q %q", code, out, errOut)
+	}
+	code, out, _ = runWithEnv(t, vars, "topics")
+	if code != 0 || !strings.Contains(out, "team-checkout") || !strings.Contains(out, "[no table yet]") {
+		t.Fatalf("topics before any table: %d %q", code, out)
+	}
+	code, out, errOut = runWithEnv(t, vars, "catalog", "sync", "--unity-catalog", srv.URL, "--catalog", "lake", "--schema", "events")
+	if code != exitFailure || !strings.Contains(errOut, "401 UNAUTHENTICATED") || strings.Contains(out+errOut, "wrong-token-value") {
+		t.Fatalf("sync with a wrong token: %d %q %q", code, out, errOut)
+	}
+	vars[envUCToken] = "right-token"
+	code, out, errOut = runWithEnv(t, vars, "catalog", "sync", "--unity-catalog", srv.URL, "--catalog", "lake", "--schema", "events")
+	if code != 0 || !strings.Contains(out, "created catalog lake") || !strings.Contains(out, "0 created, 0 replaced, 0 unchanged, 0 differing, 0 conflicts, 1 skipped") {
+		t.Fatalf("sync of a store without tables: %d %q %q", code, out, errOut)
+	}
+}

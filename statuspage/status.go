@@ -1,0 +1,124 @@
+// Package statuspage is the operator's page: `relay run` serves it at "/"
+// on its metrics address, and the same data as JSON at /api/status. One
+// HTML page rendered by the relay (html/template, embedded, no build
+// step, nothing fetched from elsewhere) that refreshes itself: the slot
+// (lag, WAL headroom, holder), each source relay writing into the store
+// (their catalog markers), each topic (events, Delta version, age of the
+// last commit, held or not and why, owner, contracts, personal columns),
+// one row per consumer group and topic (lag in versions and seconds,
+// retention headroom, and for materialising groups completeness and
+// duplicate rate), the last reconcile verdict per topic, dead letters by
+// reason in the last hour, and Unity Catalog registration.
+//
+// Nothing on it is a secret: no DSN, password, token or key, no event
+// payload, no raw dead-letter row (reasons only, which name columns and
+// topics, never values). Everything is read when the page or the API is
+// asked, at most once per Config.Refresh (consumer checks once per six),
+// so a page nobody looks at costs the store nothing.
+package statuspage
+
+import (
+	"time"
+
+	"github.com/deltabus/deltabus/governance"
+	"github.com/deltabus/deltabus/reconcile"
+)
+
+// Status is /api/status.
+type Status struct {
+	GeneratedAt  time.Time             `json:"generatedAt"`
+	Relay        Relay                 `json:"relay"`
+	Slot         *Slot                 `json:"slot,omitempty"`
+	Sources      []Source              `json:"sources"`
+	Topics       []Topic               `json:"topics"`
+	Consumers    []Consumer            `json:"consumers"`
+	Reconcile    []reconcile.TopicLast `json:"reconcile"`
+	DeadLetters  DeadLetters           `json:"deadLetters"`
+	UnityCatalog *governance.UCStatus  `json:"unityCatalog,omitempty"`
+	// Errors are the parts that could not be read this time.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Relay is the relay serving the page.
+type Relay struct {
+	AppID   string `json:"appId"`
+	Slot    string `json:"slot"`
+	Store   string `json:"store"`
+	Version string `json:"version"`
+	Ready   bool   `json:"ready"`
+	Why     string `json:"why"`
+}
+
+// Slot is the replication slot as PostgreSQL reports it.
+type Slot struct {
+	Name       string    `json:"name"`
+	Exists     bool      `json:"exists"`
+	Active     bool      `json:"active"`
+	Holder     string    `json:"holder,omitempty"`
+	WALStatus  string    `json:"walStatus,omitempty"`
+	Confirmed  string    `json:"confirmedLsn,omitempty"`
+	CurrentWAL string    `json:"currentWalLsn,omitempty"`
+	LagBytes   int64     `json:"lagBytes"`                // current WAL - confirmed: what the relay has not acknowledged
+	Retained   int64     `json:"retainedBytes"`           // current WAL - restart: WAL the slot keeps on disk
+	Headroom   *int64    `json:"headroomBytes,omitempty"` // safe_wal_size; nil: unlimited
+	ReadAt     time.Time `json:"readAt"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// Source is one relay that started on the store (its marker).
+type Source struct {
+	AppID           string    `json:"appId"`
+	Slot            string    `json:"slot"`
+	Database        string    `json:"database"`
+	SystemID        string    `json:"systemId"`
+	ConsistentPoint string    `json:"consistentPoint"`
+	Since           time.Time `json:"since"`
+	This            bool      `json:"this"` // the relay serving the page
+}
+
+// Topic is one topic's row.
+type Topic struct {
+	Topic       string    `json:"topic"`
+	Owner       string    `json:"owner"`
+	Description string    `json:"description"`
+	Events      int64     `json:"events"`
+	Version     int64     `json:"version"`
+	LastCommit  time.Time `json:"lastCommit,omitzero"`
+	AgeSeconds  *float64  `json:"ageSeconds,omitempty"`
+	Held        bool      `json:"held"`
+	HeldWhy     string    `json:"heldWhy,omitempty"`
+	HeldSince   string    `json:"heldSince,omitempty"`
+	Contracts   string    `json:"contracts"`
+	Personal    string    `json:"personalColumns"`
+	Problem     string    `json:"problem,omitempty"`
+}
+
+// Consumer is one (group, topic) row of `relay check consumers`.
+type Consumer struct {
+	Group            string   `json:"group"`
+	Topic            string   `json:"topic"`
+	Checkpoints      string   `json:"checkpoints"`
+	LagVersions      int64    `json:"lagVersions"`
+	LagSeconds       float64  `json:"lagSeconds"`
+	HeadroomVersions int64    `json:"headroomVersions"`
+	HeadroomSeconds  float64  `json:"headroomSeconds"`
+	Completeness     *float64 `json:"completeness,omitempty"`
+	DuplicateRate    *float64 `json:"duplicateRate,omitempty"`
+	Breaches         []string `json:"breaches,omitempty"`
+	Error            string   `json:"error,omitempty"`
+}
+
+// DeadLetters counts the dead letters committed since Since, by reason.
+type DeadLetters struct {
+	Since    time.Time     `json:"since"`
+	Total    int64         `json:"total"`
+	ByReason []ReasonCount `json:"byReason"`
+}
+
+// ReasonCount is one reason with its quoted parts left out (so rows that
+// differ only by a topic name or a value count together, and no value a
+// producer wrote reaches the page).
+type ReasonCount struct {
+	Reason string `json:"reason"`
+	Count  int64  `json:"count"`
+}

@@ -160,6 +160,9 @@ func (r *Reader) values(b *Batch, from, n int, idxs []int32) error {
 	}
 	if r.idx != nil {
 		if err := r.idx.read(idxs[:present]); err != nil {
+			if r.kind == Boolean {
+				return fmt.Errorf("booleans: %w", err)
+			}
 			return fmt.Errorf("dictionary indices: %w", err)
 		}
 	}

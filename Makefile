@@ -4,7 +4,7 @@
 .PHONY: demo test bench build vet fuzz
 
 build:
-	go build -o bin/relay ./cmd/relay
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/relay ./cmd/relay
 
 demo: build
 	bash scripts/deps.sh postgres

@@ -20,7 +20,8 @@
 //
 // The relay runs with --stop-at, so that it exits by itself at the drain's
 // end as pg_recvlogical does at --endpos: nothing polls the database while
-// a drain is timed.
+// a drain is timed. The start-up figures time both tools from exec to exit
+// on a drain of one event (startup.go).
 package bench
 
 import (
@@ -46,7 +47,7 @@ type Options struct {
 	Big            int           // rows in one transaction (memory)
 	LatencyFor     time.Duration // steady-load latency run
 	Rate           int           // single-row transactions per second in the latency run
-	Only           string        // comma-separated subset: batch,single,big,latency
+	Only           string        // comma-separated subset: batch,single,big,latency,startup
 	RecvlogicalBin string
 	RelayArgs      string // extra flags for the measured `relay run`
 	LatencyStore   string // store URL for the latency run (default: a temp dir)
@@ -112,6 +113,7 @@ func run(ctx context.Context, out io.Writer, o Options, res *Results) error {
 		run  func(context.Context) error
 	}{
 		{"batch", b.drainBatched}, {"single", b.drainSingle}, {"big", b.bigTransaction}, {"latency", b.latency},
+		{"startup", b.startup},
 	}
 	for _, s := range steps {
 		if !o.want(s.name) {

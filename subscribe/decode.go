@@ -5,20 +5,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/deltabus/deltabus/parquetpage"
 )
 
 // decodeEvents reads a topic data file the way the relay writes it (the
 // event columns as plain parquet types, timestamps INT64 micros) straight
-// from its column chunks into events, chunkEvents at a time: the strings of
-// one column of one chunk share one allocation, and nothing goes through
-// Arrow. errLayout means the file is laid out otherwise (another writer):
-// the caller reads it with sink/topic instead. A corrupt file is an error,
-// never a panic. reuse, when not nil, supplies the page buffers and the
-// chunks to refill (emit must be done with a chunk before handing it back).
+// from its column chunks into events, chunkEvents at a time, with
+// parquetpage's readers: the strings of one column of one chunk share one
+// allocation, and nothing goes through Arrow. A page parquetpage does not
+// decode (another writer's encoding or codec) hands the rest of its column
+// chunk over to arrow-go's column reader. errLayout means the file is laid
+// out otherwise (another writer's schema): the caller reads it with
+// sink/topic instead. A corrupt file is an error, never a panic. reuse,
+// when not nil, supplies the readers' buffers and the chunks to refill
+// (emit must be done with a chunk before handing it back).
 func decodeEvents(ctx context.Context, data []byte, reuse *decodeReuse, emit func(*chunk) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -31,15 +37,7 @@ func decodeEvents(ctx context.Context, data []byte, reuse *decodeReuse, emit fun
 	if reuse.dec == nil {
 		reuse.dec = newChunkDecoder(reuse.chunks)
 	}
-	// Page readers alone allocate until a column is handed over to
-	// arrow-go (column): the pool need not clear what it hands out.
-	reuse.pages.setRaw(!reuse.dec.arrowOnly)
-	reuse.dec.pages = reuse.pages
-	var opts []file.ReadOption
-	if reuse.pages != nil {
-		opts = append(opts, file.WithReadProps(parquet.NewReaderProperties(reuse.pages)))
-	}
-	pf, err := file.NewParquetReader(bytes.NewReader(data), opts...)
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
 	if err != nil {
 		return fmt.Errorf("open parquet: %w", err)
 	}
@@ -50,7 +48,7 @@ func decodeEvents(ctx context.Context, data []byte, reuse *decodeReuse, emit fun
 	}
 	d := reuse.dec
 	for rg := 0; rg < pf.NumRowGroups(); rg++ {
-		if err := d.rowGroup(ctx, pf.RowGroup(rg), cols, emit); err != nil {
+		if err := d.rowGroup(ctx, data, pf.RowGroup(rg), cols, emit); err != nil {
 			return fmt.Errorf("row group %d: %w", rg, err)
 		}
 	}
@@ -58,11 +56,10 @@ func decodeEvents(ctx context.Context, data []byte, reuse *decodeReuse, emit fun
 }
 
 // decodeReuse is what one decode worker recycles from file to file: its
-// readers' page buffers, its scratch buffers, and chunks the subscription
-// is done with (shared by the workers of a round), and the buffer of its
-// last data file. Nil fields: allocate afresh.
+// scratch buffers and page readers, chunks the subscription is done with
+// (shared by the workers of a round), and the buffer of its last data
+// file. Nil fields: allocate afresh.
 type decodeReuse struct {
-	pages  *pagePool
 	chunks chan *chunk
 	dec    *chunkDecoder
 	file   []byte // the last data file read (readData)
@@ -148,31 +145,29 @@ type chunkDecoder struct {
 	i32   []int32
 	i64   []int64
 	defs  []int16
-	idxs  []int32                      // colPages scratch
-	cols  [len(eventColumns)]*colPages // kept for their dictionary buffers
+	cols  [len(eventColumns)]*parquetpage.Reader // kept for their buffers
 	buf   []byte
 	free  chan *chunk // chunks to refill; nil: allocate each
-	pages *pagePool   // the file's allocator; nil: arrow-go's default
 
 	arrowOnly bool // read every column with arrow-go's reader (tests)
-	fallbacks int  // column chunks colPages handed over to arrow-go
-	handOver  int  // tests: colPages hands over at this data page of a chunk
+	fallbacks int  // column chunks handed over to arrow-go
+	handOver  int  // tests: parquetpage hands over at this data page of a chunk
 }
 
 func newChunkDecoder(free chan *chunk) *chunkDecoder {
 	return &chunkDecoder{bytes: make([]parquet.ByteArray, chunkEvents), i32: make([]int32, chunkEvents),
-		i64: make([]int64, chunkEvents), defs: make([]int16, chunkEvents), idxs: make([]int32, chunkEvents), free: free}
+		i64: make([]int64, chunkEvents), defs: make([]int16, chunkEvents), free: free}
 }
 
-func (d *chunkDecoder) rowGroup(ctx context.Context, rg *file.RowGroupReader, cols []eventColumn, emit func(*chunk) error) error {
+func (d *chunkDecoder) rowGroup(ctx context.Context, data []byte, rg *file.RowGroupReader, cols []eventColumn, emit func(*chunk) error) error {
 	readers := make([]colReader, len(cols))
 	defer func() {
 		for i := range readers {
-			readers[i].close() // hands the page buffers back to the pool
+			readers[i].close()
 		}
 	}()
 	for i, c := range cols {
-		if err := readers[i].open(rg, i, c, d); err != nil {
+		if err := readers[i].open(data, rg, i, c, d); err != nil {
 			return fmt.Errorf("column %s: %w", c.name, err)
 		}
 	}
@@ -193,46 +188,42 @@ func (d *chunkDecoder) rowGroup(ctx context.Context, rg *file.RowGroupReader, co
 	return nil
 }
 
-// colReader reads one column chunk with colPages until a page it does not
-// decode, then with arrow-go's column reader.
+// colReader reads one column chunk with parquetpage until a page it does
+// not decode, then with arrow-go's column reader.
 type colReader struct {
 	rg    *file.RowGroupReader
 	leaf  int
-	pages *colPages
+	pages *parquetpage.Reader
 	arrow file.ColumnChunkReader
 }
 
-// open starts reading column i (c) of the row group.
-func (r *colReader) open(rg *file.RowGroupReader, i int, c eventColumn, d *chunkDecoder) error {
+// open starts reading column i (c) of the row group of data.
+func (r *colReader) open(data []byte, rg *file.RowGroupReader, i int, c eventColumn, d *chunkDecoder) error {
 	r.rg, r.leaf = rg, c.leaf
-	if d.arrowOnly {
-		var err error
+	ch, off, size, err := parquetpage.ChunkAt(rg.MetaData(), c.leaf, int64(len(data)))
+	if d.arrowOnly || errors.Is(err, parquetpage.ErrUnsupported) {
+		if !d.arrowOnly {
+			d.fallbacks++
+		}
 		r.arrow, err = rg.Column(c.leaf)
 		return err
 	}
-	pages, err := rg.GetColumnPageReader(c.leaf)
 	if err != nil {
 		return err
 	}
 	if d.cols[i] == nil {
-		d.cols[i] = &colPages{}
+		d.cols[i] = &parquetpage.Reader{}
 	}
-	width := 0
-	switch c.typ {
-	case parquet.Types.Int32:
-		width = 4
-	case parquet.Types.Int64:
-		width = 8
-	}
+	ch.Data = data[off : off+size]
 	r.pages = d.cols[i]
-	r.pages.reset(pages, c.def, width)
-	r.pages.handOver = d.handOver
+	r.pages.Reset(ch)
+	r.pages.HandOverAt(d.handOver)
 	return nil
 }
 
 // toArrow switches to arrow-go's reader for the rest of the column chunk.
 func (r *colReader) toArrow() error {
-	rows := r.pages.rows
+	rows := r.pages.Levels()
 	r.close()
 	var err error
 	if r.arrow, err = r.rg.Column(r.leaf); err != nil {
@@ -256,10 +247,7 @@ func (r *colReader) toArrow() error {
 }
 
 func (r *colReader) close() {
-	if r.pages != nil {
-		r.pages.pages.Close()
-		r.pages = nil
-	}
+	r.pages = nil
 	if c, ok := r.arrow.(interface{ Close() error }); ok {
 		c.Close()
 	}
@@ -312,22 +300,24 @@ func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r *colReader) er
 	return nil
 }
 
-// fromPages reads the chunk's rows of column i with colPages, until it
-// hands the column over to arrow-go (then the rest is to read). direct:
-// one PLAIN page held every row, and c.text[i] is set already.
+// fromPages reads the chunk's rows of column i with parquetpage, until
+// it hands the column over to arrow-go (then the rest is to read).
+// direct: one PLAIN page held every row, and c.text[i] is set already.
 func (d *chunkDecoder) fromPages(c *chunk, i int, r *colReader) (got int, direct bool, err error) {
-	o := colOut{buf: d.buf, starts: c.starts[i], ends: c.ends[i], nums: c.nums[i], nulls: c.null[i]}
-	got, err = r.pages.read(&o, d.idxs)
-	d.buf = o.buf
-	if o.direct {
-		c.text[i] = o.text
+	b := parquetpage.Batch{Buf: d.buf, Starts: c.starts[i], Ends: c.ends[i], Nums: c.nums[i], Nulls: c.null[i]}
+	got, err = r.pages.Read(&b)
+	d.buf = b.Buf
+	if b.Direct {
+		c.text[i] = b.Text
 	}
-	if errors.Is(err, errPageLayout) {
+	switch {
+	case errors.Is(err, parquetpage.ErrUnsupported):
 		d.fallbacks++
-		d.pages.setRaw(false) // arrow-go's readers get cleared memory
 		err = r.toArrow()
+	case err == io.EOF:
+		err = errors.New("column chunk ends before the row group's rows")
 	}
-	return got, o.direct, err
+	return got, b.Direct, err
 }
 
 // fromArrow reads the chunk's rows of column i from row got on with

@@ -46,7 +46,7 @@ func TestDecodeEventsMatchesTopicReader(t *testing.T) {
 			}
 			// Fresh buffers, then recycled ones (twice: the second file
 			// reuses what the first freed).
-			reuse := &decodeReuse{pages: newPagePool(), chunks: make(chan *chunk, 4)}
+			reuse := &decodeReuse{chunks: make(chan *chunk, 4)}
 			for pass, r := range []*decodeReuse{nil, reuse, reuse} {
 				got = got[:0]
 				err := decodeEvents(ctx, data, r, func(c *chunk) error {

@@ -33,16 +33,18 @@
 //   - Bounded memory whatever a version's size: data files are read one
 //     at a time per decoder (two decoders read ahead), from their column
 //     chunks into chunks of 1,024 events (PLAIN and dictionary pages are
-//     decoded straight from the page bytes; other encodings, and files not
-//     laid out as the relay writes them, through arrow-go); a batch holds at most
+//     decoded straight from the page bytes by package parquetpage; other
+//     encodings and codecs, and files not laid out as the relay writes
+//     them, through arrow-go); a batch holds at most
 //     Options.BatchSize events. Data files over Options.MaxFileBytes are
 //     refused. The strings of one column of one 1,024-event chunk share an
 //     allocation (never reused, so events may be kept): keeping one event's
 //     string keeps that chunk's column, or, for a dictionary-encoded column,
 //     the file's dictionary of it (up to 64 KiB). While there is something to read,
-//     each decoder keeps up to 32 MiB of page buffers, the last dictionary
-//     of each column and, on local disk, the buffer of its last data file
-//     (up to 32 MiB), for the next file; they are dropped once caught up.
+//     each decoder keeps its page readers' buffers (the largest compressed
+//     page and the last dictionary of each column) and, on local disk, the
+//     buffer of its last data file (up to 32 MiB), for the next file; they
+//     are dropped once caught up.
 //   - The table's identity: a checkpoint records the Delta table id; a
 //     topic table deleted and recreated (its versions restart) is an error,
 //     as is a commit already read that changed or vanished.

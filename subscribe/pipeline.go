@@ -27,8 +27,8 @@ import (
 // lets the decoders run a few files ahead, so a pause of the subscription
 // (its handler, the garbage collector) does not leave them idle. Chunks
 // hold the events by column (see chunk) and go back to the decoders once
-// delivered; each decoder keeps its page buffers from file to file
-// (pagePool).
+// delivered; each decoder keeps its page readers' buffers from file to
+// file (chunkDecoder).
 const (
 	decodeWorkers = 2
 	chunkEvents   = 1024
@@ -110,7 +110,7 @@ func (s *subscription) decodeReuse() []*decodeReuse {
 	if s.reuse == nil {
 		chunks := make(chan *chunk, decodeWorkers*chunkQueue)
 		for range decodeWorkers {
-			s.reuse = append(s.reuse, &decodeReuse{pages: newPagePool(), chunks: chunks})
+			s.reuse = append(s.reuse, &decodeReuse{chunks: chunks})
 		}
 	}
 	return s.reuse

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -11,10 +12,10 @@ import (
 )
 
 // The flat reader decodes a reader's load of a checkpoint (see
-// readCheckpoint) straight from the parquet column chunks, without
-// pqarrow: the few rows of a compacted table's checkpoint cost little to
-// decode, but pqarrow builds readers, buffers and Arrow arrays for every
-// leaf. It knows the leaves the reader needs in the layouts Delta writers
+// readCheckpoint) straight from the parquet column chunks with
+// parquetpage's page reader, without pqarrow: the few rows of a compacted
+// table's checkpoint cost little to decode, but pqarrow builds readers,
+// buffers and Arrow arrays for every leaf. It knows the leaves the reader needs in the layouts Delta writers
 // use (plain structs, 3-level LISTs and MAPs of strings, int32/int64/bool
 // leaves); a checkpoint laid out otherwise is read by pqarrow, and both
 // give the same actions (TestFlatCheckpointMatchesArrow).
@@ -218,25 +219,35 @@ func plainInt(p *schema.PrimitiveNode, bits int8) bool {
 	return ok && it.BitWidth() == bits && it.IsSigned()
 }
 
-// parseFlat decodes the given row groups of a checkpoint with the flat
-// reader; errFlatUnfit when the layout is one for pqarrow.
-func parseFlat(ctx context.Context, pf *file.Reader, rowGroups []int) ([]Action, error) {
+// parseFlat decodes the given row groups of a checkpoint of size bytes,
+// opened as pf and read from src, with the flat reader; errFlatUnfit when
+// the layout is one for pqarrow.
+func parseFlat(ctx context.Context, pf *file.Reader, src io.ReaderAt, size int64, rowGroups []int) ([]Action, error) {
 	cols, leaves, ok := bindFlat(pf.MetaData().Schema)
 	if !ok {
 		return nil, errFlatUnfit
 	}
+	sc := flatScratches.Get().(*flatScratch)
+	defer func() {
+		if cap(sc.chunk) <= maxPooledChunk && cap(sc.batch.Buf) <= maxPooledChunk {
+			flatScratches.Put(sc)
+		}
+	}()
 	rows := 0
 	for _, i := range rowGroups {
-		n := pf.MetaData().RowGroup(i).NumRows()
+		md := pf.MetaData().RowGroup(i)
+		n := md.NumRows()
 		if n > maxFlatRows-int64(rows) {
 			return nil, errFlatUnfit
 		}
-		rg := pf.RowGroup(i)
 		for _, l := range leaves {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			if err := l.read(rg, n); err != nil {
+			if err := l.read(src, size, md, n, sc); err != nil {
+				if errors.Is(err, errFlatUnfit) {
+					return nil, err
+				}
 				return nil, fmt.Errorf("row group %d column %s: %w", i, pf.MetaData().Schema.Column(l.col).Path(), err)
 			}
 		}

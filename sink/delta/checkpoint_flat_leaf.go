@@ -3,10 +3,13 @@ package delta
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
+	"sync"
 
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+
+	"github.com/deltabus/deltabus/parquetpage"
 )
 
 const (
@@ -34,97 +37,121 @@ type flatLeaf struct {
 	bools          []bool
 }
 
-// read appends the levels and values of the leaf's chunk in rg, which
-// holds rows rows.
-func (l *flatLeaf) read(rg *file.RowGroupReader, rows int64) error {
-	cr, err := rg.Column(l.col)
-	if err != nil {
-		return err
-	}
-	limit, batch := rows, rows
-	if l.maxRep > 0 {
-		limit, batch = rows*maxFlatEntriesPerRow+flatBatch, 2*rows+8
-	}
-	batch = max(min(batch, flatBatch), 1)
-	before, starts := len(l.def), len(l.rowStart)
-	switch r := cr.(type) {
-	case *file.ByteArrayColumnChunkReader:
-		err = readLevels(l, r, limit, batch, func(v parquet.ByteArray) { l.strs = append(l.strs, string(v)) },
-			func() { l.strs = append(l.strs, "") })
-	case *file.Int64ColumnChunkReader:
-		err = readLevels(l, r, limit, batch, func(v int64) { l.ints = append(l.ints, v) }, func() { l.ints = append(l.ints, 0) })
-	case *file.Int32ColumnChunkReader:
-		err = readLevels(l, r, limit, batch, func(v int32) { l.ints = append(l.ints, int64(v)) }, func() { l.ints = append(l.ints, 0) })
-	case *file.BooleanColumnChunkReader:
-		err = readLevels(l, r, limit, batch, func(v bool) { l.bools = append(l.bools, v) }, func() { l.bools = append(l.bools, false) })
-	default:
+// flatScratch is what a flat read reuses from leaf to leaf, and through
+// flatScratches from read to read: a column chunk's bytes, the page
+// reader's buffers and a batch of levels. Nothing the flat reader keeps
+// refers to them (strings are copies, or parts of strings made for them).
+type flatScratch struct {
+	chunk []byte
+	pages parquetpage.Reader
+	batch parquetpage.Batch
+}
+
+var flatScratches = sync.Pool{New: func() any {
+	return &flatScratch{batch: parquetpage.Batch{Nulls: make([]bool, flatBatch), Defs: make([]int16, flatBatch),
+		Reps: make([]int16, flatBatch), Nums: make([]int64, flatBatch), Bools: make([]bool, flatBatch),
+		Starts: make([]int32, flatBatch), Ends: make([]int32, flatBatch)}}
+}}
+
+// maxPooledChunk bounds the chunk buffer a flatScratch keeps in the pool.
+const maxPooledChunk = 4 << 20
+
+// read appends the levels and values of the leaf's chunk in row group rg
+// of the file of size bytes read from src, a row group of rows rows.
+func (l *flatLeaf) read(src io.ReaderAt, size int64, rg *metadata.RowGroupMetaData, rows int64, sc *flatScratch) error {
+	c, off, n, err := parquetpage.ChunkAt(rg, l.col, size)
+	if errors.Is(err, parquetpage.ErrUnsupported) {
 		return errFlatUnfit
 	}
 	if err != nil {
 		return err
 	}
-	n := int64(len(l.def) - before)
-	if l.maxRep == 0 && n != rows {
-		return fmt.Errorf("%d values for %d rows", n, rows)
+	if int64(cap(sc.chunk)) < n {
+		sc.chunk = make([]byte, n)
 	}
-	if l.maxRep > 0 && (int64(len(l.rowStart)-starts) != rows || (n > 0 && l.rowStart[starts] != before)) {
-		return fmt.Errorf("%d records in %d levels for %d rows", len(l.rowStart)-starts, n, rows)
+	c.Data = sc.chunk[:n]
+	if _, err := src.ReadAt(c.Data, off); err != nil {
+		return fmt.Errorf("read column chunk [%d,+%d): %w", off, n, err)
+	}
+	sc.pages.Reset(c)
+	limit := rows
+	if l.maxRep > 0 {
+		limit = rows*maxFlatEntriesPerRow + flatBatch
+	}
+	before, starts := len(l.def), len(l.rowStart)
+	if err := l.readLevels(sc, rows, limit); err != nil {
+		return err
+	}
+	got := int64(len(l.def) - before)
+	if l.maxRep == 0 && got != rows {
+		return fmt.Errorf("%d values for %d rows", got, rows)
+	}
+	if l.maxRep > 0 && (int64(len(l.rowStart)-starts) != rows || (got > 0 && l.rowStart[starts] != before)) {
+		return fmt.Errorf("%d records in %d levels for %d rows", len(l.rowStart)-starts, got, rows)
 	}
 	return nil
 }
 
-// levelReader is a typed parquet column chunk reader.
-type levelReader[T any] interface {
-	HasNext() bool
-	ReadBatch(batch int64, values []T, def, rep []int16) (levels int64, valuesRead int, err error)
-}
-
-// readLevels reads a column chunk to its end, batch levels at a time and
-// at most limit levels (errFlatUnfit past that for a repeated leaf, an
-// error for a flat one), calling keep for each value and null for each
-// level without one.
-func readLevels[T any](l *flatLeaf, r levelReader[T], limit, batch int64, keep func(T), null func()) error {
-	vals, def, rep := make([]T, batch), make([]int16, batch), make([]int16, batch)
-	var total int64
-	for r.HasNext() {
-		n, k, err := r.ReadBatch(batch, vals, def, rep)
-		if err != nil {
-			return err
+// readLevels reads the chunk to its end (a flat leaf: its rows rows), a
+// batch at a time and at most limit levels (errFlatUnfit past that for a
+// repeated leaf, an error for a flat one), appending each level and its
+// value (or the zero value) to the leaf.
+func (l *flatLeaf) readLevels(sc *flatScratch, rows, limit int64) error {
+	r, all := &sc.pages, &sc.batch
+	for {
+		n := int64(flatBatch)
+		if l.maxRep == 0 {
+			if n = min(n, rows-r.Levels()); n == 0 {
+				return nil
+			}
 		}
-		if n == 0 {
-			break
-		}
-		if total += n; total > limit {
+		b := parquetpage.Batch{Nulls: all.Nulls[:n], Defs: all.Defs[:n], Reps: all.Reps[:n], Nums: all.Nums[:n],
+			Bools: all.Bools[:n], Starts: all.Starts[:n], Ends: all.Ends[:n], Buf: all.Buf[:0]}
+		got, err := r.Read(&b)
+		all.Buf = b.Buf
+		if r.Levels() > limit {
 			if l.maxRep > 0 {
 				return errFlatUnfit
 			}
 			return fmt.Errorf("more values than the row group's %d rows", limit)
 		}
-		j := 0
-		for e := range n {
-			d := l.maxDef
-			if d > 0 {
-				d = def[e]
-			}
-			if l.maxRep > 0 && rep[e] == 0 {
-				l.rowStart = append(l.rowStart, len(l.def))
-			}
-			l.def = append(l.def, d)
-			if d != l.maxDef {
-				null()
-				continue
-			}
-			if j >= k {
-				return errors.New("definition levels promise more values than the page holds")
-			}
-			keep(vals[j])
-			j++
-		}
-		if j != k {
-			return fmt.Errorf("%d values for %d defined levels", k, j)
+		l.keep(&b, got)
+		switch {
+		case err == io.EOF:
+			return nil
+		case errors.Is(err, parquetpage.ErrUnsupported):
+			return errFlatUnfit
+		case err != nil:
+			return err
 		}
 	}
-	return nil
+}
+
+// keep appends the first n levels of b to the leaf.
+func (l *flatLeaf) keep(b *parquetpage.Batch, n int) {
+	for e := range n {
+		if l.maxRep > 0 && b.Reps[e] == 0 {
+			l.rowStart = append(l.rowStart, len(l.def))
+		}
+		l.def = append(l.def, b.Defs[e])
+		null := b.Nulls[e]
+		switch l.kind {
+		case flatString:
+			v := ""
+			switch {
+			case null:
+			case b.Direct:
+				v = b.Text[b.Starts[e]:b.Ends[e]]
+			default:
+				v = string(b.Buf[b.Starts[e]:b.Ends[e]])
+			}
+			l.strs = append(l.strs, v)
+		case flatBool:
+			l.bools = append(l.bools, b.Bools[e])
+		default:
+			l.ints = append(l.ints, b.Nums[e])
+		}
+	}
 }
 
 // at is the first entry of row r; end is past its last.

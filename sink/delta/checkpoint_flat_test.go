@@ -34,7 +34,7 @@ func flatAndArrow(t *testing.T, data []byte) (flat, arrow []Action, flatErr erro
 	if len(rgs) == 0 {
 		return nil, nil, nil
 	}
-	flat, flatErr = parseFlat(context.Background(), pf, rgs)
+	flat, flatErr = parseFlat(context.Background(), pf, bytes.NewReader(data), int64(len(data)), rgs)
 	if arrow, err = parseArrow(context.Background(), pf, rgs, false); err != nil {
 		t.Fatal(err)
 	}
@@ -149,10 +149,11 @@ func flatSnapshots() map[string]*Snapshot {
 	return map[string]*Snapshot{"full": full, "bare": bare}
 }
 
-// TestFlatArenaReuse: the actions of a readers' load stay intact while
-// later loads, on other goroutines, reuse the page buffers of the first
-// (parseArena): nothing the flat reader returns refers to them.
-func TestFlatArenaReuse(t *testing.T) {
+// TestFlatScratchReuse: the actions of a readers' load stay intact while
+// later loads, on other goroutines, reuse the chunk and page buffers of
+// the first (flatScratches): nothing the flat reader returns refers to
+// them.
+func TestFlatScratchReuse(t *testing.T) {
 	data, _, _, err := EncodeCheckpoint(flatSnapshots()["full"], time.UnixMilli(2000))
 	if err != nil {
 		t.Fatal(err)

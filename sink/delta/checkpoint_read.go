@@ -93,13 +93,7 @@ func parseCheckpointFrom(ctx context.Context, src parquet.ReaderAtSeeker, size i
 			acts, err = nil, fmt.Errorf("corrupt checkpoint parquet: %v", r)
 		}
 	}()
-	var arena *parseArena // the readers' load: page buffers from pools
-	var mem memory.Allocator
-	if !full {
-		arena = &parseArena{}
-		mem = arena
-	}
-	pf, err := openParquetAt(src, size, mem)
+	pf, err := openParquetAt(src, size)
 	if err != nil {
 		return nil, fmt.Errorf("open parquet: %w", err)
 	}
@@ -109,11 +103,9 @@ func parseCheckpointFrom(ctx context.Context, src parquet.ReaderAtSeeker, size i
 		if rowGroups = rowGroupsWithout(pf, "remove.path"); len(rowGroups) == 0 {
 			return nil, nil
 		}
-		if acts, err := parseFlat(ctx, pf, rowGroups); !errors.Is(err, errFlatUnfit) {
-			arena.release() // the flat reader keeps copies only
+		if acts, err := parseFlat(ctx, pf, src, size, rowGroups); !errors.Is(err, errFlatUnfit) {
 			return acts, err
 		}
-		// pqarrow reads on with buffers the arena never takes back
 	}
 	return parseArrow(ctx, pf, rowGroups, full)
 }

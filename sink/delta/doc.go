@@ -26,8 +26,9 @@
 // plus the deletion-vector id. Checkpoints written by delta-spark (MAP
 // key_value), arrow-rs/delta-rs (MAP entries) and 2019 Spark (fewer
 // columns) are read with arrow-go (adds and removes of the usual types
-// decoded directly, anything else through JSON); a corrupt checkpoint
-// never panics.
+// decoded directly, anything else through JSON), or, for the readers' load
+// of the usual layouts, leaf by leaf with package parquetpage's page
+// reader; a corrupt checkpoint never panics.
 //
 // LoadSnapshot is the readers' load: it skips the checkpoint row groups
 // that hold only tombstones (this package writes them apart) and the

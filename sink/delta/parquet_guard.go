@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 )
@@ -18,23 +17,13 @@ const maxUncompressedChunk = 1 << 30
 // readers on goroutines of its own, where a panic on a corrupt range could
 // not be recovered; rejecting such footers first keeps corrupt files an error.
 func openParquet(data []byte) (*file.Reader, error) {
-	return openParquetWith(data, nil)
+	return openParquetAt(bytes.NewReader(data), int64(len(data)))
 }
 
-// openParquetWith is openParquet with the allocator of the file's page
-// readers (nil: memory.DefaultAllocator).
-func openParquetWith(data []byte, mem memory.Allocator) (*file.Reader, error) {
-	return openParquetAt(bytes.NewReader(data), int64(len(data)), mem)
-}
-
-// openParquetAt is openParquetWith of a file of size bytes read from src
+// openParquetAt is openParquet of a file of size bytes read from src
 // where needed (its footer, then the column chunks asked for).
-func openParquetAt(src parquet.ReaderAtSeeker, size int64, mem memory.Allocator) (*file.Reader, error) {
-	var opts []file.ReadOption
-	if mem != nil {
-		opts = append(opts, file.WithReadProps(parquet.NewReaderProperties(mem)))
-	}
-	pf, err := file.NewParquetReader(src, opts...)
+func openParquetAt(src parquet.ReaderAtSeeker, size int64) (*file.Reader, error) {
+	pf, err := file.NewParquetReader(src)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/deltabus/deltabus/outbox"
-	"github.com/deltabus/deltabus/sink/topic/parquetenc"
+	"github.com/deltabus/deltabus/parquetpage"
 )
 
 const (
@@ -216,7 +216,7 @@ func cpuTime() time.Duration {
 }
 
 // BenchmarkEncodeVsPqarrow encodes the same row groups of eventGen events,
-// one per file, with parquetenc (as FileWriter does) and with
+// one per file, with parquetpage (as FileWriter does) and with
 // pqarrow.FileWriter over Arrow arrays wrapping the same buffers (as
 // FileWriter did before), alternating in the same run so both see the
 // same machine, and reports the CPU time (user+system of the process, GC
@@ -240,7 +240,7 @@ func BenchmarkEncodeVsPqarrow(b *testing.B) {
 				buf.Reset()
 				runtime.GC() // neither side pays for the other's garbage
 				t0 := cpuTime()
-				f := parquetenc.NewFile(eventEncoding, &buf)
+				f := parquetpage.NewFile(eventEncoding, &buf)
 				if err := rg.encode(f, numEventCols); err != nil {
 					b.Fatal(err)
 				}
@@ -269,10 +269,10 @@ func BenchmarkEncodeVsPqarrow(b *testing.B) {
 				arrowBytes = buf.Len()
 			}
 			n := float64(b.N * rows)
-			b.ReportMetric(float64(direct.Nanoseconds())/n, "parquetenc-cpu-ns/row")
+			b.ReportMetric(float64(direct.Nanoseconds())/n, "parquetpage-cpu-ns/row")
 			b.ReportMetric(float64(viaArrow.Nanoseconds())/n, "pqarrow-cpu-ns/row")
 			b.ReportMetric(viaArrow.Seconds()/direct.Seconds(), "cpu-ratio")
-			b.ReportMetric(float64(directBytes)/float64(rows), "parquetenc-B/row")
+			b.ReportMetric(float64(directBytes)/float64(rows), "parquetpage-B/row")
 			b.ReportMetric(float64(arrowBytes)/float64(rows), "pqarrow-B/row")
 		})
 	}

@@ -35,7 +35,7 @@
 //     a row group's dictionary passes 1 MiB), RLE definition levels, and
 //     footer statistics (null_count, min/max) for every column but
 //     event_id, payload, headers and raw_row, as pqarrow wrote them
-//     (see sink/topic/parquetenc).
+//     (see package parquetpage).
 //   - Stats: every add carries stats as a JSON string: numRecords (exact),
 //     nullCount of every column (exact), and minValues/maxValues of every
 //     non-string column (schema_version, commit_lsn, seq, xid, occurred_at,
@@ -46,7 +46,7 @@
 //   - Bounded memory: rows wait in column buffers (pooled Go slices) only
 //     until a row group is full (FileOptions.RowGroupRows / RowGroupBytes,
 //     default 64Ki rows / 32 MiB), then they are encoded straight from
-//     those buffers into the open file by parquetenc (data pages v1 of at
+//     those buffers into the open file by parquetpage (data pages v1 of at
 //     most about 1 MiB, PLAIN or dictionary-encoded, snappy: measured ~30%
 //     less relay CPU than zstd, whose pooled encoders are rebuilt after
 //     each GC), whose scratch buffers are pooled too. A file is closed when it reaches MaxFileRows or

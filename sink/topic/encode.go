@@ -6,7 +6,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"github.com/deltabus/deltabus/sink/topic/parquetenc"
+	"github.com/deltabus/deltabus/parquetpage"
 )
 
 // Columns written without a dictionary: unique or nearly unique values
@@ -28,7 +28,7 @@ var (
 )
 
 // fileEncoding returns the Parquet encoding of a table's data files.
-func fileEncoding(deadLetter bool) *parquetenc.Schema {
+func fileEncoding(deadLetter bool) *parquetpage.Schema {
 	if deadLetter {
 		return deadLetterEncoding
 	}
@@ -38,17 +38,17 @@ func fileEncoding(deadLetter bool) *parquetenc.Schema {
 // mustEncoding builds the Parquet schema of the data files the way pqarrow
 // derives it from the Arrow schema (so files read as before), with each
 // column's dictionary and statistics choice.
-func mustEncoding(deadLetter bool) *parquetenc.Schema {
+func mustEncoding(deadLetter bool) *parquetpage.Schema {
 	pq, err := pqarrow.ToParquet(ArrowSchema(deadLetter), parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
 	if err != nil {
 		panic(fmt.Sprintf("parquet schema of topic data files: %v", err))
 	}
 	cols := tableColumns(deadLetter)
-	specs := make([]parquetenc.Spec, len(cols))
+	specs := make([]parquetpage.Spec, len(cols))
 	for i, c := range cols {
-		specs[i] = parquetenc.Spec{Dictionary: !noDictionary[c.name], Statistics: !noStatistics[c.name]}
+		specs[i] = parquetpage.Spec{Dictionary: !noDictionary[c.name], Statistics: !noStatistics[c.name]}
 	}
-	s, err := parquetenc.NewSchema(pq, specs, "deltabus")
+	s, err := parquetpage.NewSchema(pq, specs, "deltabus")
 	if err != nil {
 		panic(fmt.Sprintf("parquet encoding of topic data files: %v", err))
 	}
@@ -57,14 +57,14 @@ func mustEncoding(deadLetter bool) *parquetenc.Schema {
 
 // encode writes the pending rows as one row group of f, then recycles the
 // buffers.
-func (b *pendingRows) encode(f *parquetenc.File, ncols int) error {
+func (b *pendingRows) encode(f *parquetpage.File, ncols int) error {
 	if b.rows == 0 {
 		return nil
 	}
-	var cols [numDeadLetterCols]parquetenc.Column
+	var cols [numDeadLetterCols]parquetpage.Column
 	for i := range ncols {
 		c := &b.bufs.cols[i]
-		cols[i] = parquetenc.Column{Data: c.data, Offs: c.offs, I32: c.i32, I64: c.i64}
+		cols[i] = parquetpage.Column{Data: c.data, Offs: c.offs, I32: c.i32, I64: c.i64}
 		if c.bitmap {
 			cols[i].Valid = c.valid
 		}

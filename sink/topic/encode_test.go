@@ -137,7 +137,7 @@ func checkDeadLetters(t *testing.T, st storage.Store, opts FileOptions, dls []ou
 }
 
 // pqarrowProps are the writer properties data files were written with
-// through pqarrow.FileWriter, before parquetenc.
+// through pqarrow.FileWriter, before parquetpage.
 func pqarrowProps(rowGroupRows int) *parquet.WriterProperties {
 	opts := []parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Snappy),

@@ -8,7 +8,7 @@ import (
 )
 
 // pendingRows holds the rows of the next row group column by column in
-// plain Go slices, which parquetenc encodes as they are (encode.go).
+// plain Go slices, which parquetpage encodes as they are (encode.go).
 // Arrow's builders would zero and regrow their buffers for every row group
 // (a third of a bulk copy's CPU); these slices are reused instead,
 // through a pool shared by every writer in the process, so many writers

@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/parquetpage"
 	"github.com/deltabus/deltabus/sink/delta"
-	"github.com/deltabus/deltabus/sink/topic/parquetenc"
 	"github.com/deltabus/deltabus/storage"
 )
 
@@ -68,7 +68,7 @@ func orDefault[T int | int64](v *T, def T) {
 type dataFile struct {
 	name  string
 	buf   *spillBuffer
-	pf    *parquetenc.File // nil until the first row group
+	pf    *parquetpage.File // nil until the first row group
 	stats fileStats
 }
 
@@ -80,7 +80,7 @@ type FileWriter struct {
 	store  storage.Store
 	opts   FileOptions
 	cols   []column
-	enc    *parquetenc.Schema
+	enc    *parquetpage.Schema
 	rows   *pendingRows
 	stage  *stage // rows moved out of memory, before the pending ones
 	cur    *dataFile
@@ -354,7 +354,7 @@ func (w *FileWriter) encodePending() error {
 		return nil
 	}
 	if w.cur.pf == nil {
-		w.cur.pf = parquetenc.NewFile(w.enc, w.cur.buf)
+		w.cur.pf = parquetpage.NewFile(w.enc, w.cur.buf)
 	}
 	n := w.rows.rows
 	if err := w.rows.encode(w.cur.pf, len(w.cols)); err != nil {

@@ -1,4 +1,4 @@
-package parquetenc
+package parquetpage
 
 import (
 	"bytes"
@@ -47,7 +47,7 @@ func testSchema(t testing.TB) (*arrow.Schema, *Schema) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewSchema(pq, specs, "parquetenc test")
+	s, err := NewSchema(pq, specs, "parquetpage test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,6 +204,46 @@ func checkFile(t testing.TB, as *arrow.Schema, data []byte, groups []group) {
 		}
 		tbl.Release()
 		checkFooter(t, pf, gi, g)
+	}
+	checkOurs(t, data, groups...)
+}
+
+// checkOurs reads every column of data with Reader, row group after row
+// group, and compares the values with those of groups, in order.
+func checkOurs(t testing.TB, data []byte, groups ...group) {
+	t.Helper()
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer pf.Close()
+	rng := rand.New(rand.NewPCG(uint64(len(data)), 5))
+	for c, f := range testFields {
+		var want []any
+		for _, g := range groups {
+			for _, v := range g.vals[c] {
+				if x, ok := v.(int32); ok {
+					v = int64(x)
+				}
+				want = append(want, v)
+			}
+		}
+		i := 0
+		for rg := range pf.NumRowGroups() {
+			got, err := readOurs(t, data, pf.MetaData().RowGroup(rg), c, rng.IntN(2) == 0, rng)
+			if err != nil {
+				t.Fatalf("Reader, row group %d column %s: %v", rg, f.Name, err)
+			}
+			for _, l := range got {
+				if i >= len(want) || l.v != want[i] {
+					t.Fatalf("Reader, column %s, row %d: got %.40q, want %.40q", f.Name, i, l.v, at(want, i))
+				}
+				i++
+			}
+		}
+		if i != len(want) {
+			t.Fatalf("Reader, column %s: %d rows, want %d", f.Name, i, len(want))
+		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package subscribe
+package parquetpage
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package parquetenc
+package parquetpage
 
 import "io"
 

@@ -1,4 +1,4 @@
-package parquetenc
+package parquetpage
 
 import (
 	"encoding/binary"
@@ -65,7 +65,7 @@ func (e *encoder) writeChunk(out *sink, spec *colSpec, c *Column, rows int) (chu
 	for from := 0; from < rows; {
 		to := e.pageEnd(spec, c, from, rows, useDict)
 		present, enc := e.dataPage(spec, c, from, to, vals, useDict)
-		if err := e.writePage(out, pageHeader{numValues: int32(to - from), encoding: enc}, &info); err != nil {
+		if err := e.writePage(out, pageHeader{typ: pageData, numValues: int32(to - from), encoding: enc}, &info); err != nil {
 			return info, false, fmt.Errorf("data page of rows %d-%d: %w", from, to, err)
 		}
 		info.dataPages++
@@ -146,7 +146,7 @@ func (e *encoder) writeDictPage(out *sink, spec *colSpec, info *chunkInfo) error
 		}
 		e.page = append(e.page, v...)
 	}
-	return e.writePage(out, pageHeader{dict: true, numValues: int32(e.dict.len()), encoding: encPlain}, info)
+	return e.writePage(out, pageHeader{typ: pageDictionary, numValues: int32(e.dict.len()), encoding: encPlain}, info)
 }
 
 // countValid counts the rows of [from, to) with a value.

@@ -114,8 +114,9 @@ func topicIDs(ctx context.Context, root storage.Store, name, appID string) (*idS
 		return nil, nil
 	}
 	set := &idSet{txn: txn.Version}
+	ours := func(source string) bool { return source == appID || (source == "" && catalog.LegacyLayout(appID)) }
 	for _, add := range snap.Files {
-		if err := readKeys(ctx, st, name, add, set); err != nil {
+		if err := readKeys(ctx, st, name, add, ours, set); err != nil {
 			return nil, err
 		}
 	}
@@ -124,16 +125,21 @@ func topicIDs(ctx context.Context, root storage.Store, name, appID string) (*idS
 	return set, nil
 }
 
-func readKeys(ctx context.Context, st storage.Store, name string, add delta.Add, set *idSet) error {
+// readKeys collects the keys of the events of one data file that are this
+// relay's (ours, by their source column): another source's event with the
+// same id (a database copied from another) is not one this relay holds.
+func readKeys(ctx context.Context, st storage.Store, name string, add delta.Add, ours func(string) bool, set *idSet) error {
 	var err error
 	if name == outbox.DeadLetterTopic {
 		err = topic.ReadDeadLetters(ctx, st, add, func(d outbox.DeadLetter) error {
-			set.keys = append(set.keys, deadLetterKey(d.SourceTable, d.RawRow))
+			if ours(d.Source) {
+				set.keys = append(set.keys, deadLetterKey(d.SourceTable, d.RawRow))
+			}
 			return nil
 		})
 	} else {
 		err = topic.ReadEventIDs(ctx, st, add, func(r topic.EventRef) error {
-			if k, ok := eventKey(r.ID); ok {
+			if k, ok := eventKey(r.ID); ok && ours(r.Source) {
 				set.keys = append(set.keys, k)
 			}
 			return nil

@@ -64,6 +64,7 @@ func copyRebuild(ctx context.Context, cfg Config, store storage.Store, name stri
 	}
 	log.Info("rebuild: copying the topic under the snapshot", "snapshot", rec.Snapshot, "seam_end", rec.SeamEnd,
 		"events_in_table", set.len(), "units", len(units))
+	opts.Files.Source = cfg.AppID
 	job := &copyJob{root: store, opts: opts, lsn: pglogrepl.LSN(rec.TxnVersion), takenAt: rec.Created,
 		existing: map[string]*idSet{name: set}, metrics: newMetrics(opts.Metrics), results: map[string][]unitFiles{},
 		added: map[string]int64{}, skipped: map[string]int64{}}

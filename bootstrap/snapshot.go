@@ -76,6 +76,7 @@ func Snapshot(ctx context.Context, cfg Config, store storage.Store, opts Options
 	}
 	log.Info("bootstrap: slot created with an exported snapshot", "consistent_point", slot.consistentPoint,
 		"snapshot", slot.snapshotName, "topics_with_events", len(existing))
+	opts.Files.Source = cfg.AppID
 	job := &copyJob{root: store, opts: opts, lsn: slot.consistentPoint - 1, takenAt: slot.takenAt, existing: existing,
 		metrics: newMetrics(opts.Metrics), results: map[string][]unitFiles{}, added: map[string]int64{}, skipped: map[string]int64{}}
 	pctx, ps = opts.startSpan(ctx, "bootstrap.copy")

@@ -141,9 +141,12 @@ func ListRebuildStates(ctx context.Context, store storage.Store, topic string) (
 	return out, nil
 }
 
-// legacyLayout reports whether relay appID may have objects at the
-// per-topic keys of the releases before source identity: only appIds that
-// are not of the per-source form, since those releases wrote no other.
+// LegacyLayout reports whether relay appID may have objects at the
+// per-topic keys of the releases before source identity, and rows without
+// a source column value: only appIds that are not of the per-source form,
+// since those releases wrote no other.
+func LegacyLayout(appID string) bool { return legacyLayout(appID) }
+
 func legacyLayout(appID string) bool {
 	_, _, perSource := SourceOfAppID(appID)
 	return !perSource

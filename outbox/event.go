@@ -22,6 +22,12 @@ type Event struct {
 	Seq        int32     // position of the row in its source transaction
 	Xid        int64     // source transaction id
 	CommitTime time.Time // source commit time, UTC
+
+	// Source is the appId of the relay that wrote the event into its topic
+	// (the identity of its source database), as readers of a topic table
+	// find it; empty in what producers and the router build, and in rows
+	// written before releases kept it.
+	Source string
 }
 
 // DeadLetter is an outbox row that could not become an Event. It lands in

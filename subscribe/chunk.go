@@ -60,6 +60,7 @@ func (c *chunk) fill(evs []Event, k int, pos Position, vt time.Time) {
 	}
 	n := len(evs)
 	id, top, key, typ, pay := c.strCol(cID, k, n), c.strCol(cTopic, k, n), c.strCol(cKey, k, n), c.strCol(cType, k, n), c.strCol(cPayload, k, n)
+	src := c.strCol(cSource, k, n)
 	hdrs, noHdr := c.headers[k:k+n], c.null[cHeaders][k:k+n]
 	sv, lsn, seq, xid := c.nums[cSchemaVersion][k:k+n], c.nums[cCommitLSN][k:k+n], c.nums[cSeq][k:k+n], c.nums[cXid][k:k+n]
 	occ, noOcc := c.nums[cOccurredAt][k:k+n], c.null[cOccurredAt][k:k+n]
@@ -76,6 +77,9 @@ func (c *chunk) fill(evs []Event, k int, pos Position, vt time.Time) {
 		}
 		if v := typ.at(j); e.Type != v {
 			e.Type = v
+		}
+		if v := src.at(j); e.Source != v {
+			e.Source = v
 		}
 		e.SchemaVersion = int32(sv[j])
 		var h *string

@@ -74,7 +74,7 @@ func (cs *Columns) str(col, i int) string {
 		return r.c.str(col, k)
 	}
 	e := &r.c.events[k]
-	return [...]string{cID: e.ID, cTopic: e.Topic, cKey: e.Key, cType: e.Type, cPayload: e.Payload}[col]
+	return [...]string{cID: e.ID, cTopic: e.Topic, cKey: e.Key, cType: e.Type, cPayload: e.Payload, cSource: e.Source}[col]
 }
 
 // num returns number column col of event i.
@@ -101,6 +101,10 @@ func (cs *Columns) Type(i int) string { return cs.str(cType, i) }
 
 // Payload returns event i's payload (JSON text).
 func (cs *Columns) Payload(i int) string { return cs.str(cPayload, i) }
+
+// Source returns the appId of the relay that wrote event i (its source
+// database's identity; "" for rows written before it was kept).
+func (cs *Columns) Source(i int) string { return cs.str(cSource, i) }
 
 // SchemaVersion returns event i's schema_version.
 func (cs *Columns) SchemaVersion(i int) int32 { return int32(cs.num(cSchemaVersion, i)) }

@@ -74,7 +74,10 @@ type eventColumn struct {
 	name string
 	typ  parquet.Type
 	ts   bool // INT64 TIMESTAMP(MICROS)
-	leaf int
+	// optional: files written before the column existed lack it; it then
+	// reads as NULL (leaf -1).
+	optional bool
+	leaf     int
 	def  int16 // max definition level
 }
 
@@ -85,6 +88,7 @@ var eventColumns = [...]eventColumn{
 	{name: "headers", typ: parquet.Types.ByteArray}, {name: "occurred_at", typ: parquet.Types.Int64, ts: true},
 	{name: "commit_lsn", typ: parquet.Types.Int64}, {name: "seq", typ: parquet.Types.Int32},
 	{name: "xid", typ: parquet.Types.Int64}, {name: "commit_time", typ: parquet.Types.Int64, ts: true},
+	{name: "source", typ: parquet.Types.ByteArray, optional: true},
 }
 
 const (
@@ -100,6 +104,7 @@ const (
 	cSeq
 	cXid
 	cCommitTime
+	cSource
 )
 
 // maxChunkBytes bounds the decoded size of one column chunk: a footer
@@ -112,6 +117,9 @@ func eventLayout(pf *file.Reader, size int64) ([]eventColumn, error) {
 	for i := range cols {
 		c := &cols[i]
 		c.leaf = sc.ColumnIndexByName(c.name)
+		if c.leaf < 0 && c.optional {
+			continue
+		}
 		if c.leaf < 0 {
 			return nil, errLayout
 		}
@@ -127,6 +135,9 @@ func eventLayout(pf *file.Reader, size int64) ([]eventColumn, error) {
 	for rg := 0; rg < pf.NumRowGroups(); rg++ {
 		md := pf.MetaData().RowGroup(rg)
 		for _, c := range cols {
+			if c.leaf < 0 {
+				continue
+			}
 			cc, err := md.ColumnChunk(c.leaf)
 			if err != nil {
 				return nil, err
@@ -167,6 +178,9 @@ func (d *chunkDecoder) rowGroup(ctx context.Context, data []byte, rg *file.RowGr
 		}
 	}()
 	for i, c := range cols {
+		if c.leaf < 0 {
+			continue // an optional column the file lacks: NULL
+		}
 		if err := readers[i].open(data, rg, i, c, d); err != nil {
 			return fmt.Errorf("column %s: %w", c.name, err)
 		}
@@ -275,6 +289,18 @@ func (d *chunkDecoder) column(c *chunk, i int, col eventColumn, r *colReader) er
 		d.buf, c.starts[i], c.ends[i] = d.buf[:0], grow(c.starts[i], n), grow(c.ends[i], n)
 	} else {
 		c.nums[i] = grow(c.nums[i], n)
+	}
+	if col.leaf < 0 {
+		for k := range n {
+			c.null[i][k] = true
+			if col.typ == parquet.Types.ByteArray {
+				c.starts[i][k], c.ends[i][k] = 0, 0
+			} else {
+				c.nums[i][k] = 0
+			}
+		}
+		c.text[i] = ""
+		return nil
 	}
 	got, direct := 0, false
 	if r.pages != nil {

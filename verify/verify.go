@@ -28,6 +28,7 @@ type Logged struct {
 	CommitLSN   int64
 	Seq         int32
 	CommitTime  time.Time // source commit time
+	Source      string    // appId of the relay that wrote it ("" in rows of older releases)
 	Version     int64     // Delta version that added it
 	VersionTime time.Time // that version's commit timestamp
 }
@@ -55,7 +56,7 @@ func readSnapshot(ctx context.Context, root storage.Store, name string) ([]Logge
 	var rows []Logged
 	for _, add := range snap.Files {
 		err := topic.ReadEvents(ctx, st, add, func(e outbox.Event) error {
-			rows = append(rows, Logged{ID: e.ID, CommitLSN: e.CommitLSN, Seq: e.Seq, CommitTime: e.CommitTime, Version: -1})
+			rows = append(rows, Logged{ID: e.ID, CommitLSN: e.CommitLSN, Seq: e.Seq, CommitTime: e.CommitTime, Source: e.Source, Version: -1})
 			return nil
 		})
 		if err != nil {
@@ -74,7 +75,7 @@ func readChanges(ctx context.Context, root storage.Store, name string) ([]Logged
 			return fmt.Errorf("topic %q version %d: unexpected change type %q", name, cf.Version, cf.ChangeType)
 		}
 		err := topic.ReadEvents(ctx, st, delta.Add{Path: cf.Path}, func(e outbox.Event) error {
-			rows = append(rows, Logged{ID: e.ID, CommitLSN: e.CommitLSN, Seq: e.Seq, CommitTime: e.CommitTime,
+			rows = append(rows, Logged{ID: e.ID, CommitLSN: e.CommitLSN, Seq: e.Seq, CommitTime: e.CommitTime, Source: e.Source,
 				Version: cf.Version, VersionTime: cf.Timestamp})
 			return nil
 		})

@@ -68,6 +68,7 @@ func New(root storage.Store, opts Options) *Sink {
 	if opts.PendingBudget <= 0 {
 		opts.PendingBudget = 16 << 20
 	}
+	opts.Files.Source = opts.AppID // every row says which source wrote it
 	return &Sink{root: root, opts: opts, tables: map[string]*delta.Table{}, checkpointGate: delta.NewCheckpointGate()}
 }
 

@@ -9,22 +9,25 @@ import (
 // columnComments documents every column of a topic table, as Delta readers
 // and catalogs show it (the "comment" of each field's metadata).
 var columnComments = [numDeadLetterCols]string{
-	colEventID:       "Unique id of the event (outbox id); the deduplication key.",
-	colTopic:         "Topic the event was published to.",
-	colKey:           "Partitioning and ordering key chosen by the producer (e.g. the entity id).",
-	colType:          "Event type, e.g. OrderCreated.",
-	colSchemaVersion: "Version of the payload's schema for this type.",
-	colPayload:       "Event payload, JSON text.",
-	colHeaders:       "Producer headers (trace context and others), JSON text; NULL when none.",
-	colOccurredAt:    "When the producer says the event happened (UTC).",
-	colCommitLSN:     "Source commit LSN: with seq, the source commit order.",
-	colSeq:           "Position of the event within its source transaction.",
-	colXid:           "Source transaction id.",
-	colCommitTime:    "Source commit time (UTC).",
-	colReason:        "Why the relay could not turn the outbox row into an event.",
-	colSourceTable:   "Source table the row came from (schema.table).",
-	colRawRow:        "The outbox row as the relay received it, JSON text.",
+	colEventID:          "Unique id of the event (outbox id); the deduplication key.",
+	colTopic:            "Topic the event was published to.",
+	colKey:              "Partitioning and ordering key chosen by the producer (e.g. the entity id).",
+	colType:             "Event type, e.g. OrderCreated.",
+	colSchemaVersion:    "Version of the payload's schema for this type.",
+	colPayload:          "Event payload, JSON text.",
+	colHeaders:          "Producer headers (trace context and others), JSON text; NULL when none.",
+	colOccurredAt:       "When the producer says the event happened (UTC).",
+	colCommitLSN:        "Source commit LSN: with seq, the source commit order.",
+	colSeq:              "Position of the event within its source transaction.",
+	colXid:              "Source transaction id.",
+	colCommitTime:       "Source commit time (UTC).",
+	colReason:           "Why the relay could not turn the outbox row into an event.",
+	colSourceTable:      "Source table the row came from (schema.table).",
+	colRawRow:           "The outbox row as the relay received it, JSON text.",
+	colDeadLetterSource: sourceComment,
 }
+
+const sourceComment = "Which source database's relay wrote the row (its appId, deltabus-<system id>-<slot>): with event_id, the deduplication key across sources."
 
 // ColumnComments returns the comment of every column of a topic table (or
 // of the dead-letter table), by column name.
@@ -34,6 +37,7 @@ func ColumnComments(deadLetter bool) map[string]string {
 	for i, c := range cols {
 		out[c.name] = columnComments[i]
 	}
+	out[sourceColumn.name] = sourceComment
 	return out
 }
 

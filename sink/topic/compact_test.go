@@ -448,3 +448,60 @@ func writeOldFile(t *testing.T, st storage.Store) delta.Add {
 	stats := `{"numRecords":2,"minValues":{"commit_lsn":9,"seq":0},"maxValues":{"commit_lsn":9,"seq":1},"nullCount":{"commit_lsn":0,"seq":0,"key":2}}`
 	return delta.Add{Path: path, Size: int64(buf.Len()), ModificationTime: time.Now().UnixMilli(), Stats: stats}
 }
+
+// TestSourceColumnAndStats: every row names the relay that wrote it, a
+// file's stats bound its sources exactly (min = max for one source), and
+// compaction of two sources' files keeps each row's source and widens the
+// bounds to both.
+func TestSourceColumnAndStats(t *testing.T) {
+	ctx := t.Context()
+	st, tbl := openTopic(t, newLocalStore(t), "orders")
+	a, b := testEvents(20, 2, 0x1000), testEvents(20, 2, 0x8000)
+	for i := range b {
+		b[i].ID = "b-" + b[i].ID
+	}
+	if err := relayCommit(t, st, tbl, FileOptions{Source: "deltabus-1-a"}, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := relayCommit(t, st, tbl, FileOptions{Source: "deltabus-2-b"}, b); err != nil {
+		t.Fatal(err)
+	}
+	bounds := func() (lo, hi []string) {
+		snap, err := delta.LoadSnapshot(ctx, st, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range snap.Files {
+			var s struct {
+				Min map[string]any `json:"minValues"`
+				Max map[string]any `json:"maxValues"`
+			}
+			if err := json.Unmarshal([]byte(f.Stats), &s); err != nil {
+				t.Fatal(err)
+			}
+			lo, hi = append(lo, fmt.Sprint(s.Min["source"])), append(hi, fmt.Sprint(s.Max["source"]))
+		}
+		slices.Sort(lo)
+		slices.Sort(hi)
+		return lo, hi
+	}
+	if lo, hi := bounds(); !slices.Equal(lo, []string{"deltabus-1-a", "deltabus-2-b"}) || !slices.Equal(lo, hi) {
+		t.Fatalf("source bounds %q / %q, want one source a file", lo, hi)
+	}
+	if _, err := Compact(ctx, st, CompactOptions{MinFiles: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if lo, hi := bounds(); !slices.Equal(lo, []string{"deltabus-1-a"}) || !slices.Equal(hi, []string{"deltabus-2-b"}) {
+		t.Fatalf("after compaction: source bounds %q / %q, want one file spanning both", lo, hi)
+	}
+	got, _ := snapshotEvents(t, st)
+	for _, e := range got {
+		want := "deltabus-1-a"
+		if strings.HasPrefix(e.ID, "b-") {
+			want = "deltabus-2-b"
+		}
+		if e.Source != want {
+			t.Fatalf("event %s source %q, want %q", e.ID, e.Source, want)
+		}
+	}
+}

@@ -160,7 +160,7 @@ func pqarrowProps(rowGroupRows int) *parquet.WriterProperties {
 func TestFooterMatchesPqarrow(t *testing.T) {
 	dls := randomDeadLetters(rand.New(rand.NewPCG(3, 4)), 2500, 1000, true)
 	st := newLocalStore(t)
-	adds := checkDeadLetters(t, st, FileOptions{DeadLetter: true, RowGroupRows: 1000}, dls)
+	adds := checkDeadLetters(t, st, FileOptions{DeadLetter: true, RowGroupRows: 1000, Source: "deltabus-1-test"}, dls)
 	if len(adds) != 1 {
 		t.Fatalf("%d files", len(adds))
 	}
@@ -176,7 +176,7 @@ func TestFooterMatchesPqarrow(t *testing.T) {
 	rows := new(pendingRows)
 	var fs fileStats
 	for i := range dls {
-		rows.appendDeadLetter(&dls[i], &fs)
+		rows.appendDeadLetter(&dls[i], "deltabus-1-test", &fs)
 	}
 	rec := recordOf(deadLetterSchema, rows)
 	if err := pw.Write(rec); err != nil {

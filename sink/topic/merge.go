@@ -42,7 +42,8 @@ type cursor struct {
 	pf   *file.Reader
 	rr   pqarrow.RecordReader
 	view *recordView
-	want []int // the table's columns the file has
+	list []column // the table's columns
+	want []int    // the table's columns the file has
 	n, i int
 	at   pos
 	read int64
@@ -50,7 +51,7 @@ type cursor struct {
 
 // openCursor reads the file of in and positions the cursor on its first
 // row; it returns nil for a file without rows.
-func openCursor(ctx context.Context, store storage.Store, in inputFile, ncols, ord int) (*cursor, error) {
+func openCursor(ctx context.Context, store storage.Store, in inputFile, list []column, ord int) (*cursor, error) {
 	key, err := url.PathUnescape(in.add.Path)
 	if err != nil {
 		return nil, fmt.Errorf("data file path %q: %w", in.add.Path, err)
@@ -64,7 +65,7 @@ func openCursor(ctx context.Context, store storage.Store, in inputFile, ncols, o
 		return nil, fmt.Errorf("open parquet %s: %w", key, err)
 	}
 	c := &cursor{in: in, ord: ord, pf: pf}
-	if err := c.start(ctx, ncols); err != nil {
+	if err := c.start(ctx, list); err != nil {
 		c.close()
 		return nil, fmt.Errorf("read data file %s: %w", key, err)
 	}
@@ -82,8 +83,8 @@ func openCursor(ctx context.Context, store storage.Store, in inputFile, ncols, o
 // start opens a record reader over the table's columns the file has; a
 // nullable column the file lacks (written before the column was added)
 // reads as NULL.
-func (c *cursor) start(ctx context.Context, ncols int) error {
-	want, leaves, err := presentColumns(c.pf, seq(0, ncols))
+func (c *cursor) start(ctx context.Context, list []column) error {
+	want, leaves, err := presentColumns(c.pf, list, seq(0, len(list)))
 	if err != nil {
 		return err
 	}
@@ -100,7 +101,7 @@ func (c *cursor) start(ctx context.Context, ncols int) error {
 	if c.rr, err = fr.GetRecordReader(ctx, leaves, nil); err != nil {
 		return err
 	}
-	c.want, c.i, c.n = want, -1, 0
+	c.list, c.want, c.i, c.n = list, want, -1, 0
 	return nil
 }
 
@@ -118,7 +119,7 @@ func (c *cursor) next() (bool, error) {
 			return false, nil
 		}
 		rec := c.rr.RecordBatch()
-		v, err := newRecordView(rec, c.want)
+		v, err := newRecordView(rec, c.list, c.want)
 		if err != nil {
 			return false, err
 		}
@@ -180,7 +181,7 @@ func mergeInto(ctx context.Context, store storage.Store, w *FileWriter, files []
 	next := 0
 	for {
 		for next < len(files) && (h.Len() == 0 || files[next].lo.cmp((*h)[0].at) <= 0) {
-			c, err := openCursor(ctx, store, files[next], len(w.cols), next)
+			c, err := openCursor(ctx, store, files[next], w.cols, next)
 			if err != nil {
 				return n, err
 			}

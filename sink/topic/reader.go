@@ -26,22 +26,24 @@ type EventRef struct {
 	CommitLSN  int64
 	Seq        int32
 	OccurredAt time.Time // zero when NULL
+	Source     string    // the appId of the relay that wrote it; "" when NULL
 }
 
 // readBatchRows is the number of rows decoded at a time.
 const readBatchRows = 16 << 10
 
-var refColumns = []int{colEventID, colCommitLSN, colSeq, colOccurredAt}
+var refColumns = []int{colEventID, colCommitLSN, colSeq, colOccurredAt, colSource}
 
 // ReadEventIDs calls fn for every row of the data file of add, in file
-// order, decoding only event_id, commit_lsn, seq and occurred_at.
+// order, decoding only event_id, commit_lsn, seq, occurred_at and source.
 func ReadEventIDs(ctx context.Context, store storage.Store, add delta.Add, fn func(EventRef) error) error {
-	return scan(ctx, store, add, refColumns, func(v *recordView, i int) error {
+	return scan(ctx, store, add, eventColumnList, refColumns, func(v *recordView, i int) error {
 		return fn(EventRef{
 			ID:         v.str(colEventID, i),
 			CommitLSN:  v.i64(colCommitLSN, i),
 			Seq:        v.i32(colSeq, i),
 			OccurredAt: v.ts(colOccurredAt, i),
+			Source:     v.str(colSource, i),
 		})
 	})
 }
@@ -51,7 +53,7 @@ var eventColumns = seq(0, numEventCols)
 // ReadEvents calls fn for every row of the data file of add, in file order.
 // It reads the event columns only, so it works on dead-letter files too.
 func ReadEvents(ctx context.Context, store storage.Store, add delta.Add, fn func(outbox.Event) error) error {
-	return scan(ctx, store, add, eventColumns, func(v *recordView, i int) error {
+	return scan(ctx, store, add, eventColumnList, eventColumns, func(v *recordView, i int) error {
 		return fn(v.event(i))
 	})
 }
@@ -61,7 +63,7 @@ var deadLetterColumns = seq(0, numDeadLetterCols)
 // ReadDeadLetters calls fn for every row of a dead-letter data file, in
 // file order.
 func ReadDeadLetters(ctx context.Context, store storage.Store, add delta.Add, fn func(outbox.DeadLetter) error) error {
-	return scan(ctx, store, add, deadLetterColumns, func(v *recordView, i int) error {
+	return scan(ctx, store, add, columns[:], deadLetterColumns, func(v *recordView, i int) error {
 		return fn(outbox.DeadLetter{
 			Event:       v.event(i),
 			Reason:      v.str(colReason, i),
@@ -80,8 +82,8 @@ func seq(from, to int) []int {
 }
 
 // scan reads the file of add and calls row for every row with the wanted
-// columns (positions in the dead-letter column list) decoded.
-func scan(ctx context.Context, store storage.Store, add delta.Add, want []int, row func(*recordView, int) error) error {
+// columns (positions in list, a table's column list) decoded.
+func scan(ctx context.Context, store storage.Store, add delta.Add, list []column, want []int, row func(*recordView, int) error) error {
 	key, err := url.PathUnescape(add.Path)
 	if err != nil || strings.Contains(key, "://") || strings.HasPrefix(key, "/") {
 		return fmt.Errorf("read data file: unsupported add.path %q", add.Path)
@@ -90,19 +92,19 @@ func scan(ctx context.Context, store storage.Store, add delta.Add, want []int, r
 	if err != nil {
 		return fmt.Errorf("read data file %s from %s: %w", key, store, err)
 	}
-	if err := scanParquet(ctx, data, want, row); err != nil {
+	if err := scanParquet(ctx, data, list, want, row); err != nil {
 		return fmt.Errorf("read data file %s: %w", key, err)
 	}
 	return nil
 }
 
-func scanParquet(ctx context.Context, data []byte, want []int, row func(*recordView, int) error) error {
+func scanParquet(ctx context.Context, data []byte, list []column, want []int, row func(*recordView, int) error) error {
 	pf, err := file.NewParquetReader(bytes.NewReader(data))
 	if err != nil {
 		return fmt.Errorf("open parquet: %w", err)
 	}
 	defer pf.Close()
-	present, leaves, err := presentColumns(pf, want)
+	present, leaves, err := presentColumns(pf, list, want)
 	if err != nil {
 		return err
 	}
@@ -117,7 +119,7 @@ func scanParquet(ctx context.Context, data []byte, want []int, row func(*recordV
 	defer rr.Release()
 	for rr.Next() {
 		rec := rr.RecordBatch()
-		v, err := newRecordView(rec, present)
+		v, err := newRecordView(rec, list, present)
 		if err != nil {
 			return err
 		}
@@ -136,11 +138,11 @@ func scanParquet(ctx context.Context, data []byte, want []int, row func(*recordV
 // presentColumns returns the wanted columns the file has and their leaf
 // indexes. A nullable column the file lacks (written before the column was
 // added to the table) reads as NULL, as Delta requires.
-func presentColumns(pf *file.Reader, want []int) (present, leaves []int, err error) {
+func presentColumns(pf *file.Reader, list []column, want []int) (present, leaves []int, err error) {
 	for _, c := range want {
-		leaf := pf.MetaData().Schema.ColumnIndexByName(columns[c].name)
-		if leaf < 0 && !columns[c].nullable {
-			return nil, nil, fmt.Errorf("column %q missing", columns[c].name)
+		leaf := pf.MetaData().Schema.ColumnIndexByName(list[c].name)
+		if leaf < 0 && !list[c].nullable {
+			return nil, nil, fmt.Errorf("column %q missing", list[c].name)
 		}
 		if leaf >= 0 {
 			present, leaves = append(present, c), append(leaves, leaf)
@@ -150,26 +152,27 @@ func presentColumns(pf *file.Reader, want []int) (present, leaves []int, err err
 }
 
 // recordView gives typed access to the columns of one record batch by
-// their position in the dead-letter column list; a column the batch lacks
-// reads as NULL.
+// their position in a table's column list; a column the batch lacks reads
+// as NULL.
 type recordView struct {
-	strs  [numDeadLetterCols]*array.String
-	ints  [numDeadLetterCols]*array.Int32
-	longs [numDeadLetterCols]*array.Int64
-	times [numDeadLetterCols]*array.Timestamp
+	srcCol int // the position of source in the list
+	strs   [numDeadLetterCols]*array.String
+	ints   [numDeadLetterCols]*array.Int32
+	longs  [numDeadLetterCols]*array.Int64
+	times  [numDeadLetterCols]*array.Timestamp
 }
 
-func newRecordView(rec arrow.RecordBatch, want []int) (*recordView, error) {
-	v := &recordView{}
+func newRecordView(rec arrow.RecordBatch, list []column, want []int) (*recordView, error) {
+	v := &recordView{srcCol: sourceCol(len(list) == numDeadLetterCols)}
 	for _, c := range want {
-		name := columns[c].name
+		name := list[c].name
 		idx := rec.Schema().FieldIndices(name)
 		if len(idx) != 1 {
 			return nil, fmt.Errorf("column %q missing from record", name)
 		}
 		col := rec.Column(idx[0])
 		ok := false
-		switch columns[c].kind {
+		switch list[c].kind {
 		case kindString:
 			v.strs[c], ok = col.(*array.String)
 		case kindInt:
@@ -180,7 +183,7 @@ func newRecordView(rec arrow.RecordBatch, want []int) (*recordView, error) {
 			v.times[c], ok = col.(*array.Timestamp)
 		}
 		if !ok {
-			return nil, fmt.Errorf("column %q has type %s, want Delta %s", name, col.DataType(), columns[c].kind.deltaType())
+			return nil, fmt.Errorf("column %q has type %s, want Delta %s", name, col.DataType(), list[c].kind.deltaType())
 		}
 	}
 	return v, nil
@@ -200,6 +203,7 @@ func (v *recordView) event(i int) outbox.Event {
 		Seq:           v.i32(colSeq, i),
 		Xid:           v.i64(colXid, i),
 		CommitTime:    v.ts(colCommitTime, i),
+		Source:        v.str(v.srcCol, i),
 	}
 }
 

@@ -19,8 +19,8 @@ func (w *FileWriter) appendCopy(v *recordView, i int) error {
 		w.rows.bufs = rowBufferPool.Get()
 	}
 	before := w.rows.rawSize
-	for c := range w.cols {
-		if err := w.rows.copyValue(v, c, i, st); err != nil {
+	for c, col := range w.cols {
+		if err := w.rows.copyValue(v, col, c, i, st); err != nil {
 			return w.fail(err)
 		}
 	}
@@ -31,14 +31,17 @@ func (w *FileWriter) appendCopy(v *recordView, i int) error {
 	return w.afterAppend()
 }
 
-// copyValue appends the value of column c at row i, or NULL.
-func (b *pendingRows) copyValue(v *recordView, c, i int, st *fileStats) error {
+// copyValue appends the value of column c (col) at row i, or NULL.
+func (b *pendingRows) copyValue(v *recordView, col column, c, i int, st *fileStats) error {
 	var null bool
-	switch columns[c].kind {
+	switch col.kind {
 	case kindString:
 		a := v.strs[c]
 		if null = a == nil || a.IsNull(i); !null {
 			b.putString(c, a.Value(i))
+			if col.name == sourceColumn.name {
+				st.addSource(a.Value(i))
+			}
 		}
 	case kindInt:
 		a := v.ints[c]
@@ -60,21 +63,21 @@ func (b *pendingRows) copyValue(v *recordView, c, i int, st *fileStats) error {
 	if !null {
 		return nil
 	}
-	if !columns[c].nullable {
-		return fmt.Errorf("column %s is NULL in a row, but the table declares it NOT NULL", columns[c].name)
+	if !col.nullable {
+		return fmt.Errorf("column %s is NULL in a row, but the table declares it NOT NULL", col.name)
 	}
-	b.putNull(c, st)
+	b.putNull(col.kind, c, st)
 	return nil
 }
 
-// putNull appends a NULL to column c of any kind.
-func (b *pendingRows) putNull(c int, st *fileStats) {
-	if columns[c].kind == kindString {
+// putNull appends a NULL to column c of kind k.
+func (b *pendingRows) putNull(k kind, c int, st *fileStats) {
+	if k == kindString {
 		b.putNullString(c, st)
 		return
 	}
 	col := &b.bufs.cols[c]
-	if columns[c].kind == kindInt {
+	if k == kindInt {
 		col.i32 = append(col.i32, 0)
 	} else {
 		col.i64 = append(col.i64, 0)

@@ -98,7 +98,9 @@ func (b *rowBuffers) capBytes() int {
 // fixedRowSize approximates the bytes of the fixed-width columns of a row.
 const fixedRowSize = 4 + 4 + 8 + 8 + 8 + 8 + 8
 
-func (b *pendingRows) appendEvent(e *outbox.Event, st *fileStats) {
+// appendEvent appends an event; source goes to the column at srcCol (NULL
+// when empty).
+func (b *pendingRows) appendEvent(e *outbox.Event, source string, srcCol int, st *fileStats) {
 	if b.bufs == nil {
 		b.bufs = rowBufferPool.Get()
 	}
@@ -118,19 +120,25 @@ func (b *pendingRows) appendEvent(e *outbox.Event, st *fileStats) {
 	b.putInt32(colSeq, e.Seq, st)
 	b.putInt64(colXid, e.Xid, st)
 	b.putTime(colCommitTime, e.CommitTime, st)
+	if source == "" {
+		b.putNullString(srcCol, st)
+	} else {
+		b.putString(srcCol, source)
+		st.addSource(source)
+	}
 	b.rows++
 	b.rawSize += fixedRowSize
 	st.rows++
 }
 
-func (b *pendingRows) appendDeadLetter(d *outbox.DeadLetter, st *fileStats) {
+func (b *pendingRows) appendDeadLetter(d *outbox.DeadLetter, source string, st *fileStats) {
 	if b.bufs == nil {
 		b.bufs = rowBufferPool.Get()
 	}
 	b.putString(colReason, d.Reason)
 	b.putString(colSourceTable, d.SourceTable)
 	b.putString(colRawRow, d.RawRow)
-	b.appendEvent(&d.Event, st)
+	b.appendEvent(&d.Event, source, colDeadLetterSource, st)
 }
 
 func (b *pendingRows) putString(col int, v string) {

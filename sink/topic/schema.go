@@ -30,8 +30,14 @@ type column struct {
 	nullable bool
 }
 
-// Column positions in the event schema; the dead-letter schema appends
-// colReason, colSourceTable and colRawRow.
+// Column positions. Both schemas begin with the numCommonCols columns up
+// to commit_time; an event table then has source (colSource); the
+// dead-letter table has colReason, colSourceTable, colRawRow and then its
+// source (colDeadLetterSource): each schema only ever appended nullable
+// columns, so tables of older releases are upgraded in place. A position
+// indexes the table's own column list (tableColumns), which is also how
+// row buffers, statistics and readers index columns; sourceCol gives the
+// source's position in either.
 const (
 	colEventID = iota
 	colTopic
@@ -48,14 +54,33 @@ const (
 	colReason
 	colSourceTable
 	colRawRow
+	colDeadLetterSource
 	numDeadLetterCols
 )
 
-// numEventCols is the number of columns of an ordinary topic table.
-const numEventCols = colReason
+const (
+	// numCommonCols is the number of columns both schemas begin with.
+	numCommonCols = colReason
+	// colSource is the position of source in an event table.
+	colSource = numCommonCols
+	// numEventCols is the number of columns of an ordinary topic table.
+	numEventCols = colSource + 1
+)
 
-// columns lists every column in table order; a topic table uses the first
-// numEventCols, the dead-letter table all of them.
+// sourceCol returns the position of the source column in a table's list.
+func sourceCol(deadLetter bool) int {
+	if deadLetter {
+		return colDeadLetterSource
+	}
+	return colSource
+}
+
+// sourceColumn says which relay wrote a row: its Delta txn appId, the
+// identity of its source database (catalog.Source.AppID). NULL in rows
+// written before releases kept it.
+var sourceColumn = column{"source", kindString, true}
+
+// columns lists the dead-letter table's columns in table order.
 var columns = [numDeadLetterCols]column{
 	{"event_id", kindString, false},
 	{"topic", kindString, true},
@@ -72,14 +97,19 @@ var columns = [numDeadLetterCols]column{
 	{"dead_letter_reason", kindString, true},
 	{"source_table", kindString, true},
 	{"raw_row", kindString, true},
+	sourceColumn,
 }
 
-// tableColumns returns the columns of an event table or of the dead-letter table.
+// eventColumnList lists an event table's columns in table order.
+var eventColumnList = append(append([]column{}, columns[:numCommonCols]...), sourceColumn)
+
+// tableColumns returns the columns of an event table or of the dead-letter
+// table, in table order.
 func tableColumns(deadLetter bool) []column {
 	if deadLetter {
 		return columns[:]
 	}
-	return columns[:numEventCols]
+	return eventColumnList
 }
 
 // timestampType is the Arrow type of every timestamp column: microseconds,

@@ -37,10 +37,11 @@ func TestSchemaString(t *testing.T) {
 		"schema_version:integer:true payload:string:true headers:string:true occurred_at:timestamp:true " +
 		"commit_lsn:long:true seq:integer:true xid:long:true commit_time:timestamp:true"
 	dl := " dead_letter_reason:string:true source_table:string:true raw_row:string:true"
+	src := " source:string:true" // appended last to both schemas
 	for _, tc := range []struct {
 		deadLetter bool
 		want       string
-	}{{false, want}, {true, want + dl}} {
+	}{{false, want + src}, {true, want + dl + src}} {
 		var got []string
 		for _, f := range parseSchema(t, SchemaString(tc.deadLetter)) {
 			if f.Metadata == nil || len(f.Metadata) != 0 {

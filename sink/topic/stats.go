@@ -1,6 +1,7 @@
 package topic
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -33,6 +34,24 @@ type fileStats struct {
 	rows  int64
 	nulls [numDeadLetterCols]int64
 	bound [numDeadLetterCols]minMax
+	// The source column is the one string column with bounds: a few short
+	// appIds, written exactly (no truncation), so a reader tells a file of
+	// one source (min = max) from a file compaction merged from several.
+	srcMin, srcMax string
+	srcOK          bool
+}
+
+// addSource widens the source bounds to v.
+func (s *fileStats) addSource(v string) {
+	switch {
+	case !s.srcOK:
+		s.srcMin, s.srcMax, s.srcOK = v, v, true
+	case v == s.srcMin || v == s.srcMax:
+	case v < s.srcMin:
+		s.srcMin = v
+	case v > s.srcMax:
+		s.srcMax = v
+	}
 }
 
 func (s *fileStats) reset() { *s = fileStats{} }
@@ -78,6 +97,16 @@ func (s *fileStats) appendJSON(b []byte, cols []column) []byte {
 func (s *fileStats) appendBounds(b []byte, head string, cols []column, max bool) []byte {
 	b = append(b, head...)
 	first := true
+	if s.srcOK {
+		v := s.srcMin
+		if max {
+			v = s.srcMax
+		}
+		q, _ := json.Marshal(v)
+		b = appendKey(b, sourceColumn.name)
+		b = append(b, q...)
+		first = false
+	}
 	for i, c := range cols {
 		m := s.bound[i]
 		if c.kind == kindString || !m.ok {

@@ -38,6 +38,10 @@ func relateSchema(table, want string, deadLetter bool) (schemaRelation, string) 
 	if err != nil {
 		return schemaForeign, err.Error()
 	}
+	isDeadLetter := len(t.Fields) > numCommonCols && t.Fields[numCommonCols].Name == columns[colReason].name
+	if isDeadLetter != deadLetter {
+		return schemaForeign, "an event table and the dead-letter table never share a path"
+	}
 	common := min(len(t.Fields), len(w.Fields))
 	for i := range common {
 		if !delta.SameField(t.Fields[i], w.Fields[i]) {
@@ -55,9 +59,6 @@ func relateSchema(table, want string, deadLetter bool) (schemaRelation, string) 
 		if !f.Nullable {
 			return schemaForeign, fmt.Sprintf("extra column %s is NOT NULL", describe(f))
 		}
-	}
-	if (deadLetter && len(t.Fields) <= numEventCols) || (!deadLetter && len(t.Fields) > numEventCols && t.Fields[numEventCols].Name == columns[colReason].name) {
-		return schemaForeign, "an event table and the dead-letter table never share a path"
 	}
 	return rel, ""
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,7 +17,11 @@ import (
 
 // fixtureDir holds a small "orders" topic table written by this release
 // (schema of today): two relay commits of fixtureEvents, with txns.
-const fixtureDir = "testdata/orders-v1"
+const fixtureDir = "testdata/orders-v2"
+
+// fixtureV1Dir holds the same table as the release before the source
+// column wrote it.
+const fixtureV1Dir = "testdata/orders-v1"
 
 func fixtureEvents() []outbox.Event { return testEvents(30, 3, 0x2000) }
 
@@ -72,10 +77,12 @@ func TestWriteFixture(t *testing.T) {
 }
 
 // copyFixture copies the fixture table to a temporary root.
-func copyFixture(t *testing.T) (storage.Store, *delta.Table) {
+func copyFixture(t *testing.T) (storage.Store, *delta.Table) { return copyFixtureFrom(t, fixtureDir) }
+
+func copyFixtureFrom(t *testing.T, from string) (storage.Store, *delta.Table) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "orders")
-	if err := os.CopyFS(dir, os.DirFS(fixtureDir)); err != nil {
+	if err := os.CopyFS(dir, os.DirFS(from)); err != nil {
 		t.Fatal(err)
 	}
 	st, err := storage.NewLocal(dir)
@@ -173,11 +180,11 @@ func TestUpgradeFixtureToNextSchema(t *testing.T) {
 }
 
 // TestUpgradeOlderSchema: a table of an older DeltaBus schema (here
-// today's without commit_time) is upgraded to today's; its old files read
-// NULL in the new column with today's reader.
+// today's without commit_time and source) is upgraded to today's; its old
+// files read NULL in the new columns with today's reader.
 func TestUpgradeOlderSchema(t *testing.T) {
 	ctx := t.Context()
-	older := strings.Replace(SchemaString(false), `,{"name":"commit_time","type":"timestamp","nullable":true,"metadata":{}}`, "", 1)
+	older := strings.Replace(SchemaString(false), `,{"name":"commit_time","type":"timestamp","nullable":true,"metadata":{}},{"name":"source","type":"string","nullable":true,"metadata":{}}`, "", 1)
 	if older == SchemaString(false) {
 		t.Fatal("test schema unchanged")
 	}
@@ -243,4 +250,38 @@ func TestForeignSchemas(t *testing.T) {
 	if up, err := CheckOrUpgrade(ctx, tbl, false); up || !errors.Is(err, ErrForeignSchema) || tbl.Version() != 0 {
 		t.Fatalf("dead-letter table opened as an event topic: upgraded=%t %v", up, err)
 	}
+}
+
+// TestUpgradeFixtureWithoutSource: the table the release before the source
+// column wrote is upgraded in place (source appended, nullable): its rows
+// read with an empty Source, rows appended after name their source, and
+// compaction keeps both as they are.
+func TestUpgradeFixtureWithoutSource(t *testing.T) {
+	ctx := t.Context()
+	st, tbl := copyFixtureFrom(t, fixtureV1Dir)
+	evs := fixtureEvents()
+	if up, err := CheckOrUpgrade(ctx, tbl, false); !up || err != nil {
+		t.Fatalf("upgrade of the v1 fixture: upgraded=%t %v", up, err)
+	}
+	if tbl.Metadata().SchemaString != SchemaString(false) {
+		t.Fatalf("schema after upgrade: %s", tbl.Metadata().SchemaString)
+	}
+	more := testEvents(6, 2, 0x9000)
+	if err := relayCommit(t, st, tbl, FileOptions{Source: "deltabus-1-s"}, more); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		got, _ := snapshotEvents(t, st)
+		checkSameEvents(t, got, append(slices.Clone(evs), more...))
+		for i, e := range got {
+			if want := map[bool]string{true: "", false: "deltabus-1-s"}[i < len(evs)]; e.Source != want {
+				t.Fatalf("%s: row %d source %q, want %q", when, i, e.Source, want)
+			}
+		}
+	}
+	check("after the append")
+	if _, err := Compact(ctx, st, CompactOptions{MinFiles: 1}); err != nil {
+		t.Fatalf("compaction after the upgrade: %v", err)
+	}
+	check("after compaction")
 }

@@ -30,6 +30,10 @@ type FileOptions struct {
 	// DeadLetter selects the dead-letter schema (AppendDeadLetter); otherwise
 	// the event schema (Append).
 	DeadLetter bool
+	// Source is written into every row's source column: the appId of the
+	// relay whose source the rows come from. Empty: each event's own
+	// Source (rows copied from elsewhere), NULL when that is empty too.
+	Source string
 	// RowGroupRows and RowGroupBytes close a row group: pending rows are
 	// encoded into the current file when either is reached. RowGroupBytes
 	// counts the raw appended bytes (strings plus fixed-width columns).
@@ -232,7 +236,7 @@ func (w *FileWriter) Append(e *outbox.Event) error {
 		return err
 	}
 	before := w.rows.rawSize
-	w.rows.appendEvent(e, w.current())
+	w.rows.appendEvent(e, w.sourceOf(e), colSource, w.current())
 	w.bytes += w.rows.rawSize - before
 	return w.afterAppend()
 }
@@ -243,9 +247,16 @@ func (w *FileWriter) AppendDeadLetter(d *outbox.DeadLetter) error {
 		return err
 	}
 	before := w.rows.rawSize
-	w.rows.appendDeadLetter(d, w.current())
+	w.rows.appendDeadLetter(d, w.sourceOf(&d.Event), w.current())
 	w.bytes += w.rows.rawSize - before
 	return w.afterAppend()
+}
+
+func (w *FileWriter) sourceOf(e *outbox.Event) string {
+	if w.opts.Source != "" {
+		return w.opts.Source
+	}
+	return e.Source
 }
 
 func (w *FileWriter) usable(deadLetter bool) error {

@@ -107,6 +107,7 @@ type line struct {
 	Seq           int32           `json:"seq"`
 	Xid           int64           `json:"xid"`
 	CommitTime    string          `json:"commit_time"`
+	Source        string          `json:"source,omitempty"`
 	Version       int64           `json:"version"`
 	Offset        int64           `json:"offset"`
 }
@@ -122,7 +123,7 @@ func WriteLine(w io.Writer, e *subscribe.Event) error {
 	}
 	b, err := json.Marshal(line{EventID: e.ID, Topic: e.Topic, Key: e.Key, Type: e.Type, SchemaVersion: e.SchemaVersion,
 		Payload: nested(e.Payload), Headers: headers, OccurredAt: stamp(e.OccurredAt), CommitLSN: e.CommitLSN,
-		Seq: e.Seq, Xid: e.Xid, CommitTime: stamp(e.CommitTime), Version: e.Version, Offset: e.Offset})
+		Seq: e.Seq, Xid: e.Xid, CommitTime: stamp(e.CommitTime), Source: e.Source, Version: e.Version, Offset: e.Offset})
 	if err != nil {
 		return fmt.Errorf("encode event %s: %w", e.ID, err)
 	}

@@ -191,6 +191,10 @@ func checkSources(t *testing.T, store storage.Store, fs []*fanSource, events int
 	ctx := context.Background()
 	owner := map[string]int{} // event id -> source
 	want := make([]map[string][]truthRow, len(fs))
+	appIDs := make([]string, len(fs))
+	for i, f := range fs {
+		appIDs[i] = f.db.AppID(t, "deltabus")
+	}
 	topicSet := map[string]bool{}
 	for i, f := range fs {
 		rows := f.truth.read(t)
@@ -219,6 +223,9 @@ func checkSources(t *testing.T, store storage.Store, fs []*fanSource, events int
 			if !ok {
 				t.Errorf("topic %s: row %s is no source's", tp, g.ID)
 				continue
+			}
+			if g.Source != appIDs[i] {
+				t.Errorf("topic %s: row %s of source %d says source %q, want %q", tp, g.ID, i, g.Source, appIDs[i])
 			}
 			bySource[i] = append(bySource[i], g)
 		}

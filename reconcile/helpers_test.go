@@ -72,9 +72,17 @@ func (e *env) insertSource(evs []outbox.Event) {
 // for appID, files of at most fileRows rows.
 func (e *env) commitLog(topicName string, evs []outbox.Event, appID string, fileRows int) {
 	e.t.Helper()
+	e.commitLogAs(topicName, evs, appID, "", fileRows)
+}
+
+// commitLogAs is commitLog with every row's source column set to source,
+// as the relay of that source writes it ("" leaves it NULL, as releases
+// before source identity did).
+func (e *env) commitLogAs(topicName string, evs []outbox.Event, appID, source string, fileRows int) {
+	e.t.Helper()
 	ctx := context.Background()
 	st := storage.Sub(e.root, topicName)
-	w := topic.NewFileWriter(st, topic.FileOptions{MaxFileRows: fileRows, RowGroupRows: fileRows})
+	w := topic.NewFileWriter(st, topic.FileOptions{MaxFileRows: fileRows, RowGroupRows: fileRows, Source: source})
 	for i := range evs {
 		if err := w.Append(&evs[i]); err != nil {
 			e.t.Fatal(err)

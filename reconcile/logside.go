@@ -26,10 +26,19 @@ type logFile struct {
 	lo, hi     int64 // every row's occurred_at (µs) is in [lo, hi) when bounded
 	bounded    bool
 	unreadable string // why the file cannot be read; "" when it can
+	// source is the one source every row of the file names (its stats'
+	// source bounds are equal, and no row lacks one); "" when the stats
+	// cannot tell (several sources, rows of earlier releases).
+	source string
 }
 
 // topicLog is the log side of one topic: its active files at one version.
 type topicLog struct {
+	// ours says whether a row written by source (an appId; "" for rows of
+	// releases that kept none) is this relay's: in a topic several sources
+	// share, the others' events are neither expected nor unexpected. nil:
+	// every row.
+	ours       func(source string) bool
 	topic      string
 	store      storage.Store
 	version    int64 // -1 when the topic has no table
@@ -45,9 +54,9 @@ func (e *unreadableError) Error() string { return fmt.Sprintf("data file %s: %s"
 
 // loadTopicLog reads the topic's snapshot and checks that every active file
 // exists in storage with the size its add records.
-func loadTopicLog(ctx context.Context, root storage.Store, topic string) (*topicLog, error) {
+func loadTopicLog(ctx context.Context, root storage.Store, topic string, ours func(string) bool) (*topicLog, error) {
 	st := storage.Sub(root, topic)
-	tl := &topicLog{topic: topic, store: st, version: -1, cache: map[*logFile][]int64{}}
+	tl := &topicLog{ours: ours, topic: topic, store: st, version: -1, cache: map[*logFile][]int64{}}
 	snap, err := delta.LoadSnapshot(ctx, st, -1)
 	if errors.Is(err, delta.ErrNoTable) {
 		return tl, nil
@@ -105,9 +114,15 @@ func parseStats(f *logFile, stats string) {
 		NumRecords *int64                     `json:"numRecords"`
 		Min        map[string]json.RawMessage `json:"minValues"`
 		Max        map[string]json.RawMessage `json:"maxValues"`
+		Nulls      map[string]int64           `json:"nullCount"`
 	}
 	if json.Unmarshal([]byte(stats), &s) != nil {
 		return
+	}
+	var srcLo, srcHi string
+	if nulls, ok := s.Nulls["source"]; ok && nulls == 0 && json.Unmarshal(s.Min["source"], &srcLo) == nil &&
+		json.Unmarshal(s.Max["source"], &srcHi) == nil && srcLo == srcHi {
+		f.source = srcLo
 	}
 	if s.NumRecords != nil {
 		f.rows = *s.NumRecords
@@ -137,6 +152,16 @@ func (f *logFile) overlaps(a, b int64) bool { return !f.bounded || (f.lo < b && 
 
 func (f *logFile) inside(a, b int64) bool { return f.bounded && f.lo >= a && f.hi <= b }
 
+// whole reports whether the stats tell that every row of f is ours, and
+// none whether they tell that no row is.
+func (tl *topicLog) whole(f *logFile) bool {
+	return tl.ours == nil || (f.source != "" && tl.ours(f.source))
+}
+
+func (tl *topicLog) none(f *logFile) bool {
+	return tl.ours != nil && f.source != "" && !tl.ours(f.source)
+}
+
 // read fetches the file and decodes its columns. A missing or corrupt file
 // gives an *unreadableError; other errors (network, ctx) are returned as is.
 func (tl *topicLog) read(ctx context.Context, f *logFile, withIDs bool) (*fileColumns, error) {
@@ -151,7 +176,7 @@ func (tl *topicLog) read(ctx context.Context, f *logFile, withIDs bool) (*fileCo
 	if err != nil {
 		return nil, fmt.Errorf("read data file %s of topic %q: %w", f.path, tl.topic, err)
 	}
-	cols, err := readColumns(ctx, data, withIDs)
+	cols, err := readColumns(ctx, data, withIDs, tl.ours != nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -162,6 +187,9 @@ func (tl *topicLog) read(ctx context.Context, f *logFile, withIDs bool) (*fileCo
 	if f.rows >= 0 && int64(len(cols.occurred)) != f.rows {
 		f.unreadable = fmt.Sprintf("holds %d rows, its add stats say %d", len(cols.occurred), f.rows)
 		return nil, &unreadableError{f.path, f.unreadable}
+	}
+	if tl.ours != nil {
+		cols.keep(tl.ours)
 	}
 	return cols, nil
 }
@@ -195,10 +223,10 @@ func (tl *topicLog) countWindows(ctx context.Context, bounds []int64) ([]int64, 
 			first = max(sort.Search(len(bounds), func(i int) bool { return bounds[i] > f.lo })-1, 0)
 			last = min(sort.Search(len(bounds), func(i int) bool { return bounds[i] >= f.hi })-1, n-1)
 		}
-		if first > last || (f.bounded && (f.hi <= bounds[0] || f.lo >= bounds[n])) {
+		if first > last || (f.bounded && (f.hi <= bounds[0] || f.lo >= bounds[n])) || tl.none(f) {
 			continue
 		}
-		if f.unreadable == "" && first == last && f.inside(bounds[first], bounds[first+1]) {
+		if f.unreadable == "" && first == last && f.inside(bounds[first], bounds[first+1]) && tl.whole(f) {
 			counts[first] += f.rows
 			continue
 		}
@@ -226,10 +254,10 @@ func (tl *topicLog) countWindows(ctx context.Context, bounds []int64) ([]int64, 
 func (tl *topicLog) count(ctx context.Context, a, b int64) (int64, error) {
 	var n int64
 	for _, f := range tl.files {
-		if !f.overlaps(a, b) {
+		if !f.overlaps(a, b) || tl.none(f) {
 			continue
 		}
-		if f.unreadable == "" && f.inside(a, b) {
+		if f.unreadable == "" && f.inside(a, b) && tl.whole(f) {
 			n += f.rows
 			continue
 		}
@@ -256,7 +284,7 @@ type logID struct {
 func (tl *topicLog) ids(ctx context.Context, a, b int64) ([]logID, error) {
 	var out []logID
 	for _, f := range tl.files {
-		if !f.overlaps(a, b) {
+		if !f.overlaps(a, b) || tl.none(f) {
 			continue
 		}
 		cols, err := tl.read(ctx, f, true)

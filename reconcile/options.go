@@ -44,8 +44,11 @@ type Options struct {
 	// names them.
 	Slot        string
 	Publication string
-	Tables      []Table
-	Mappings    outbox.Mappings
+	// AppID is the relay's --app-id when it set one; empty: the source's
+	// (catalog.ResolveAppID). Only that source's rows of the topics count.
+	AppID    string
+	Tables   []Table
+	Mappings outbox.Mappings
 	// Lateness is how long after occurred_at a row may still commit.
 	Lateness time.Duration
 	// Retention is the janitor's retention: rows older than T0 - Retention

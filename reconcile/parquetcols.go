@@ -23,11 +23,12 @@ const noTime = math.MinInt64
 type fileColumns struct {
 	occurred []int64
 	ids      []string
+	sources  []string // the source column when asked for and the file has it; nil otherwise
 }
 
 // readColumns decodes occurred_at (and event_id when withIDs) from the
 // parquet bytes of one data file, reading no other column.
-func readColumns(ctx context.Context, data []byte, withIDs bool) (*fileColumns, error) {
+func readColumns(ctx context.Context, data []byte, withIDs, withSources bool) (*fileColumns, error) {
 	pf, err := file.NewParquetReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("open parquet: %w", err)
@@ -46,6 +47,10 @@ func readColumns(ctx context.Context, data []byte, withIDs bool) (*fileColumns, 
 		}
 		cols = append(cols, idIdx)
 	}
+	withSources = withSources && sc.ColumnIndexByName("source") >= 0
+	if withSources {
+		cols = append(cols, sc.ColumnIndexByName("source"))
+	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator)
 	if err != nil {
 		return nil, fmt.Errorf("open parquet columns: %w", err)
@@ -60,7 +65,7 @@ func readColumns(ctx context.Context, data []byte, withIDs bool) (*fileColumns, 
 		out.ids = make([]string, 0, pf.NumRows())
 	}
 	for rr.Next() {
-		if err := out.appendRecord(rr.RecordBatch(), withIDs); err != nil {
+		if err := out.appendRecord(rr.RecordBatch(), withIDs, withSources); err != nil {
 			return nil, err
 		}
 	}
@@ -70,7 +75,7 @@ func readColumns(ctx context.Context, data []byte, withIDs bool) (*fileColumns, 
 	return out, nil
 }
 
-func (fc *fileColumns) appendRecord(rec arrow.RecordBatch, withIDs bool) error {
+func (fc *fileColumns) appendRecord(rec arrow.RecordBatch, withIDs, withSources bool) error {
 	sch := rec.Schema()
 	for i, f := range sch.Fields() {
 		switch f.Name {
@@ -82,6 +87,20 @@ func (fc *fileColumns) appendRecord(rec arrow.RecordBatch, withIDs bool) error {
 			if withIDs {
 				if err := fc.appendIDs(rec.Column(i)); err != nil {
 					return err
+				}
+			}
+		case "source":
+			if withSources {
+				s, ok := rec.Column(i).(*array.String)
+				if !ok {
+					return fmt.Errorf("source is %s, want a string", rec.Column(i).DataType())
+				}
+				for k := 0; k < s.Len(); k++ {
+					v := ""
+					if s.IsValid(k) {
+						v = strings.Clone(s.Value(k))
+					}
+					fc.sources = append(fc.sources, v)
 				}
 			}
 		}
@@ -143,4 +162,29 @@ func (fc *fileColumns) appendIDs(col arrow.Array) error {
 		return fmt.Errorf("event_id is %s, want a string", col.DataType())
 	}
 	return nil
+}
+
+// keep drops the rows whose source ours refuses (a row without a source
+// column has source "").
+func (fc *fileColumns) keep(ours func(string) bool) {
+	n := 0
+	for i := range fc.occurred {
+		src := ""
+		if fc.sources != nil {
+			src = fc.sources[i]
+		}
+		if !ours(src) {
+			continue
+		}
+		fc.occurred[n] = fc.occurred[i]
+		if fc.ids != nil {
+			fc.ids[n] = fc.ids[i]
+		}
+		n++
+	}
+	fc.occurred = fc.occurred[:n]
+	if fc.ids != nil {
+		fc.ids = fc.ids[:n]
+	}
+	fc.sources = nil
 }

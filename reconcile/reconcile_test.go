@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
 )
 
@@ -199,5 +200,40 @@ func TestOpenWindowsAreSkipped(t *testing.T) {
 	}
 	if rep.ExitCode() != ExitClean {
 		t.Fatalf("exit %d, want 0 (skipped windows are not divergence): %+v", rep.ExitCode(), rep.Results)
+	}
+}
+
+// TestOtherSourcesEventsAreNotUnexpected: a topic shared by several source
+// databases holds the others' events beside this source's; the run checks
+// this source's alone (by the rows' source column): the others' are
+// neither unexpected nor counted, in one-source files and in files that
+// compaction merged from several, and a missing event of this source is
+// still found.
+func TestOtherSourcesEventsAreNotUnexpected(t *testing.T) {
+	e := newEnv(t)
+	ours := e.db.AppID(t, "deltabus")
+	evs := events("orders", 200, e.base, time.Hour)
+	others := events("orders", 150, e.base, time.Hour)
+	e.insertSource(evs)
+	e.commitLogAs("orders", evs[:100], ours, ours, 40)
+	e.commitLogAs("orders", others, "deltabus-99-deltabus", "deltabus-99-deltabus", 40)
+	e.commitLogAs("orders", evs[101:], ours, ours, 1000) // evs[100] lost
+	if _, err := topic.Compact(context.Background(), storage.Sub(e.root, "orders"), topic.CompactOptions{MinFiles: 2}); err != nil {
+		t.Fatal(err)
+	}
+	e.advanceSlot()
+	rep := e.run(1, nil)
+	var missing []string
+	for _, r := range rep.Results {
+		if r.UnexpectedCount != 0 || r.DuplicateCount != 0 {
+			t.Fatalf("%s: %d unexpected, %d duplicates: another source's events counted as this one's", r.Window, r.UnexpectedCount, r.DuplicateCount)
+		}
+		missing = append(missing, r.Missing...)
+	}
+	if !slices.Equal(missing, []string{evs[100].ID}) {
+		t.Fatalf("missing %q, want exactly %s", missing, evs[100].ID)
+	}
+	if rep.AppID != ours {
+		t.Fatalf("report names source %q, want %q", rep.AppID, ours)
 	}
 }

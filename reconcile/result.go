@@ -71,6 +71,7 @@ type Skipped struct {
 // Report is the outcome of one run.
 type Report struct {
 	RunID      string        `json:"runId"`
+	AppID      string        `json:"appId"`      // the source whose events were checked (its relay's appId)
 	RunAt      time.Time     `json:"runAt"`      // server time T0 of the snapshot
 	From       time.Time     `json:"from"`       // checked range [From, To)
 	To         time.Time     `json:"to"`         //

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/storage"
@@ -21,8 +22,12 @@ import (
 
 // checker holds the state of one run.
 type checker struct {
-	opts    Options
-	src     *source
+	opts Options
+	src  *source
+	// ours says whether a row's source (the source column's appId) is the
+	// one this run checks: other sources' events in shared topics are not
+	// "unexpected".
+	ours    func(source string) bool
 	aux     *pgx.Conn
 	root    storage.Store
 	log     *slog.Logger
@@ -105,16 +110,25 @@ func Run(ctx context.Context, dsn string, root storage.Store, opts Options, log 
 	if err != nil {
 		return nil, err
 	}
+	srcID, err := pgsource.Identify(ctx, aux, opts.Slot)
+	if err != nil {
+		return nil, err
+	}
+	id, err := catalog.ResolveAppID(ctx, root, srcID, opts.AppID)
+	if err != nil {
+		return nil, err
+	}
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, fmt.Errorf("begin source snapshot: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	c := &checker{opts: opts, src: &source{tx: tx, tables: sts}, aux: aux, root: root, log: log}
+	c := &checker{opts: opts, src: &source{tx: tx, tables: sts}, ours: oursOf(id.AppID), aux: aux, root: root, log: log}
 	rep, err = c.run(ctx)
 	if err != nil {
 		return nil, err
 	}
+	rep.AppID = id.AppID
 	rep.Took = time.Since(started)
 	return rep, nil
 }
@@ -284,5 +298,12 @@ func (c *checker) loadLog(ctx context.Context, topic string) (*topicLog, error) 
 	if outbox.ValidTopic(topic) != nil {
 		return &topicLog{topic: topic, version: -1, cache: map[*logFile][]int64{}}, nil
 	}
-	return loadTopicLog(ctx, c.root, topic)
+	return loadTopicLog(ctx, c.root, topic, c.ours)
+}
+
+// oursOf is the row filter of the relay appID: its rows, and rows without
+// a source (written by a release that kept none: the reconciler cannot
+// tell whose they are, and checks them as before, against this source).
+func oursOf(appID string) func(string) bool {
+	return func(src string) bool { return src == appID || src == "" }
 }

@@ -270,7 +270,7 @@ func (c *checker) deadLetters(ctx context.Context) (map[string]bool, error) {
 		return c.dead, nil
 	}
 	c.dead = map[string]bool{}
-	tl, err := loadTopicLog(ctx, c.root, outbox.DeadLetterTopic)
+	tl, err := loadTopicLog(ctx, c.root, outbox.DeadLetterTopic, c.ours)
 	if err != nil {
 		c.log.Warn("reconcile: dead-letter topic unreadable; missing ids are not checked against it", "err", err)
 		return c.dead, nil

@@ -84,7 +84,7 @@ func (f *reconcileFlags) register(fs *flag.FlagSet, env *cliEnv) {
 // options completes Options from the parsed flags.
 func (f *reconcileFlags) options() (reconcile.Options, error) {
 	o := f.opts
-	o.Slot, o.Publication, o.Topics = f.sf.slot, f.sf.publication, f.topics
+	o.Slot, o.Publication, o.Topics, o.AppID = f.sf.slot, f.sf.publication, f.topics, f.sf.appID
 	var err error
 	if f.from != "" || f.to != "" {
 		if o.From, err = time.Parse(time.RFC3339Nano, f.from); err != nil {

@@ -40,6 +40,14 @@ func (c *chunk) id(k int) string {
 	return c.str(cID, k)
 }
 
+// key returns the dedup key of event k: its source and id.
+func (c *chunk) key(k int) dedupKey {
+	if c.events != nil {
+		return dedupKey{c.events[k].Source, c.events[k].ID}
+	}
+	return dedupKey{c.str(cSource, k), c.str(cID, k)}
+}
+
 // event sets *e to event k. Its strings share the chunk's allocations,
 // which are never reused: a handler may keep them.
 func (c *chunk) event(k int, e *outbox.Event) {

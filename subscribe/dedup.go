@@ -1,24 +1,28 @@
 package subscribe
 
-// window remembers the last n event ids delivered: a ring of ids plus a
-// count per id, so memory is O(n) whatever the stream (about 100 bytes per
-// id: the string and a map entry). n = 0 disables it.
+// dedupKey identifies an event across the sources of a shared topic: its
+// source (the relay's appId) and its id.
+type dedupKey struct{ source, id string }
+
+// window remembers the last n events delivered: a ring of keys plus a
+// count per key, so memory is O(n) whatever the stream (about 100 bytes per
+// event: the strings and a map entry). n = 0 disables it.
 type window struct {
-	ring  []string
+	ring  []dedupKey
 	next  int
-	count map[string]int
+	count map[dedupKey]int
 }
 
 func newWindow(n int) *window {
 	if n <= 0 {
 		return nil
 	}
-	return &window{ring: make([]string, 0, n), count: make(map[string]int, n)}
+	return &window{ring: make([]dedupKey, 0, n), count: make(map[dedupKey]int, n)}
 }
 
-func (w *window) contains(id string) bool { return w != nil && w.count[id] > 0 }
+func (w *window) contains(id dedupKey) bool { return w != nil && w.count[id] > 0 }
 
-func (w *window) add(id string) {
+func (w *window) add(id dedupKey) {
 	if w == nil {
 		return
 	}

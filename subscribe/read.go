@@ -52,9 +52,9 @@ func (s *subscription) deliverChunk(ctx context.Context, c *chunk, k int, pos Po
 			m = min(c.n-k, s.o.BatchSize-s.pending())
 		}
 		s.pos = Position{Version: pos.Version, Offset: pos.Offset + int64(m)}
-		switch id := c.id(k); {
+		switch id := c.key(k); {
 		case s.seen.contains(id):
-			s.log.Debug("subscribe: duplicate event id dropped", "event_id", id, "version", pos.Version, "offset", pos.Offset)
+			s.log.Debug("subscribe: duplicate event dropped", "event_id", id.id, "source", id.source, "version", pos.Version, "offset", pos.Offset)
 		case s.o.Columns:
 			s.cols.add(c, k, m, pos, vt)
 			s.seen.add(id)

@@ -93,10 +93,15 @@ func TestDedupWindowDropsRepeatedIDs(t *testing.T) {
 	}
 	checkOrder(t, c.events, 5)
 	w := newWindow(3)
+	k := func(id string) dedupKey { return dedupKey{"deltabus-1-s", id} }
 	for _, id := range []string{"a", "b", "c", "d"} {
-		w.add(id)
+		w.add(k(id))
 	}
-	if w.contains("a") || !w.contains("b") || !w.contains("d") || len(w.count) != 3 {
+	if w.contains(k("a")) || !w.contains(k("b")) || !w.contains(k("d")) || len(w.count) != 3 {
 		t.Fatalf("window of 3 after 4 ids: %v", w.count)
+	}
+	// Two sources' events with one id are two events.
+	if w.contains(dedupKey{"deltabus-2-s", "d"}) {
+		t.Fatal("another source's event with the same id taken for a duplicate")
 	}
 }

@@ -33,7 +33,8 @@
 //	  unitycatalog/<appId>.json       the relay's Unity Catalog registrations (package governance)
 //
 // Topic names are lowercase `[a-z0-9][a-z0-9._-]*` (names starting with "_"
-// are internal), relay appIds are `deltabus-<slot>`, consumer groups follow
+// are internal), relay appIds are `deltabus-<system id>-<slot>` (or an
+// earlier release's `deltabus-<slot>`), consumer groups follow
 // the topic rule, ids are random hex: no name holds a "/", so every name is
 // exactly one key segment and Parse(Key(kind, names...)) returns kind and
 // names. Two objects never share a key, whatever names producers choose (the
@@ -83,7 +84,8 @@
 //     version was written by another instance of this relay (a zombie after
 //     a standby took over): the relay stops (delta.ErrAlreadyCommitted)
 //     instead of writing the batch twice. PostgreSQL lets one process stream
-//     from a slot at a time.
+//     from a slot at a time, and the appId names the slot's cluster, so
+//     that other instance read the same source.
 //  6. Idle slots move. When nothing is batched, committing or inside a
 //     transaction, the relay acknowledges the server's WAL end from a
 //     keepalive: every transaction before it was decoded and, by 1, is
@@ -96,6 +98,49 @@
 //
 // Rows the router cannot turn into events go to _dead_letter under the
 // same rules; a DELETE of an outbox row is not an event.
+//
+// # Many sources, one store
+//
+// Each relay reads one source: a slot of one database of one cluster
+// (Source). Its appId is the source's, deltabus-<system id>-<slot>
+// (ResolveAppID), so two clusters never share one whatever their slot
+// names; a legacy appId deltabus-<slot> is used only by the source its
+// marker names. Steps 1 to 7 hold for each appId A on its own, in every
+// topic table that several sources share:
+//
+//   - v_A(t) is read from A's txn only. Another appId's txn is another
+//     source's position, in another LSN space, and is never compared with
+//     A's (the release before source identity gave every relay the same
+//     appId, and one source skipped the other's events as its own).
+//   - Commits of different appIds race for table versions. A commit that
+//     loses version n reads the winners (delta.Table's catch-up): a blind
+//     append of another appId, a compaction (it removes files, never ones
+//     A's pending commit adds) or a property change commutes with A's
+//     append, which is retried at n+1 with the same data files; our own
+//     appId at or beyond A's version fences A (5); a schema, protocol or
+//     table-id change holds the topic (7). Before putting version n the
+//     commit checks that n-1 is still in the log (log clean-up may have
+//     freed the name), so no commit lands where no reader looks. A lost
+//     race is counted (deltabus_commit_races_total), not an error.
+//   - Within a topic each source's rows are in that source's commit order
+//     (4, per appId); across sources they are in the order of the Delta
+//     versions that hold them. Every row names its source (the source
+//     column = the appId): the total order of a topic is (Delta version,
+//     commit_lsn, seq), and (source, event_id) is its deduplication key.
+//   - Holds and rebuilds are per source: rebuild records, states and
+//     intents are kept under rebuilds/<topic>/<appId>/, a bootstrap or a
+//     rebuild skips only the events its own source already holds (by the
+//     source column), and maintenance skips a topic any source holds.
+//   - Files uploaded and not yet committed are covered by their writer's
+//     Lease: other relays' VACUUM keeps them whatever its retention.
+//
+// Where the relay cannot prove that progress it meets is its source's (a
+// marker of this appId for another database, a legacy marker without a
+// system identifier) it refuses to start with one line naming both; it
+// never reads another source's progress as its own. A data directory
+// copied with its slots (not pg_basebackup, which leaves them behind) is
+// the same source to DeltaBus: drop its slots, as PostgreSQL advises for
+// copies.
 //
 // # The first start: snapshot, then stream
 //

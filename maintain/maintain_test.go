@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/deltasink"
+	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/verify"
 )
@@ -104,4 +106,135 @@ func TestRunKeepsEveryRowAndTheTxn(t *testing.T) {
 	if o := byTopic["orders"]; o.Earliest != 200 || len(logs) != int(snap.Version-200)+3 {
 		t.Fatalf("after clean-up: earliest version %d, %d log entries at version %d", o.Earliest, len(logs), snap.Version)
 	}
+}
+
+// TestMaintainersAtOnceBesideWriters: what this package decides for a
+// table several relays share: every relay's maintenance may run at once
+// (no leader). Two sources append to one topic while three maintainers
+// compact, clean up and vacuum it concurrently at accelerated retention,
+// and a third writer's uploaded files wait uncommitted under its lease:
+// every row of every source is there once, in its source's order, the
+// lease holder's files survive and commit, and the table reads from its
+// newest checkpoint.
+func TestMaintainersAtOnceBesideWriters(t *testing.T) {
+	ctx := context.Background()
+	root, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := func() time.Time { return time.Now().Add(2 * time.Hour) }
+	opts := Options{LogRetention: time.Hour, FileRetention: time.Hour, Now: later, Compact: topic.CompactOptions{MinFiles: 2}}
+	// The lease holder uploads first and commits last (a bootstrap).
+	slow := deltasink.New(root, deltasink.Options{AppID: "deltabus-3-slow", SyncCheckpoints: true})
+	lease, err := catalog.HoldLease(ctx, root, "deltabus-3-slow.bootstrap", nil, time.Now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slowIDs []string
+	var adds []delta.Add
+	{
+		for i := range 5 {
+			slowIDs = append(slowIDs, fmt.Sprintf("00000000-0000-4000-9000-%012d", i))
+		}
+		w := topic.NewFileWriter(storage.Sub(root, "orders"), topic.FileOptions{Source: "deltabus-3-slow"})
+		for i := range slowIDs {
+			_ = w.Append(&outbox.Event{ID: slowIDs[i], Topic: "orders", Key: "k", Type: "t", SchemaVersion: 1, Payload: `{}`,
+				OccurredAt: time.Unix(1700000000, 0).UTC(), CommitLSN: 50, Seq: int32(i), CommitTime: time.Now().UTC()})
+		}
+		if adds, err = w.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	wants := make([]map[string][]string, 2)
+	for s := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wants[s] = writeAs(t, root, fmt.Sprintf("deltabus-%d-s", s+1), s, []string{"orders"}, 60)
+		}()
+	}
+	stop := make(chan struct{})
+	var mwg sync.WaitGroup
+	for range 3 {
+		mwg.Add(1)
+		go func() {
+			defer mwg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := Run(ctx, root, opts); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	mwg.Wait()
+	if _, err := Run(ctx, root, opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := slow.CommitFiles(ctx, "orders", adds, 50); err != nil {
+		t.Fatalf("the lease holder's files after three maintainers ran: %v", err)
+	}
+	lease.Release(ctx, root, "deltabus-3-slow.bootstrap")
+	rows, err := verify.ReadTopic(ctx, root, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySource := map[string][]string{}
+	for _, r := range rows {
+		bySource[r.Source] = append(bySource[r.Source], r.ID)
+	}
+	for s := range 2 {
+		if got := bySource[fmt.Sprintf("deltabus-%d-s", s+1)]; !slices.Equal(got, wants[s]["orders"]) {
+			t.Fatalf("source %d: %d rows, want %d in order", s+1, len(got), len(wants[s]["orders"]))
+		}
+	}
+	if got := bySource["deltabus-3-slow"]; !slices.Equal(got, slowIDs) {
+		t.Fatalf("the lease holder's rows %q, want %q", got, slowIDs)
+	}
+	snap, err := delta.LoadSnapshot(ctx, storage.Sub(root, "orders"), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Version < 120 {
+		t.Fatalf("version %d after 120 appends", snap.Version)
+	}
+}
+
+// writeAs is write for the relay of another source: its own appId, ids
+// and positions.
+func writeAs(t *testing.T, root storage.Store, appID string, n int, topics []string, batches int) map[string][]string {
+	s := deltasink.New(root, deltasink.Options{AppID: appID, SyncCheckpoints: true})
+	ctx := context.Background()
+	want := map[string][]string{}
+	for b := range batches {
+		batch := s.NewBatch()
+		pos := int64(1000 + b*100)
+		for _, tp := range topics {
+			for k := range 5 {
+				ev := &outbox.Event{ID: fmt.Sprintf("00000000-0000-4000-8%03d-%012d", n, b*10+k), Topic: tp, Key: "k", Type: "t",
+					SchemaVersion: 1, Payload: `{"n":1}`, OccurredAt: time.Unix(1700000000, 0).UTC(), CommitLSN: pos, Seq: int32(k), CommitTime: time.Now().UTC()}
+				if err := batch.Append(ev); err != nil {
+					t.Error(err)
+					return want
+				}
+				want[tp] = append(want[tp], ev.ID)
+			}
+		}
+		for _, tp := range topics {
+			if _, err := batch.Commit(ctx, tp, pos); err != nil {
+				t.Error(err)
+				return want
+			}
+		}
+	}
+	s.Close(ctx)
+	return want
 }

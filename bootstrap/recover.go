@@ -20,9 +20,9 @@ const RecoverWarning = "events deleted from the outbox while the slot was missin
 // (`relay run`). A healthy slot of a bootstrapped relay is refused: there
 // is nothing to recover, and dropping it would lose nothing but time.
 func Recover(ctx context.Context, cfg Config, store storage.Store, opts Options) (Result, error) {
-	cfg, slot, hasMarker, err := slotAndMarker(ctx, cfg, store)
+	cfg, slot, hasMarker, err := slotAndMarker(ctx, cfg, store, "recover")
 	if err != nil {
-		return Result{}, fmt.Errorf("recover: %w", err)
+		return Result{}, err
 	}
 	switch {
 	case slot.Exists && slot.ActivePID != nil:
@@ -43,9 +43,9 @@ func Recover(ctx context.Context, cfg Config, store storage.Store, opts Options)
 // First runs a first-start bootstrap ahead of `relay run`. A relay that is
 // already bootstrapped (its slot and marker exist) is refused.
 func First(ctx context.Context, cfg Config, store storage.Store, opts Options) (Result, error) {
-	cfg, slot, hasMarker, err := slotAndMarker(ctx, cfg, store)
+	cfg, slot, hasMarker, err := slotAndMarker(ctx, cfg, store, "bootstrap")
 	if err != nil {
-		return Result{}, fmt.Errorf("bootstrap: %w", err)
+		return Result{}, err
 	}
 	switch {
 	case hasMarker && slot.Exists:
@@ -57,8 +57,9 @@ func First(ctx context.Context, cfg Config, store storage.Store, opts Options) (
 }
 
 // slotAndMarker identifies the source and reads its slot and whether the
-// store holds its marker.
-func slotAndMarker(ctx context.Context, cfg Config, store storage.Store) (Config, pgsource.Slot, bool, error) {
+// store holds its marker. A connection error or a refusal is returned as
+// it is (one line for the operator); others are prefixed with what.
+func slotAndMarker(ctx context.Context, cfg Config, store storage.Store, what string) (Config, pgsource.Slot, bool, error) {
 	cfg = cfg.withDefaults()
 	sql, err := pgsource.Connect(ctx, cfg.Source)
 	if err != nil {
@@ -70,5 +71,8 @@ func slotAndMarker(ctx context.Context, cfg Config, store storage.Store) (Config
 		return cfg, pgsource.Slot{}, false, err
 	}
 	slot, err := pgsource.ReadSlot(ctx, sql, cfg.Slot)
-	return cfg, slot, id.Marker != nil, err
+	if err != nil {
+		return cfg, slot, false, fmt.Errorf("%s: %w", what, err)
+	}
+	return cfg, slot, id.Marker != nil, nil
 }

@@ -62,7 +62,7 @@ func TestDescribeApplyUnderALiveWriter(t *testing.T) {
 	}
 	in, err := LoadTopic(ctx, store, "orders")
 	if err != nil || in.Version != 1 || len(in.Sources) != 1 || in.Sources[0].Database != "shop" || in.Sources[0].TxnLSN != "0/64" ||
-		in.Contracts != nil || in.Owner != "" || len(in.Columns) != 12 || in.LogRetention != "interval 30 days" {
+		in.Contracts != nil || in.Owner != "" || len(in.Columns) != 13 || in.LogRetention != "interval 30 days" {
 		t.Fatalf("undescribed topic: %+v %v", in, err)
 	}
 	if got := ContractsText(in.Contracts) + " " + PersonalText(in.PersonalColumns); got != "none none" {

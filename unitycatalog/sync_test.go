@@ -94,7 +94,7 @@ func TestSyncTwice(t *testing.T) {
 			t.Fatalf("orders as registered: %v", tbl)
 		}
 		cols := tbl["columns"].([]any)
-		if len(cols) != 12 {
+		if len(cols) != 13 { // the event schema, source included
 			t.Fatalf("%d columns", len(cols))
 		}
 		id := cols[0].(map[string]any)

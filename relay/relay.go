@@ -27,8 +27,9 @@ type Relay struct {
 	cfg      Config
 	store    storage.Store // the catalog's store
 	sinkFor  SinkFor
-	id       catalog.Identity // the source this relay reads and its appId (preflight)
-	sink     sink.Sink        // sinkFor(id.AppID)
+	id       catalog.Identity       // the source this relay reads and its appId (preflight)
+	appID    atomic.Pointer[string] // id.AppID, for other goroutines (AppID)
+	sink     sink.Sink              // sinkFor(id.AppID)
 	router   *outbox.Router
 	mappings outbox.Mappings
 	log      *slog.Logger
@@ -77,13 +78,15 @@ func New(cfg Config, store storage.Store, sinkFor SinkFor, mappings outbox.Mappi
 		appID = catalog.LegacyAppID(cfg.Slot)
 	}
 	r.id = catalog.Identity{Source: catalog.Source{Slot: cfg.Slot}, AppID: appID}
+	r.appID.Store(&appID)
 	r.sink = sinkFor(appID)
 	return r
 }
 
 // AppID is the Delta txn appId the relay commits under: its source's
 // (catalog.ResolveAppID), known once a session has started.
-func (r *Relay) AppID() string { return r.id.AppID }
+// Safe to call from any goroutine.
+func (r *Relay) AppID() string { return *r.appID.Load() }
 
 // bind makes id the relay's identity; the sink is replaced when the appId
 // changes (the source behind the DSN is another one than last session's).
@@ -102,6 +105,7 @@ func (r *Relay) bind(ctx context.Context, id catalog.Identity) {
 		r.metrics.source(id)
 	}
 	r.id = id
+	r.appID.Store(&id.AppID)
 }
 
 // Started is closed once the first replication session streams.

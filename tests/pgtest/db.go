@@ -179,13 +179,8 @@ func (db *DB) SystemID(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, db.DSN)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", db.Name, err)
-	}
-	defer conn.Close(ctx)
 	var id string
-	if err := conn.QueryRow(ctx, "SELECT system_identifier::text FROM pg_control_system()").Scan(&id); err != nil {
+	if err := db.Conn(t).QueryRow(ctx, "SELECT system_identifier::text FROM pg_control_system()").Scan(&id); err != nil {
 		t.Fatalf("system identifier of %s: %v", db.Name, err)
 	}
 	return id

@@ -155,20 +155,8 @@ func TestDoctorMissingPrivilege(t *testing.T) {
 // dropped under a store that holds the relay's events, each fail naming
 // `relay bootstrap --recover`.
 func TestDoctorLostSlot(t *testing.T) {
-	srv := pgtest.NewServer(t, "max_slot_wal_keep_size = 32MB", "min_wal_size = 32MB", "max_wal_size = 64MB")
-	dsn := srv.DSN("postgres")
-	db := &pgtest.DB{Name: "postgres", DSN: dsn, ReplDSN: dsn + "&replication=database"}
-	conn := db.Conn(t)
-	migrate(t, conn)
-	url, _ := localStore(t)
-	env := []string{"DELTABUS_SOURCE=" + dsn, "DELTABUS_STORE=" + url}
-	p := startRelay(t, env)
-	waitSlotActive(t, dsn, "deltabus", p)
-	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) SELECT 'orders', 'k' || g, 'Created', '{}' FROM generate_series(1, 100) g`)
-	waitDrained(t, dsn, "deltabus", time.Minute)
-	if err := p.stop(time.Minute); err != nil {
-		t.Fatalf("relay did not stop: %v", err)
-	}
+	r := relayedThenStopped(t)
+	db, conn, env := r.db, r.conn, r.env
 	if code, lines, _ := runDoctor(t, env); code != 0 {
 		t.Fatalf("doctor before the slot is lost: exit %d %v", code, lines)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/tests/pgtest"
 	"github.com/deltabus/deltabus/verify"
 )
@@ -18,21 +19,8 @@ import (
 // the recovery; `relay bootstrap --recover` then brings every row the
 // outbox holds into the topics exactly once, and streaming resumes.
 func TestInvalidatedSlotRefusesAndRecovers(t *testing.T) {
-	srv := pgtest.NewServer(t, "max_slot_wal_keep_size = 32MB", "min_wal_size = 32MB", "max_wal_size = 64MB")
-	dsn := srv.DSN("postgres")
-	db := &pgtest.DB{Name: "postgres", DSN: dsn, ReplDSN: dsn + "&replication=database"}
-	conn := db.Conn(t)
-	migrate(t, conn)
-	url, store := localStore(t)
-	env := []string{"DELTABUS_SOURCE=" + dsn, "DELTABUS_STORE=" + url}
-
-	p := startRelay(t, env)
-	waitSlotActive(t, dsn, "deltabus", p)
-	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) SELECT 'orders', 'k' || g, 'Created', '{}' FROM generate_series(1, 100) g`)
-	waitDrained(t, dsn, "deltabus", time.Minute)
-	if err := p.stop(time.Minute); err != nil {
-		t.Fatalf("relay did not stop: %v", err)
-	}
+	r := relayedThenStopped(t)
+	db, conn, env, store := r.db, r.conn, r.env, r.store
 
 	invalidateSlot(t, db, conn)
 
@@ -44,10 +32,10 @@ func TestInvalidatedSlotRefusesAndRecovers(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bootstrap --recover: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	p = startRelay(t, env)
-	waitSlotActive(t, dsn, "deltabus", p)
+	p := startRelay(t, env)
+	waitSlotActive(t, db.DSN, "deltabus", p)
 	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) SELECT 'payments', 'k' || g, 'Paid', '{}' FROM generate_series(1, 50) g`)
-	waitDrained(t, dsn, "deltabus", time.Minute)
+	waitDrained(t, db.DSN, "deltabus", time.Minute)
 	if err := p.stop(time.Minute); err != nil {
 		t.Fatalf("relay did not stop: %v", err)
 	}
@@ -61,6 +49,36 @@ func TestInvalidatedSlotRefusesAndRecovers(t *testing.T) {
 }
 
 // invalidateSlot writes WAL past max_slot_wal_keep_size while the slot is
+
+// stoppedRelay is a cluster that keeps at most 32 MB of WAL for a slot, a
+// relay's store holding its first 100 events, and the relay stopped: the
+// start of every lost-slot test.
+type stoppedRelay struct {
+	db    *pgtest.DB
+	conn  *pgx.Conn
+	env   []string
+	store storage.Store
+}
+
+func relayedThenStopped(t *testing.T) stoppedRelay {
+	t.Helper()
+	srv := pgtest.NewServer(t, "max_slot_wal_keep_size = 32MB", "min_wal_size = 32MB", "max_wal_size = 64MB")
+	dsn := srv.DSN("postgres")
+	db := &pgtest.DB{Name: "postgres", DSN: dsn, ReplDSN: dsn + "&replication=database"}
+	conn := db.Conn(t)
+	migrate(t, conn)
+	url, store := localStore(t)
+	env := []string{"DELTABUS_SOURCE=" + dsn, "DELTABUS_STORE=" + url}
+	p := startRelay(t, env)
+	waitSlotActive(t, dsn, "deltabus", p)
+	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) SELECT 'orders', 'k' || g, 'Created', '{}' FROM generate_series(1, 100) g`)
+	waitDrained(t, dsn, "deltabus", time.Minute)
+	if err := p.stop(time.Minute); err != nil {
+		t.Fatalf("relay did not stop: %v", err)
+	}
+	return stoppedRelay{db: db, conn: conn, env: env, store: store}
+}
+
 // idle, with outbox rows among it, until PostgreSQL marks the slot lost.
 func invalidateSlot(t testing.TB, db *pgtest.DB, conn *pgx.Conn) {
 	t.Helper()

@@ -129,17 +129,17 @@ func (l *readyLog) end() {
 	<-l.done
 }
 
-// notReadyBetween reports whether /readyz answered not ready between from
-// and to.
-func (l *readyLog) notReadyBetween(from, to time.Time) bool {
+// firstNotReady returns when /readyz first answered not ready between from
+// and to, and false if it never did.
+func (l *readyLog) firstNotReady(from, to time.Time) (time.Time, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, at := range l.notReady {
 		if !at.Before(from) && !at.After(to) {
-			return true
+			return at, true
 		}
 	}
-	return false
+	return time.Time{}, false
 }
 
 // TestStallPartition is the scenario: the relay's connections to
@@ -152,8 +152,9 @@ func (l *readyLog) notReadyBetween(from, to time.Time) bool {
 // In CI the relay's walsender times out after 5 s (a stream timeout of
 // 10 s, the floor), which keeps the test near 35 s; with
 // DELTABUS_STALL_SECONDS set it runs the form, on the server's
-// default wal_sender_timeout (60 s, a stream timeout of 60 s): caught up
-// 60.4 s after the partition, 40.4 s after new connections passed.
+// default wal_sender_timeout (60 s, a stream timeout of 60 s): not ready
+// 60.1 s after the partition, caught up 60.4-60.9 s after it, 40.4-40.9 s
+// after new connections passed.
 func TestStallPartition(t *testing.T) {
 	t.Parallel() // a unique slot: runs beside the other fault tests
 	params := shortWalSender
@@ -183,8 +184,10 @@ func TestStallPartition(t *testing.T) {
 	}
 	s.waitReady(p, true, 10*time.Second)
 	ready.end()
-	if !ready.notReadyBetween(partition, caughtUp) {
+	if at, ok := ready.firstNotReady(partition, caughtUp); !ok {
 		t.Error("/readyz never answered not ready while the relay's stream was dead")
+	} else {
+		t.Logf("not ready %s after the partition", at.Sub(partition).Round(100*time.Millisecond))
 	}
 	if st := proxy.Stats(); st.Lost == 0 {
 		t.Fatalf("proxy %+v: the partition lost no connection; the test proves nothing", st)

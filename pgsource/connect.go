@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/deltabus/deltabus/usererr"
 )
@@ -33,25 +34,65 @@ func ParseConfig(dsn string) (*pgx.ConnConfig, error) {
 	if err != nil {
 		return nil, usererr.New(err, "source DSN is invalid: %s; expected postgres://user@host:5432/db", Redact(err.Error()))
 	}
-	defaults(&cfg.Config)
+	if err := Configure(&cfg.Config); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 
-func defaults(cfg *pgconn.Config) {
+// Configure gives a parsed connection configuration the settings every
+// connection of DeltaBus has: a connect timeout, an application_name, and
+// TCP keepalives and TCP_USER_TIMEOUT on its socket (see Liveness), so a
+// host that vanished fails the connection within about 30 s instead of
+// after the kernel's fifteen minutes. For connections parsed elsewhere
+// (pgxpool.ParseConfig: &cfg.ConnConfig.Config).
+func Configure(cfg *pgconn.Config) error {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
 	}
 	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
 		cfg.RuntimeParams["application_name"] = ApplicationName()
 	}
+	live, err := Liveness(cfg.RuntimeParams)
+	if err != nil {
+		return usererr.New(err, "source DSN is invalid: %s", err)
+	}
+	// ConnectTimeout bounds the whole connection attempt (pgconn applies
+	// it to the context), so the dialer needs no timeout of its own.
+	cfg.DialFunc = live.Dialer(0).DialContext
+	return nil
 }
 
 // Connect opens a normal SQL connection. A failure is a retryable usererr
 // of one line: where it tried to connect and the root cause.
 func Connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	return connect(ctx, dsn, 0)
+}
+
+// QueryTimeout is how long the relay's own short queries (its checks at
+// each session start, slot reads, the heartbeat, `relay status`) wait for
+// an answer from the server before the connection is declared dead. A
+// catalog query takes milliseconds; thirty seconds is a server that is
+// frozen or a connection that is gone.
+const QueryTimeout = 30 * time.Second
+
+// ConnectBounded is Connect for a connection that runs short queries
+// only: every read that waits longer than answer for the server fails the
+// connection with an *AnswerTimeoutError, whatever the caller's context
+// allows. It is the deadline of the daemon's background queries: a server
+// whose kernel still acknowledges (a frozen backend, a stuck middlebox)
+// defeats TCP keepalives, never this.
+func ConnectBounded(ctx context.Context, dsn string, answer time.Duration) (*pgx.Conn, error) {
+	return connect(ctx, dsn, answer)
+}
+
+func connect(ctx context.Context, dsn string, answer time.Duration) (*pgx.Conn, error) {
 	cfg, err := ParseConfig(dsn)
 	if err != nil {
 		return nil, err
+	}
+	if answer > 0 {
+		cfg.DialFunc = dialAnswering(cfg.DialFunc, answer)
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
@@ -70,7 +111,9 @@ func ConnectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error)
 	if err != nil {
 		return nil, usererr.New(err, "source DSN is invalid: %s; expected postgres://user@host:5432/db", Redact(err.Error()))
 	}
-	defaults(cfg)
+	if err := Configure(cfg); err != nil {
+		return nil, err
+	}
 	cfg.RuntimeParams["replication"] = "database"
 	cfg.RuntimeParams["datestyle"] = "ISO, MDY"
 	cfg.RuntimeParams["timezone"] = "UTC"
@@ -98,6 +141,10 @@ func ConnectError(host string, port uint16, err error) *usererr.Error {
 // error's message, a network error's innermost cause, else the innermost
 // wrapped error. Passwords are redacted.
 func RootCause(err error) string {
+	var answer *AnswerTimeoutError
+	if errors.As(err, &answer) {
+		return answer.Error()
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return Redact(pgErr.Message)
@@ -147,4 +194,18 @@ func Describe(dsn string) string {
 		return "(invalid DSN)"
 	}
 	return fmt.Sprintf("%s@%s/%s", cfg.User, net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)), cfg.Database)
+}
+
+// NewPool opens a pgxpool whose connections are configured as Connect's
+// (Configure): for the consumers' checkpoint database. It connects
+// lazily, as pgxpool.New does.
+func NewPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, usererr.New(err, "DSN is invalid: %s; expected postgres://user@host:5432/db", Redact(err.Error()))
+	}
+	if err := Configure(&cfg.ConnConfig.Config); err != nil {
+		return nil, err
+	}
+	return pgxpool.NewWithConfig(ctx, cfg)
 }

@@ -89,6 +89,9 @@ func newGatherConn(c net.Conn, params gather) *gatherConn {
 	return g
 }
 
+// NetConn returns the connection gatherConn wraps.
+func (c *gatherConn) NetConn() net.Conn { return c.Conn }
+
 func (c *gatherConn) Read(p []byte) (int, error) {
 	if c.gathering(p) {
 		n, err := c.Conn.Read(p)

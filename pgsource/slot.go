@@ -31,16 +31,27 @@ type Slot struct {
 	// PostgreSQL invalidates the slot; nil when unlimited.
 	SafeWALSize   *int64 `json:"safeWalSizeBytes,omitempty"`
 	RetainedBytes int64  `json:"retainedWalBytes"` // WAL held back by the slot
+	// ReplyAge is how long ago the server last heard from the process
+	// streaming from the slot (pg_stat_replication.reply_time): it grows
+	// while that connection is dead. Nil when inactive, or hidden from a
+	// role without pg_read_all_stats.
+	ReplyAge *time.Duration `json:"-"`
 }
 
 // MarshalJSON renders LSNs as text ("0/16B3748"), the CLI's convention.
 func (s Slot) MarshalJSON() ([]byte, error) {
 	type plain Slot
+	var reply *float64
+	if s.ReplyAge != nil {
+		v := s.ReplyAge.Seconds()
+		reply = &v
+	}
 	return json.Marshal(struct {
 		plain
-		ConfirmedLSN string `json:"confirmedLsn,omitempty"`
-		RestartLSN   string `json:"restartLsn,omitempty"`
-	}{plain(s), lsnText(s.ConfirmedLSN), lsnText(s.RestartLSN)})
+		ConfirmedLSN string   `json:"confirmedLsn,omitempty"`
+		RestartLSN   string   `json:"restartLsn,omitempty"`
+		ReplyAge     *float64 `json:"holderReplyAgeSeconds,omitempty"`
+	}{plain(s), lsnText(s.ConfirmedLSN), lsnText(s.RestartLSN), reply})
 }
 
 func lsnText(l pglogrepl.LSN) string {
@@ -54,13 +65,16 @@ func lsnText(l pglogrepl.LSN) string {
 func ReadSlot(ctx context.Context, conn *pgx.Conn, name string) (Slot, error) {
 	s := Slot{Name: name}
 	var confirmed, restart, db *string
+	var replyMs *float64
 	err := conn.QueryRow(ctx, `
 		SELECT s.plugin, s.database, s.active_pid, coalesce(s.wal_status, ''), s.confirmed_flush_lsn::text, s.restart_lsn::text,
 		       s.safe_wal_size, coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn), 0)::bigint,
-		       coalesce(nullif(a.application_name, '') || coalesce(' from ' || host(a.client_addr), ''), '')
+		       coalesce(nullif(a.application_name, '') || coalesce(' from ' || host(a.client_addr), ''), ''),
+		       extract(epoch FROM clock_timestamp() - r.reply_time) * 1000
 		FROM pg_replication_slots s LEFT JOIN pg_stat_activity a ON a.pid = s.active_pid
+		LEFT JOIN pg_stat_replication r ON r.pid = s.active_pid
 		WHERE s.slot_name = $1`, name).
-		Scan(&s.Plugin, &db, &s.ActivePID, &s.WALStatus, &confirmed, &restart, &s.SafeWALSize, &s.RetainedBytes, &s.Holder)
+		Scan(&s.Plugin, &db, &s.ActivePID, &s.WALStatus, &confirmed, &restart, &s.SafeWALSize, &s.RetainedBytes, &s.Holder, &replyMs)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, nil
 	}
@@ -68,6 +82,10 @@ func ReadSlot(ctx context.Context, conn *pgx.Conn, name string) (Slot, error) {
 		return s, fmt.Errorf("read replication slot %q: %w", name, err)
 	}
 	s.Exists = true
+	if replyMs != nil {
+		d := time.Duration(max(*replyMs, 0) * float64(time.Millisecond))
+		s.ReplyAge = &d
+	}
 	if db != nil {
 		s.Database = *db
 	}
@@ -140,6 +158,48 @@ func WaitSlotFree(ctx context.Context, conn *pgx.Conn, name string, standby bool
 		case <-ctx.Done():
 			return s, ctx.Err()
 		case <-time.After(interval):
+		}
+	}
+}
+
+// EndWalsender ends the walsender with backend pid pid when it holds slot
+// and names itself app (pg_stat_activity.application_name), then waits up
+// to wait for the slot to be released. It reports whether it ended one;
+// (false, nil) when that walsender no longer holds the slot. The caller
+// must know the walsender is its own, abandoned connection: the server
+// would otherwise keep the slot busy until its wal_sender_timeout.
+// Ending a backend of the same role needs no privilege beyond the
+// relay's.
+func EndWalsender(ctx context.Context, conn *pgx.Conn, slot string, pid int32, app string, wait time.Duration) (bool, error) {
+	var signalled bool
+	err := conn.QueryRow(ctx, `SELECT pg_terminate_backend(s.active_pid)
+		FROM pg_replication_slots s JOIN pg_stat_activity a ON a.pid = s.active_pid
+		WHERE s.slot_name = $1 AND s.active_pid = $2 AND a.application_name = $3`, slot, pid, app).Scan(&signalled)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("end walsender %d: %w", pid, err)
+	}
+	if !signalled {
+		return false, nil // gone meanwhile
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		s, err := ReadSlot(ctx, conn, slot)
+		if err != nil {
+			return false, err
+		}
+		if s.ActivePID == nil || *s.ActivePID != pid {
+			return true, nil
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("walsender %d still holds slot %q %s after it was told to end (a stopped process ends when it runs again)", pid, slot, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }

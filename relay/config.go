@@ -37,6 +37,12 @@ type Config struct {
 	// (DefaultS3CommitInterval on S3, none on local disk); negative: none.
 	TopicCommitInterval time.Duration
 	StatusInterval      time.Duration // standby status update period
+	// StreamTimeout is how long the replication stream may stay silent,
+	// a reply having been asked for, before the session is declared dead
+	// and a new one starts (liveness.go). 0 derives it from the server's
+	// wal_sender_timeout: max(wal_sender_timeout, 10 s), 60 s when the
+	// server's is disabled.
+	StreamTimeout time.Duration
 	// ShutdownTimeout bounds a graceful stop: how long it waits for the
 	// source transaction being received to end and for the last commit.
 	// Past it every blocking call is cancelled and Run returns.
@@ -147,6 +153,9 @@ func (c Config) Validate() error {
 	}
 	if c.Publication == "" {
 		errs = append(errs, errors.New("publication name is empty: set --publication (default deltabus)"))
+	}
+	if c.StreamTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--stream-timeout %s is negative: give a positive duration, or 0 to derive it from the server's wal_sender_timeout", c.StreamTimeout))
 	}
 	if c.BatchMaxEvents < 1 || c.BatchMaxBytes < 1 || c.BatchMaxDelay <= 0 {
 		errs = append(errs, errors.New("batch limits must be positive (--batch-max-events, --batch-max-bytes, --batch-max-delay)"))

@@ -241,7 +241,7 @@ func (c *pacedConn) Receive(ctx context.Context, until time.Time) (pgproto3.Back
 // Wake: a benchmark stops by its context.
 func (c *pacedConn) Wake() {}
 
-func (c *pacedConn) SendStatus(_ context.Context, _, flush pglogrepl.LSN) error {
+func (c *pacedConn) SendStatus(_ context.Context, _, flush pglogrepl.LSN, _ bool) error {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()

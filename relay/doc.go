@@ -23,6 +23,17 @@
 // current batch; past Config.ShutdownTimeout every blocking call is
 // cancelled, so a stop never hangs on a hung store or database.
 //
+// Dead connections: a replication stream silent for the stream timeout
+// (max(wal_sender_timeout, 10 s) unless Config.StreamTimeout says
+// otherwise), a reply having been asked for and not come, ends the session
+// with a *StreamTimeoutError (liveness.go); /readyz is false while the
+// stream is silent past that bound, and the next session ends this
+// process's abandoned walsender if the server still holds the slot with
+// it. Every query of a session waits at most pgsource.QueryTimeout, and
+// every connection dials with TCP keepalives and TCP_USER_TIMEOUT
+// (package keepalive), so no state waits on the network without a
+// deadline.
+//
 // Observability: Metrics are OpenTelemetry instruments served on /metrics
 // under their Prometheus names (package telemetry); per-row updates are
 // atomics. With Relay.Tracer set, each batch is a span and each topic

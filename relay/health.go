@@ -6,14 +6,26 @@ import (
 	"time"
 )
 
-// health is what /readyz reports: a session streams and, while events wait
-// to be committed, commits keep succeeding.
+// health is what /readyz reports: a session streams, the server was heard
+// from within the stream timeout and, while events wait to be committed,
+// commits keep succeeding.
 type health struct {
 	stall     time.Duration
 	streaming atomic.Bool
 	// lastProgress is when the relay last had nothing pending or last
 	// committed a batch (unix nanoseconds).
 	lastProgress atomic.Int64
+	// heard is when the session last handled a message from the server
+	// (unix nanoseconds, published every 100 ms at most); limit is the
+	// session's stream timeout (nanoseconds).
+	heard, limit atomic.Int64
+}
+
+// heardFrom records the session's stream timeout and the time it last
+// heard from the server.
+func (h *health) heardFrom(t time.Time, limit time.Duration) {
+	h.heard.Store(t.UnixNano())
+	h.limit.Store(int64(limit))
 }
 
 func (h *health) setStreaming(on bool) {
@@ -31,6 +43,11 @@ func (h *health) ready(now time.Time) (bool, string) {
 	}
 	if since := now.Sub(time.Unix(0, h.lastProgress.Load())); since > h.stall {
 		return false, fmt.Sprintf("events pending and no commit succeeded for %s", since.Round(time.Second))
+	}
+	if limit := time.Duration(h.limit.Load()); limit > 0 {
+		if silent := now.Sub(time.Unix(0, h.heard.Load())); silent > limit {
+			return false, fmt.Sprintf("no message from PostgreSQL for %s (stream timeout %s): the replication connection is dead or stuck", silent.Round(time.Second), limit)
+		}
 	}
 	return true, "streaming"
 }

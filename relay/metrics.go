@@ -23,10 +23,15 @@ type Metrics struct {
 	batchSeconds    metric.Float64Histogram
 	latency         metric.Float64Histogram // source commit -> Delta commit, per batch's last transaction
 
-	deadLetters, skippedEvents, reconnects, watermarksIgnored, races atomic.Int64
-	durableLSN, receivedLSN                                          atomic.Uint64
+	deadLetters, skippedEvents, reconnects, watermarksIgnored, races, streamTimeouts atomic.Int64
+	durableLSN, receivedLSN                                                          atomic.Uint64
+	// heard is when a session last heard from the server (unix
+	// nanoseconds; 0: never).
+	heard atomic.Int64
 
 	mu sync.Mutex
+	// slot labels the stream's gauge: `relay status` finds its slot's.
+	slot metric.MeasurementOption
 	// paused is the pause watermark LSN of each topic waiting for its
 	// rebuild (the slot is held there); absent when not paused.
 	pausedAt map[string]uint64
@@ -37,7 +42,7 @@ type Metrics struct {
 func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	meter := mp.Meter("github.com/deltabus/deltabus/relay")
 	m := &Metrics{pausedAt: map[string]uint64{}}
-	var errs [18]error
+	var errs [18]error // 16 in use
 	m.events, errs[0] = meter.Int64Counter("deltabus_events_committed_total", metric.WithDescription("Events committed to Delta topic tables."))
 	m.commits, errs[1] = meter.Int64Counter("deltabus_delta_commits_total", metric.WithDescription("Delta commits, by topic."))
 	m.lastCommit, errs[2] = meter.Float64Gauge("deltabus_last_commit_timestamp_seconds", metric.WithDescription("Unix time of the last Delta commit, by topic."), metric.WithUnit("s"))
@@ -54,6 +59,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		{"deltabus_reconnects_total", "Replication sessions restarted after an error.", &m.reconnects},
 		{"deltabus_watermarks_ignored_total", "Rebuild watermarks ignored: malformed, or without a matching intent in the store.", &m.watermarksIgnored},
 		{"deltabus_commit_races_total", "Topic commits that lost their table version to another writer (another source's relay, compaction) that did not conflict, and were retried at the next version.", &m.races},
+		{"deltabus_stream_timeouts_total", "Replication sessions ended because the server sent nothing for the stream timeout, not even a requested reply.", &m.streamTimeouts},
 	}
 	for i, c := range counters {
 		_, errs[5+i] = meter.Int64ObservableCounter(c.name, metric.WithDescription(c.help),
@@ -70,16 +76,19 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		{"deltabus_received_lsn", "Highest LSN received from PostgreSQL.", &m.receivedLSN},
 	}
 	for i, g := range gauges {
-		_, errs[10+i] = meter.Float64ObservableGauge(g.name, metric.WithDescription(g.help),
+		_, errs[11+i] = meter.Float64ObservableGauge(g.name, metric.WithDescription(g.help),
 			metric.WithFloat64Callback(func(_ context.Context, o metric.Float64Observer) error {
 				o.Observe(float64(g.v.Load()))
 				return nil
 			}))
 	}
-	_, errs[12] = meter.Float64ObservableGauge("deltabus_rebuild_paused_since_lsn",
+	_, errs[15] = meter.Float64ObservableGauge("deltabus_stream_last_message_age_seconds",
+		metric.WithDescription("Seconds since the replication stream last delivered a message (data or keepalive); grows while the connection is dead or being re-established."),
+		metric.WithUnit("s"), metric.WithFloat64Callback(m.observeHeard))
+	_, errs[13] = meter.Float64ObservableGauge("deltabus_rebuild_paused_since_lsn",
 		metric.WithDescription("Position a held topic (waiting for its rebuild, or whose table is missing or incompatible) holds the slot at."),
 		metric.WithFloat64Callback(m.observePaused))
-	_, errs[13] = meter.Int64ObservableGauge("deltabus_source_info",
+	_, errs[14] = meter.Int64ObservableGauge("deltabus_source_info",
 		metric.WithDescription("The source database the relay reads (1): its appId, cluster system identifier, database and slot."),
 		metric.WithInt64Callback(m.observeSource))
 	if err := errors.Join(errs[:]...); err != nil {
@@ -123,6 +132,16 @@ func (m *Metrics) observeSource(_ context.Context, o metric.Int64Observer) error
 	return nil
 }
 
+func (m *Metrics) observeHeard(_ context.Context, o metric.Float64Observer) error {
+	m.mu.Lock()
+	slot := m.slot
+	m.mu.Unlock()
+	if t := m.heard.Load(); t != 0 && slot != nil {
+		o.Observe(time.Since(time.Unix(0, t)).Seconds(), slot)
+	}
+	return nil
+}
+
 // source records the source the relay reads (deltabus_source_info).
 func (m *Metrics) source(id catalog.Identity) {
 	if m == nil {
@@ -136,6 +155,28 @@ func (m *Metrics) source(id catalog.Identity) {
 func (m *Metrics) lostRaces(n int) {
 	if m != nil && n > 0 {
 		m.races.Add(int64(n))
+	}
+}
+
+// forSlot labels the stream's gauge with the relay's slot.
+func (m *Metrics) forSlot(slot string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.slot = metric.WithAttributeSet(attribute.NewSet(attribute.String("slot", slot)))
+}
+
+func (m *Metrics) heardFrom(t time.Time) {
+	if m != nil {
+		m.heard.Store(t.UnixNano())
+	}
+}
+
+func (m *Metrics) streamTimeout() {
+	if m != nil {
+		m.streamTimeouts.Add(1)
 	}
 }
 

@@ -49,7 +49,7 @@ func (c *playConn) Receive(ctx context.Context, until time.Time) (pgproto3.Backe
 // Wake: a benchmark stops by its context.
 func (c *playConn) Wake() {}
 
-func (c *playConn) SendStatus(_ context.Context, _, flush pglogrepl.LSN) error {
+func (c *playConn) SendStatus(_ context.Context, _, flush pglogrepl.LSN, _ bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if flush > c.acked {

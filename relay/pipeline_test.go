@@ -28,6 +28,10 @@ type fakeConn struct {
 	mu      sync.Mutex
 	flushed pglogrepl.LSN
 	acks    int
+	asked   int // status updates that requested a reply
+	// answer, when set, is called for every status update that requests
+	// a reply: a test's server answers it (or not).
+	answer func()
 }
 
 func newFakeConn() *fakeConn {
@@ -56,11 +60,17 @@ func (c *fakeConn) Receive(ctx context.Context, until time.Time) (pgproto3.Backe
 	}
 }
 
-func (c *fakeConn) SendStatus(_ context.Context, _, flush pglogrepl.LSN) error {
+func (c *fakeConn) SendStatus(_ context.Context, _, flush pglogrepl.LSN, reply bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.flushed = flush
 	c.acks++
+	if reply {
+		c.asked++
+		if c.answer != nil {
+			c.answer()
+		}
+	}
 	return nil
 }
 

@@ -45,6 +45,12 @@ type Relay struct {
 	started     chan struct{}
 	startedOnce sync.Once
 
+	// streamLimit is the current session's stream timeout (liveness.go);
+	// lastWalsender the backend pid of the previous session's replication
+	// connection, until the server no longer holds the slot with it.
+	streamLimit   time.Duration
+	lastWalsender int32
+
 	// Tracer, if set before Run, traces batches and topic commits (see
 	// trace.go); nil records no span.
 	Tracer trace.TracerProvider
@@ -80,6 +86,7 @@ func New(cfg Config, store storage.Store, sinkFor SinkFor, mappings outbox.Mappi
 	r.id = catalog.Identity{Source: catalog.Source{Slot: cfg.Slot}, AppID: appID}
 	r.appID.Store(&appID)
 	r.sink = sinkFor(appID)
+	m.forSlot(cfg.Slot)
 	return r
 }
 
@@ -213,21 +220,37 @@ func (r *Relay) isStarted() bool {
 
 // runSession checks the source, opens the slot and streams until stop or
 // error. ctx ending asks for a graceful stop; hard ends every I/O.
+//
+// Every query of a session waits at most pgsource.QueryTimeout for the
+// server (a bounded connection), the start of replication as long, and a
+// close at most closeTimeout: nothing waits on the network without a
+// deadline, and the stream itself has its stream timeout.
 func (r *Relay) runSession(ctx, hard context.Context) error {
-	sql, err := pgsource.Connect(hard, r.cfg.Source)
+	sql, err := pgsource.ConnectBounded(hard, r.cfg.Source, pgsource.QueryTimeout)
 	if err != nil {
 		return err
 	}
-	defer sql.Close(context.WithoutCancel(hard))
+	defer closeWithin(hard, sql.Close)
+	walSender, err := pgsource.WalSenderTimeout(hard, sql)
+	if err != nil {
+		return err
+	}
+	r.streamLimit = streamTimeout(r.cfg, walSender)
+	r.endStale(hard, sql)
 	start, err := r.preflight(ctx, hard, sql)
 	if err != nil {
 		return err
 	}
-	conn, err := r.startReplication(hard, start)
+	sctx, cancel := context.WithTimeout(hard, pgsource.QueryTimeout)
+	conn, err := r.startReplication(sctx, start)
+	cancel()
 	if err != nil {
 		return err
 	}
-	defer conn.Close(context.WithoutCancel(hard))
+	if pc, ok := conn.(*pgReplication); ok {
+		r.lastWalsender = int32(pc.PID())
+	}
+	defer closeWithin(hard, conn.Close)
 	hb, stopHeartbeat := context.WithCancel(hard)
 	defer stopHeartbeat()
 	go r.heartbeat(hb)
@@ -257,16 +280,31 @@ func (r *Relay) holdLease(ctx context.Context) (release func(), err error) {
 	}, nil
 }
 
+// closeTimeout bounds closing a connection: a dead peer never answers the
+// goodbye, and a full send buffer would block it.
+const closeTimeout = 5 * time.Second
+
+func closeWithin(hard context.Context, close func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(hard), closeTimeout)
+	defer cancel()
+	_ = close(ctx)
+}
+
 // serve streams from conn, positioned at start, until ctx ends (graceful)
 // or an error ends the session.
 func (r *Relay) serve(ctx, hard context.Context, conn replicationConn, start pglogrepl.LSN) error {
 	r.tracer = tracerOf(r.Tracer)
 	com := newCommitter(r, start)
 	go com.run(hard)
-	s := newSession(r, conn, com)
+	limit := r.streamLimit
+	if limit == 0 {
+		limit = streamTimeout(r.cfg, 0)
+	}
+	s := newSession(r, conn, com, limit)
 	r.health.setStreaming(true)
 	r.markStarted()
 	r.log.Info("streaming", "source", r.id.Source.String(), "app_id", r.id.AppID, "slot", r.cfg.Slot, "publication", r.cfg.Publication, "from_lsn", start, "store", r.store.String(),
+		"stream_timeout", limit,
 		"gomaxprocs", runtime.GOMAXPROCS(0), "cpus", runtime.NumCPU(), "sched", schedPolicyName())
 	if err := s.stream(hard, ctx.Done()); err != nil {
 		s.cur.abort()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -14,100 +13,6 @@ import (
 	"github.com/deltabus/deltabus/decoding"
 	"github.com/deltabus/deltabus/outbox"
 )
-
-// replicationConn is the replication connection as a session uses it; the
-// pipeline's unit tests give the session a scripted one.
-type replicationConn interface {
-	// Receive returns the next message, or (nil, nil) when none arrived
-	// by until. It returns at once when ctx ends.
-	Receive(ctx context.Context, until time.Time) (pgproto3.BackendMessage, error)
-	SendStatus(ctx context.Context, write, flush pglogrepl.LSN) error
-	// Wake makes the Receive in progress, or else the next one, return
-	// (nil, nil) at once: a graceful stop does not wait for the wake-up.
-	// It may be called from any goroutine.
-	Wake()
-	Close(ctx context.Context) error
-}
-
-// pgReplication is a replicationConn over a real connection. It waits with
-// the socket's read deadline rather than a context per message (a timer
-// and a context watch per message cost more than decoding one): the
-// deadline moves only when the wake-up time does, and ctx ending sets it
-// in the past, as pgconn's own cancellation does.
-type pgReplication struct {
-	*pgconn.PgConn
-	until   time.Time       // the read deadline set on the socket
-	watched context.Context // the context whose end interrupts a read
-	unwatch func() bool
-	woken   atomic.Bool // Wake was called: the next Receive returns at once
-}
-
-func (c *pgReplication) Wake() {
-	c.woken.Store(true)
-	c.interrupt()
-}
-
-// interrupt ends a read in progress: a deadline in the past, as pgconn's
-// own cancellation sets.
-func (c *pgReplication) interrupt() { _ = c.Conn().SetReadDeadline(time.Unix(1, 0)) }
-
-// wasWoken reports a Wake since the last call; the next Receive then sets
-// its deadline again (Wake moved it).
-func (c *pgReplication) wasWoken() bool {
-	if !c.woken.Swap(false) {
-		return false
-	}
-	c.until = time.Time{}
-	return true
-}
-
-func (c *pgReplication) Receive(ctx context.Context, until time.Time) (pgproto3.BackendMessage, error) {
-	if ctx != c.watched {
-		if c.unwatch != nil {
-			c.unwatch()
-		}
-		c.watched = ctx
-		c.unwatch = context.AfterFunc(ctx, c.interrupt)
-	}
-	if !until.Equal(c.until) {
-		if err := c.Conn().SetReadDeadline(until); err != nil {
-			return nil, err
-		}
-		c.until = until
-	}
-	// Checked after the deadline moved: a cancellation or a Wake is never
-	// overwritten.
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if c.wasWoken() {
-		return nil, nil
-	}
-	msg, err := c.ReceiveMessage(context.Background())
-	switch {
-	case err == nil:
-		return msg, nil
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	case pgconn.Timeout(err):
-		c.wasWoken()
-		return nil, nil // the wake-up deadline, or a Wake: nothing arrived
-	}
-	return nil, err
-}
-
-func (c *pgReplication) Close(ctx context.Context) error {
-	if c.unwatch != nil {
-		c.unwatch()
-	}
-	return c.PgConn.Close(ctx)
-}
-
-func (c *pgReplication) SendStatus(ctx context.Context, write, flush pglogrepl.LSN) error {
-	return pglogrepl.SendStandbyStatusUpdate(ctx, c.PgConn, pglogrepl.StandbyStatusUpdate{
-		WALWritePosition: write, WALFlushPosition: flush, WALApplyPosition: flush, ClientTime: time.Now(),
-	})
-}
 
 // session is one replication connection's life: it streams from the slot's
 // confirmed position, routes rows into batches and hands complete batches to
@@ -140,6 +45,10 @@ type session struct {
 	// serverEnd is the server's WAL end in the last keepalive: it sent
 	// every change before it (advanceIdle).
 	serverEnd pglogrepl.LSN
+	// live judges the server's silence (liveness.go); got is set when a
+	// message arrived, and the next loop turn records it.
+	live liveness
+	got  bool
 
 	// view is the event being routed, read in place (outbox.View): it
 	// is appended to the batch before the next message is read.
@@ -151,11 +60,15 @@ type session struct {
 	deadLog    rateLimit // dead-letter log lines (the metric counts every one)
 }
 
-func newSession(r *Relay, conn replicationConn, com *committer) *session {
+func newSession(r *Relay, conn replicationConn, com *committer, limit time.Duration) *session {
 	dec := decoding.NewDecoder()
 	dec.ReuseRows() // a row is routed into the batch before the next message
-	return &session{r: r, conn: conn, dec: dec, com: com, topics: newTopics(r), pace: newPacer(r.cfg),
-		cur: newBatch(r.sink, 0, com.durableLSN(), r.tracer), lastStatus: time.Now(), now: time.Now(), holds: holds{m: map[string]*hold{}}}
+	now := time.Now()
+	s := &session{r: r, conn: conn, dec: dec, com: com, topics: newTopics(r), pace: newPacer(r.cfg),
+		cur: newBatch(r.sink, 0, com.durableLSN(), r.tracer), lastStatus: now, now: now, holds: holds{m: map[string]*hold{}},
+		live: newLiveness(limit, now)}
+	s.publishHeard()
+	return s
 }
 
 // stream runs the receive loop until stop is closed (graceful: the current
@@ -190,18 +103,29 @@ func (s *session) stream(ctx context.Context, stop <-chan struct{}) error {
 			return errors.New("shutdown timeout: the source transaction being received did not end in time; the open batch is discarded and read again on the next start")
 		}
 		s.now = time.Now()
+		if s.got {
+			s.got = false
+			s.live.hear(s.now)
+			if s.now.Sub(s.live.published) >= 100*time.Millisecond {
+				s.publishHeard()
+			}
+		}
 		if err := s.maybeHandoff(ctx, false); err != nil {
 			return err
 		}
 		s.noteProgress()
 		s.advanceIdle()
 		due := s.now.Sub(s.lastStatus) >= s.r.cfg.StatusInterval
-		if due || s.com.durableLSN() != s.ackedFrom {
+		ask := s.live.askDue(s.now)
+		if due || ask || s.com.durableLSN() != s.ackedFrom {
 			// A commit made more durable: acknowledge it now, not at the
 			// next interval, so the server frees its WAL (and sees the
 			// slot caught up) within milliseconds of the commit.
-			if err := s.sendStatus(ctx); err != nil {
+			if err := s.sendStatusAsking(ctx, ask); err != nil {
 				return err
+			}
+			if ask {
+				s.live.didAsk(s.now)
 			}
 			if due {
 				s.warnHeld()
@@ -221,9 +145,20 @@ func (s *session) noteProgress() {
 	}
 }
 
+// publishHeard gives the time the server was last heard from to /readyz
+// and the metrics.
+func (s *session) publishHeard() {
+	s.live.published = s.live.heard
+	s.r.health.heardFrom(s.live.heard, s.live.limit)
+	s.r.metrics.heardFrom(s.live.heard)
+}
+
 // deadline is when the receive loop must wake up even without a message.
 func (s *session) deadline() time.Time {
 	d := s.lastStatus.Add(s.r.cfg.StatusInterval)
+	if w := s.live.wakeAt(); w.Before(d) {
+		d = w
+	}
 	if !s.cur.empty() {
 		ready := s.dueAt()
 		if s.batchFull() || s.now.After(ready) {
@@ -253,10 +188,21 @@ func stepWake(at *time.Time, now time.Time, step time.Duration) time.Time {
 }
 
 func (s *session) receiveOne(ctx context.Context) error {
-	msg, err := s.conn.Receive(ctx, s.deadline())
+	until := s.deadline()
+	msg, err := s.conn.Receive(ctx, until)
 	if err != nil {
 		return fmt.Errorf("receive from replication stream: %w", err)
 	}
+	if msg == nil {
+		// Nothing arrived by until. A receive with a deadline ahead read
+		// whatever had arrived before waiting: a silence it saw.
+		if until.After(s.now) && s.live.dead(s.now, time.Now()) {
+			s.r.metrics.streamTimeout()
+			return &StreamTimeoutError{Limit: s.live.limit}
+		}
+		return nil
+	}
+	s.got = true
 	switch m := msg.(type) {
 	case *pgproto3.CopyData:
 		return s.handleCopyData(ctx, m.Data)
@@ -481,13 +427,17 @@ func (s *session) reachedStopAt() bool {
 	return true
 }
 
-func (s *session) sendStatus(ctx context.Context) error {
+func (s *session) sendStatus(ctx context.Context) error { return s.sendStatusAsking(ctx, false) }
+
+// sendStatusAsking sends a status update, asking the server for a reply
+// when ask is set.
+func (s *session) sendStatusAsking(ctx context.Context, ask bool) error {
 	durable := s.com.durableLSN()
 	s.ackedFrom = durable
 	if h := s.holds.position(); h != 0 && h < durable {
 		durable = h // a held topic must be able to re-read from its hold
 	}
-	if err := s.conn.SendStatus(ctx, max(s.received, durable), durable); err != nil {
+	if err := s.conn.SendStatus(ctx, max(s.received, durable), durable, ask); err != nil {
 		return fmt.Errorf("send standby status: %w", err)
 	}
 	s.r.metrics.acknowledged(uint64(durable))

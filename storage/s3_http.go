@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/deltabus/deltabus/keepalive"
 )
 
 // maxBufferedBody is the largest request body the HTTP layer may read into
@@ -35,7 +37,7 @@ func newHTTPClient(cfg S3Config, transport http.RoundTripper, rlog *retryLog) *h
 	if stall <= 0 {
 		stall = defaultHTTPTimeout
 	}
-	rc.HTTPClient = &http.Client{Transport: stallTransport{next: transport, limit: stall}}
+	rc.HTTPClient = &http.Client{Transport: stallTransport{next: hardenTransport(transport, stall), limit: stall}}
 	rc.RetryMax = cfg.HTTPRetries
 	switch {
 	case cfg.HTTPRetries == 0:
@@ -57,6 +59,33 @@ func newHTTPClient(cfg S3Config, transport http.RoundTripper, rlog *retryLog) *h
 	// instead of replacing it with "giving up after N attempts".
 	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
 	return &http.Client{Transport: replayTransport{rc}}
+}
+
+// idleConnTimeout closes pooled connections idle this long: S3 closes
+// them after about 20 s itself, and an idle connection whose peer vanished
+// costs the next request a failed attempt.
+const idleConnTimeout = 30 * time.Second
+
+// hardenTransport makes an *http.Transport (the SDK's, or the pooled
+// default) notice a dead server within bounds of its own, below the stall
+// watchdog: every connection dials with TCP keepalives and
+// TCP_USER_TIMEOUT (package keepalive: unacknowledged writes fail after
+// 30 s, not the kernel's fifteen minutes), the dial and the wait for the
+// response headers each time out after stall, and idle pooled connections
+// are closed after idleConnTimeout. Another RoundTripper (a test's) is
+// returned as it is.
+func hardenTransport(rt http.RoundTripper, stall time.Duration) http.RoundTripper {
+	t, ok := rt.(*http.Transport)
+	if !ok {
+		return rt
+	}
+	t = t.Clone()
+	t.DialContext = keepalive.Default.Dialer(stall).DialContext
+	t.ResponseHeaderTimeout = stall
+	if t.IdleConnTimeout == 0 || t.IdleConnTimeout > idleConnTimeout {
+		t.IdleConnTimeout = idleConnTimeout
+	}
+	return t
 }
 
 // replayTransport runs a request through go-retryablehttp, giving it a body

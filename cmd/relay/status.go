@@ -19,11 +19,15 @@ import (
 // statusReport is `relay status --json`. Like every JSON the CLI prints,
 // its field names are camelCase and its LSNs text ("0/16B3748").
 type statusReport struct {
-	Source *sourceStatus  `json:"source,omitempty"`
-	Slot   pgsource.Slot  `json:"slot"`
-	WALLSN string         `json:"currentWalLsn"`
-	Topics []topicStatus  `json:"topics"`
-	Others []sourceStatus `json:"otherSources,omitempty"`
+	Source *sourceStatus `json:"source,omitempty"`
+	Slot   pgsource.Slot `json:"slot"`
+	WALLSN string        `json:"currentWalLsn"`
+	// StreamAge is how long ago the relay on --relay-addr last received a
+	// message on its replication stream for the slot; absent when no
+	// relay answers there.
+	StreamAge *float64       `json:"relayStreamMessageAgeSeconds,omitempty"`
+	Topics    []topicStatus  `json:"topics"`
+	Others    []sourceStatus `json:"otherSources,omitempty"`
 	// UnityCatalog is what this source's relay last recorded of its
 	// registrations (absent when it registers none).
 	UnityCatalog *governance.UCStatus `json:"unityCatalog,omitempty"`
@@ -56,25 +60,34 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) int {
 	var sf sourceFlags
 	sf.register(fs, env)
 	asJSON := fs.Bool("json", false, "print JSON")
+	relayAddr := fs.String("relay-addr", envOr(env, "DELTABUS_METRICS_ADDR", "127.0.0.1:9464"), "also ask the relay serving /metrics here how long ago its replication stream last delivered a message (env DELTABUS_METRICS_ADDR; empty: do not ask)")
 	if code, ok := parseFlags(fs, args, sf.resolve); !ok {
 		return code
 	}
 	if err := sf.requireSource(); err != nil {
 		return fail(env, exitUsage, err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// The database part has one deadline: a dead host fails the command
+	// with one line within it, never hangs it.
+	cctx, cancel := context.WithTimeout(ctx, pgsource.QueryTimeout)
 	defer cancel()
-	conn, err := pgsource.Connect(cctx, sf.source)
+	conn, err := pgsource.ConnectBounded(cctx, sf.source, pgsource.QueryTimeout)
 	if err != nil {
 		return fail(env, exitFailure, err)
 	}
-	defer conn.Close(ctx)
+	defer conn.Close(cctx)
 	var rep statusReport
-	if rep.Slot, err = pgsource.ReadSlot(ctx, conn, sf.slot); err != nil {
-		return fail(env, exitFailure, err)
+	if rep.Slot, err = pgsource.ReadSlot(cctx, conn, sf.slot); err != nil {
+		return fail(env, exitFailure, fmt.Errorf("PostgreSQL at %s: %s", pgsource.Describe(sf.source), pgsource.RootCause(err)))
 	}
-	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&rep.WALLSN); err != nil {
-		return fail(env, exitFailure, err)
+	if err := conn.QueryRow(cctx, "SELECT pg_current_wal_lsn()::text").Scan(&rep.WALLSN); err != nil {
+		return fail(env, exitFailure, fmt.Errorf("PostgreSQL at %s: %s", pgsource.Describe(sf.source), pgsource.RootCause(err)))
+	}
+	if *relayAddr != "" && rep.Slot.ActivePID != nil {
+		if age, ok := relayStreamAge(ctx, *relayAddr, sf.slot, time.Second); ok {
+			v := age.Seconds()
+			rep.StreamAge = &v
+		}
 	}
 	if sf.store != "" {
 		store, err := daemon.OpenStore(ctx, sf.store, storage.S3Options{})
@@ -191,6 +204,12 @@ func printStatus(env *cliEnv, rep statusReport) {
 		}
 		fmt.Fprintf(env.stdout, "slot %s: %s, wal_status=%s, confirmed=%s, current WAL=%s\n", s.Name, active, s.WALStatus, s.ConfirmedLSN, rep.WALLSN)
 		fmt.Fprintf(env.stdout, "  WAL held back: %.1f MiB; headroom: %s\n", float64(s.RetainedBytes)/(1<<20), headroom)
+		if s.ReplyAge != nil {
+			fmt.Fprintf(env.stdout, "  PostgreSQL last heard from the holder %s\n", ageText(*s.ReplyAge))
+		}
+		if rep.StreamAge != nil {
+			fmt.Fprintf(env.stdout, "  the relay last received a message on its replication stream %s\n", ageText(time.Duration(*rep.StreamAge*float64(time.Second))))
+		}
 	}
 	if uc := rep.UnityCatalog; uc != nil {
 		state := "registering"

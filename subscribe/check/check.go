@@ -32,8 +32,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
@@ -189,7 +188,7 @@ func sources(ctx context.Context, cfg Config) ([]source, error) {
 }
 
 func listPG(ctx context.Context, dsn string) ([]subscribe.Checkpoint, string, error) {
-	pool, err := pgxpool.New(ctx, dsn)
+	pool, err := pgsource.NewPool(ctx, dsn)
 	if err != nil {
 		return nil, "", fmt.Errorf("--checkpoint: %w", err)
 	}

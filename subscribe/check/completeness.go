@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/subscribe"
@@ -65,7 +66,7 @@ func completeness(ctx context.Context, cfg Config, ts *topicState, cp subscribe.
 	}
 	end = end.Truncate(cfg.Period)
 	c := &Completeness{Table: m.Table, Column: m.Column, Field: m.Field, From: end.Add(-time.Duration(cfg.Periods) * cfg.Period), To: end}
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := pgsource.Connect(ctx, dsn)
 	if err != nil {
 		return c, fmt.Errorf("materialized table %s: connect: %w", m.Table, err)
 	}

@@ -15,8 +15,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
 	"github.com/deltabus/deltabus/subscribe/pgcheckpoint"
@@ -81,7 +80,7 @@ func checkpoints(ctx context.Context, cfg Config) (subscribe.Checkpoints, func()
 	if cfg.CheckpointDSN == "" {
 		return subscribe.NewStoreCheckpoints(cfg.Store), func() {}, nil
 	}
-	pool, err := pgxpool.New(ctx, cfg.CheckpointDSN)
+	pool, err := pgsource.NewPool(ctx, cfg.CheckpointDSN)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--checkpoint: %w", err)
 	}

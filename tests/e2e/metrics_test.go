@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -61,6 +62,28 @@ func TestMetricsNamesUnchanged(t *testing.T) {
 				t.Errorf("%s{topic=%q} = %v, want %v", name, topic, got, want)
 			}
 		}
+	}
+	// A streaming relay heard from its server within its stream timeout,
+	// and `relay status` shows both sides' view of the stream.
+	if age := metricstest.Value(mfs["deltabus_stream_last_message_age_seconds"], "slot", "deltabus"); age < 0 || age > 30 {
+		t.Errorf("deltabus_stream_last_message_age_seconds{slot=deltabus} = %v while streaming", age)
+	}
+	code, stdout, stderr := runCLI(t, env, "status", "--json", "--relay-addr", addr)
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Slot struct {
+			ReplyAge *float64 `json:"holderReplyAgeSeconds"`
+		} `json:"slot"`
+		StreamAge *float64 `json:"relayStreamMessageAgeSeconds"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, stdout)
+	}
+	if rep.Slot.ReplyAge == nil || *rep.Slot.ReplyAge > 30 || rep.StreamAge == nil || *rep.StreamAge > 30 {
+		t.Errorf("status of a streaming relay: holder's reply age %v, relay's stream message age %v; want both, seconds old:\n%s",
+			rep.Slot.ReplyAge, rep.StreamAge, stdout)
 	}
 	if err := p.stop(30 * time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.tail())

@@ -23,4 +23,15 @@
 // releases everything and returns when the proxy is down. Error answers
 // carry an S3 XML error body. Host headers are forwarded unchanged, so
 // signed requests (SigV4) stay valid through the proxy.
+//
+// TCP is the same idea one layer down, for PostgreSQL's protocol: a TCP
+// proxy that passes, or black-holes every open and new connection (accepts
+// and holds, forwards nothing, closes nothing: the silence of a partition
+// or a frozen host), optionally losing the connections for good (a lost
+// NAT entry: they stay silent after the partition ends, and only new
+// connections pass).
+//
+//	p := faultproxy.NewTCP(t, "127.0.0.1:5432")
+//	p.Set(faultproxy.TCPFault{Mode: faultproxy.BlackHole, Lose: true})
+//	p.Set(faultproxy.TCPFault{}) // new connections pass again
 package faultproxy

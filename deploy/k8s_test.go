@@ -40,8 +40,10 @@ func manifests(t *testing.T) map[string]runtime.Object {
 	if err != nil {
 		t.Fatal(err)
 	}
-	more, _ := filepath.Glob("k8s/optional/*.yaml")
-	files = append(files, more...)
+	for _, dir := range []string{"k8s/optional", "k8s/fanin"} {
+		more, _ := filepath.Glob(dir + "/*.yaml")
+		files = append(files, more...)
+	}
 	if len(files) < 8 {
 		t.Fatalf("k8s manifests: found only %v", files)
 	}
@@ -103,14 +105,20 @@ type workload struct {
 	pod                corev1.PodTemplateSpec
 }
 
+// workloads are the pod templates of both sources: the main manifests'
+// (prefix "deltabus-") and the second source's in k8s/fanin
+// ("deltabus-billing-").
 func workloads(t *testing.T, objs map[string]runtime.Object) []workload {
 	t.Helper()
-	return []workload{
-		{"Job/deltabus-migrate", "deltabus_migrate", "migrate", get[*batchv1.Job](t, objs, "Job/deltabus-migrate").Spec.Template},
-		{"Deployment/deltabus-relay", "deltabus_relay", "run", get[*appsv1.Deployment](t, objs, "Deployment/deltabus-relay").Spec.Template},
-		{"CronJob/deltabus-reconcile", "deltabus_reconcile", "reconcile", get[*batchv1.CronJob](t, objs, "CronJob/deltabus-reconcile").Spec.JobTemplate.Spec.Template},
-		{"CronJob/deltabus-janitor", "deltabus_janitor", "janitor", get[*batchv1.CronJob](t, objs, "CronJob/deltabus-janitor").Spec.JobTemplate.Spec.Template},
+	var out []workload
+	for _, p := range []string{"deltabus-", "deltabus-billing-"} {
+		out = append(out,
+			workload{"Job/" + p + "migrate", "deltabus_migrate", "migrate", get[*batchv1.Job](t, objs, "Job/"+p+"migrate").Spec.Template},
+			workload{"Deployment/" + p + "relay", "deltabus_relay", "run", get[*appsv1.Deployment](t, objs, "Deployment/"+p+"relay").Spec.Template},
+			workload{"CronJob/" + p + "reconcile", "deltabus_reconcile", "reconcile", get[*batchv1.CronJob](t, objs, "CronJob/"+p+"reconcile").Spec.JobTemplate.Spec.Template},
+			workload{"CronJob/" + p + "janitor", "deltabus_janitor", "janitor", get[*batchv1.CronJob](t, objs, "CronJob/"+p+"janitor").Spec.JobTemplate.Spec.Template})
 	}
+	return out
 }
 
 // TestK8sPodsAreLockedDown: every DeltaBus pod runs the relay image as a

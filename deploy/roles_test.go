@@ -43,6 +43,12 @@ func pgBin(name string) string {
 // creates the database "app".
 func scramServer(t *testing.T) *pgtest.Server {
 	t.Helper()
+	return scramServerDB(t, "app")
+}
+
+// scramServerDB is scramServer with the database db.
+func scramServerDB(t *testing.T, db string) *pgtest.Server {
+	t.Helper()
 	srv := pgtest.NewServer(t)
 	hba := "local all all trust\n" +
 		"host all postgres 127.0.0.1/32 trust\n" +
@@ -55,7 +61,7 @@ func scramServer(t *testing.T) *pgtest.Server {
 	if _, err := admin.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.Exec(ctx, "CREATE DATABASE app"); err != nil {
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
 	return srv
@@ -105,11 +111,17 @@ func connectAs(t *testing.T, srv *pgtest.Server, role string) *pgx.Conn {
 // on a new volume) against srv, with the repository's compose secrets.
 func runInitScript(t *testing.T, srv *pgtest.Server) string {
 	t.Helper()
+	return runInitScriptDB(t, srv, "app")
+}
+
+// runInitScriptDB is runInitScript with POSTGRES_DB=db.
+func runInitScriptDB(t *testing.T, srv *pgtest.Server, db string) string {
+	t.Helper()
 	cmd := exec.Command("sh", "compose/initdb/10-deltabus-roles.sh")
 	cmd.Env = append(cleanEnv(),
 		"PATH="+filepath.Dir(pgBin("psql"))+":"+os.Getenv("PATH"),
 		"PGHOST=127.0.0.1", "PGPORT="+strconv.Itoa(srv.Port),
-		"POSTGRES_USER=postgres", "POSTGRES_DB=app",
+		"POSTGRES_USER=postgres", "POSTGRES_DB="+db,
 		"DELTABUS_SECRETS_DIR=compose/secrets", "DELTABUS_ROLES_SQL=sql/roles.sql")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io/fs"
 	"net"
 	"net/http"
@@ -16,61 +17,126 @@ import (
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/deltabus/deltabus/pgcluster"
 	"github.com/deltabus/deltabus/tests/s3test"
 )
 
-// TestComposeStackWithoutDocker runs the compose file's services as plain
+// TestComposeStackWithoutDocker runs the services of docker-compose.yml
+// and compose/fanin.yml (two source databases, one store) as plain
 // processes, each with its command and environment as the Compose loader
 // reads them, only the addresses and secret paths rewritten to this
-// machine: PostgreSQL initialised by the init script, the S3 service's
+// machine: each PostgreSQL initialised by the init script, the S3 service's
 // entrypoint with versitygw, and the relay image's binary, built from the
 // context .dockerignore leaves, for migrate, run, healthcheck, reconcile and
-// janitor. An event inserted into the outbox must reach the Delta table in
-// the bucket.
+// janitor of each source. fanin.yml only adds services
+// (TestComposeFaninAddsASource), so docker-compose.yml's run here as they
+// would alone. An event inserted into each outbox must reach the shared
+// topic table in the bucket, its row naming its source, and the table must
+// hold each relay's progress under its own appId.
 func TestComposeStackWithoutDocker(t *testing.T) {
-	p := loadCompose(t, nil, "ops")
+	p := loadComposeFiles(t, []string{composeFile, faninFile}, nil, "ops")
+	sources := []composeSource{mainSource, billingSource}
 	relayBin := buildFromDockerContext(t)
-	srv := scramServer(t)
-	runInitScript(t, srv)
-	s3Addr := startS3Service(t, service(t, p, "s3"))
-	metricsPort, err := pgcluster.FreePort()
+	rw := rewriter{s3Addr: startS3Service(t, service(t, p, "s3")), pgAddrs: map[string]string{}, metricsPorts: map[string]string{}}
+	admins := map[composeSource]*pgx.Conn{}
+	for _, src := range sources {
+		db := envOf(t, service(t, p, src.postgres), "POSTGRES_DB")
+		srv := scramServerDB(t, db)
+		runInitScriptDB(t, srv, db)
+		admins[src] = adminConn(t, srv, db)
+		rw.pgAddrs[src.postgres] = "127.0.0.1:" + strconv.Itoa(srv.Port)
+		port, err := pgcluster.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rw.metricsPorts[src.svc("relay")] = strconv.Itoa(port)
+	}
+
+	var stops []func() int
+	for _, src := range sources {
+		if out, err := runService(t, relayBin, rw, service(t, p, src.svc("migrate")), nil); err != nil {
+			t.Fatalf("%s: %v\n%s", src.svc("migrate"), err, out)
+		}
+	}
+	for _, src := range sources {
+		stops = append(stops, startService(t, relayBin, rw, service(t, p, src.svc("relay"))))
+	}
+	for _, src := range sources {
+		relay := service(t, p, src.svc("relay"))
+		hc := relay.HealthCheck.Test[1:] // [/relay healthcheck]
+		waitHealthy(t, relayBin, rw, relay, hc[1:])
+	}
+
+	// Each source's event, and the appId its relay commits under by
+	// default: deltabus-<system identifier>-<slot "deltabus">.
+	wantSource := map[string]string{}
+	for _, src := range sources {
+		key := "o-compose-" + src.postgres
+		mustExec(t, admins[src], `INSERT INTO outbox (topic, key, type, payload) VALUES ('orders', $1, 'Created', '{"total": 42}')`, key)
+		var sysID string
+		if err := admins[src].QueryRow(testCtx(t), "SELECT system_identifier::text FROM pg_control_system()").Scan(&sysID); err != nil {
+			t.Fatal(err)
+		}
+		wantSource[key] = "deltabus-" + sysID + "-deltabus"
+	}
+	relay := service(t, p, mainSource.svc("relay"))
+	table := envOf(t, relay, "DELTABUS_STORE") + "/orders"
+	waitFor(t, 60*time.Second, "both sources' events in "+table, func() (bool, string) {
+		out, err := runService(t, relayBin, rw, relay, []string{"tail", table})
+		return err == nil && strings.Count(out, "o-compose-") == len(sources), out
+	})
+	out, err := runService(t, relayBin, rw, relay, []string{"tail", table})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rw := rewriter{pgAddr: "127.0.0.1:" + strconv.Itoa(srv.Port), s3Addr: s3Addr, metricsPort: strconv.Itoa(metricsPort)}
-
-	if out, err := runService(t, relayBin, rw, service(t, p, "migrate"), nil); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
-	}
-	relay := service(t, p, "relay")
-	stop := startService(t, relayBin, rw, relay)
-	hc := relay.HealthCheck.Test[1:] // [/relay healthcheck]
-	waitHealthy(t, relayBin, rw, relay, hc[1:])
-
-	admin := adminConn(t, srv, "app")
-	mustExec(t, admin, `INSERT INTO outbox (topic, key, type, payload) VALUES ('orders', 'o-compose-1', 'Created', '{"total": 42}')`)
-	store := envOf(t, relay, "DELTABUS_STORE")
-	waitFor(t, 60*time.Second, "the event in "+store+"/orders", func() (bool, string) {
-		out, err := runService(t, relayBin, rw, relay, []string{"tail", store + "/orders"})
-		return err == nil && strings.Contains(out, "o-compose-1"), out
-	})
-
-	for _, name := range []string{"reconcile", "janitor"} {
-		s := service(t, p, name)
-		args := withoutFlag(s.Command, "--every") // one pass instead of a loop
-		if out, err := runService(t, relayBin, rw, s, args); err != nil {
-			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var row struct{ Key, Source string }
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("tail %s: %v in %q", table, err, line)
+		}
+		if want, ok := wantSource[row.Key]; !ok || row.Source != want {
+			t.Errorf("%s: row %q has source %q; want %q", table, row.Key, row.Source, want)
 		}
 	}
-	if code := stop(); code != 0 {
-		t.Fatalf("relay exited %d after SIGTERM; want 0", code)
+	out, err = runService(t, relayBin, rw, relay, []string{"inspect", "--json", table})
+	if err != nil {
+		t.Fatalf("inspect %s: %v\n%s", table, err, out)
+	}
+	var snap struct{ Txns map[string]int64 }
+	if err := json.Unmarshal([]byte(out), &snap); err != nil {
+		t.Fatalf("inspect %s: %v\n%s", table, err, out)
+	}
+	for _, app := range wantSource {
+		if _, ok := snap.Txns[app]; !ok || len(snap.Txns) != len(sources) {
+			t.Errorf("%s: txns %v; want one per source, %s among them", table, snap.Txns, app)
+		}
+	}
+
+	for _, src := range sources {
+		for _, name := range []string{src.svc("reconcile"), src.svc("janitor")} {
+			s := service(t, p, name)
+			args := withoutFlag(s.Command, "--every") // one pass instead of a loop
+			if out, err := runService(t, relayBin, rw, s, args); err != nil {
+				t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+			}
+		}
+	}
+	for i, stop := range stops {
+		if code := stop(); code != 0 {
+			t.Fatalf("%s exited %d after SIGTERM; want 0", sources[i].svc("relay"), code)
+		}
 	}
 }
 
-// rewriter maps the compose network to this machine.
-type rewriter struct{ pgAddr, s3Addr, metricsPort string }
+// rewriter maps the compose network to this machine: each PostgreSQL
+// service's address, the S3 service's, and each relay's metrics port.
+type rewriter struct {
+	s3Addr       string
+	pgAddrs      map[string]string // compose service -> 127.0.0.1:port
+	metricsPorts map[string]string // compose service -> port
+}
 
 func (r rewriter) env(t *testing.T, s types.ServiceConfig) []string {
 	t.Helper()
@@ -78,16 +144,21 @@ func (r rewriter) env(t *testing.T, s types.ServiceConfig) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	repl := strings.NewReplacer("@postgres:5432/", "@"+r.pgAddr+"/", "/run/secrets/", secrets+"/", "http://s3:7070", "http://"+r.s3Addr)
+	pairs := []string{"/run/secrets/", secrets + "/", "http://s3:7070", "http://" + r.s3Addr}
+	for svc, addr := range r.pgAddrs {
+		pairs = append(pairs, "@"+svc+":5432/", "@"+addr+"/")
+	}
+	repl := strings.NewReplacer(pairs...)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	for k, v := range s.Environment {
 		val := repl.Replace(*v)
 		if k == "DELTABUS_METRICS_ADDR" {
 			host, _, err := net.SplitHostPort(val)
-			if err != nil {
-				t.Fatal(err)
+			port, ok := r.metricsPorts[s.Name]
+			if err != nil || !ok {
+				t.Fatalf("%s: DELTABUS_METRICS_ADDR %q (%v), no port for it on this machine", s.Name, val, err)
 			}
-			val = net.JoinHostPort(host, r.metricsPort)
+			val = net.JoinHostPort(host, port)
 		}
 		env = append(env, k+"="+val)
 	}

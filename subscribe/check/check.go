@@ -9,6 +9,9 @@
 //     boundary once its commit is older than delta.logRetentionDuration,
 //     so time left = its commit time + the retention − now (the retention
 //     itself while no checkpoint follows the position);
+//   - per source database writing the topic (a Delta txn appId), the WAL
+//     position of its events the group has read against its newest one
+//     in the table, so that a shared topic's lag can be told per source;
 //   - for groups that materialise the topic into a PostgreSQL table
 //     (declared by table and business-key column), completeness of closed
 //     periods (distinct business keys of the topic's events in the period
@@ -32,6 +35,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
@@ -109,6 +113,10 @@ type Row struct {
 	HeadroomSeconds  float64 `json:"headroom_seconds"`
 	Retention        string  `json:"retention"`
 
+	// Sources: per source database writing the topic, what the group has
+	// read of it (a shared topic's lag per source).
+	Sources []SourceRead `json:"sources"`
+
 	Completeness *Completeness `json:"completeness,omitempty"`
 	Breaches     []string      `json:"breaches,omitempty"`
 	Error        string        `json:"error,omitempty"`
@@ -131,6 +139,10 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	databases, err := sourceDatabases(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	topics := map[string]*topicState{}
 	rows := make([]Row, 0, len(srcs))
 	for _, s := range srcs {
@@ -139,7 +151,7 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 			ts = loadTopic(ctx, cfg.Store, s.cp.Topic)
 			topics[s.cp.Topic] = ts
 		}
-		row := ts.row(ctx, s, cfg.Now())
+		row := ts.row(ctx, s, cfg.Now(), databases)
 		if m := findMaterialized(cfg.Materialized, s.cp.Group); m != nil && ts.err == nil && row.Error == "" {
 			dsn := cmp.Or(m.DSN, s.dsn)
 			if dsn == "" && len(cfg.CheckpointDSNs) > 0 {
@@ -155,6 +167,19 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// sourceDatabases maps each relay's appId to the database its marker names.
+func sourceDatabases(ctx context.Context, cfg Config) (map[string]string, error) {
+	markers, err := catalog.ListMarkers(ctx, cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, m := range markers {
+		out[m.AppID] = m.Database
+	}
+	return out, nil
 }
 
 func findMaterialized(ms []Materialized, group string) *Materialized {
@@ -209,11 +234,12 @@ type topicState struct {
 	snap      *delta.Snapshot
 	view      *subscribe.LogView
 	retention time.Duration
+	atVersion map[int64]*delta.Snapshot // snapshots at groups' positions
 	err       error
 }
 
 func loadTopic(ctx context.Context, store storage.Store, topic string) *topicState {
-	ts := &topicState{tbl: storage.Sub(store, topic)}
+	ts := &topicState{tbl: storage.Sub(store, topic), atVersion: map[int64]*delta.Snapshot{}}
 	ts.snap, ts.err = delta.LoadSnapshot(ctx, ts.tbl, -1)
 	if ts.err != nil {
 		ts.err = fmt.Errorf("topic %q: %w", topic, ts.err)
@@ -244,7 +270,7 @@ func (ts *topicState) versionTime(ctx context.Context, v int64) (time.Time, bool
 	return t, err == nil, err
 }
 
-func (ts *topicState) row(ctx context.Context, s source, now time.Time) Row {
+func (ts *topicState) row(ctx context.Context, s source, now time.Time, databases map[string]string) Row {
 	r := Row{Group: s.cp.Group, Topic: s.cp.Topic, Checkpoints: s.name, Version: s.cp.Version, Offset: s.cp.Offset}
 	if ts.err != nil {
 		r.Error = ts.err.Error()
@@ -257,6 +283,9 @@ func (ts *topicState) row(ctx context.Context, s source, now time.Time) Row {
 		r.Error = err.Error()
 	}
 	if err := ts.headroom(ctx, &r, now); err != nil {
+		r.Error = err.Error()
+	}
+	if err := ts.sourceReads(ctx, &r, databases); err != nil {
 		r.Error = err.Error()
 	}
 	return r

@@ -42,3 +42,17 @@ func TestEventKey(t *testing.T) {
 		}
 	}
 }
+
+func TestSourcesText(t *testing.T) {
+	got := sourcesText([]SourceRead{
+		{AppID: "deltabus-1-deltabus", Database: "app", Read: "0/10", Latest: "0/10"},
+		{AppID: "deltabus-2-deltabus", Latest: "0/20", LagBytes: 32},
+	})
+	want := "deltabus-1-deltabus (app) read 0/10 latest 0/10; deltabus-2-deltabus read none latest 0/20 behind 32 B"
+	if got != want {
+		t.Errorf("sourcesText = %q; want %q", got, want)
+	}
+	if got := sourcesText(nil); got != "-" {
+		t.Errorf("sourcesText(nil) = %q; want -", got)
+	}
+}

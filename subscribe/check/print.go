@@ -29,15 +29,15 @@ func WriteJSON(w io.Writer, rows []Row) error {
 // WriteText writes one line per row, then the breaches.
 func WriteText(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tTOPIC\tPOSITION\tLAG (VERSIONS)\tLAG\tEARLIEST\tHEADROOM (VERSIONS)\tHEADROOM\tCOMPLETE\tDUPLICATES\tCHECKPOINTS")
+	fmt.Fprintln(tw, "GROUP\tTOPIC\tPOSITION\tLAG (VERSIONS)\tLAG\tEARLIEST\tHEADROOM (VERSIONS)\tHEADROOM\tCOMPLETE\tDUPLICATES\tCHECKPOINTS\tSOURCES")
 	for _, r := range rows {
 		complete, dups := "-", "-"
 		if c := r.Completeness; c != nil {
 			complete = fmt.Sprintf("%.4f (%d/%d)", c.Ratio, c.Found, c.Expected)
 			dups = fmt.Sprintf("%.4f (%d)", c.DuplicateRate, c.Duplicates)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d:%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Group, r.Topic, r.Version, r.Offset,
-			r.LagVersions, secs(r.LagSeconds), r.EarliestVersion, r.HeadroomVersions, secs(r.HeadroomSeconds), complete, dups, r.Checkpoints)
+		fmt.Fprintf(tw, "%s\t%s\t%d:%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Group, r.Topic, r.Version, r.Offset,
+			r.LagVersions, secs(r.LagSeconds), r.EarliestVersion, r.HeadroomVersions, secs(r.HeadroomSeconds), complete, dups, r.Checkpoints, sourcesText(r.Sources))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -78,7 +78,7 @@ type eventColumn struct {
 	// reads as NULL (leaf -1).
 	optional bool
 	leaf     int
-	def  int16 // max definition level
+	def      int16 // max definition level
 }
 
 var eventColumns = [...]eventColumn{

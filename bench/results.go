@@ -69,6 +69,8 @@ type LatencyResult struct {
 	Events      int                `json:"events"`
 	Percentiles map[string]float64 `json:"percentilesMs"` // "50", "90", "99", "99.9", "100"
 	Histogram   Histogram          `json:"histogram"`
+	// Disk is the local disk's floor, measured right after the run.
+	Disk *DiskFloor `json:"disk,omitempty"`
 }
 
 // Histogram counts values in buckets of equal width from 0; the last

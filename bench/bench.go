@@ -47,7 +47,7 @@ type Options struct {
 	Big            int           // rows in one transaction (memory)
 	LatencyFor     time.Duration // steady-load latency run
 	Rate           int           // single-row transactions per second in the latency run
-	Only           string        // comma-separated subset: batch,single,big,latency,startup
+	Only           string        // comma-separated subset: batch,single,big,topics,latency,startup
 	RecvlogicalBin string
 	RelayArgs      string // extra flags for the measured `relay run`
 	LatencyStore   string // store URL for the latency run (default: a temp dir)
@@ -112,7 +112,7 @@ func run(ctx context.Context, out io.Writer, o Options, res *Results) error {
 		name string
 		run  func(context.Context) error
 	}{
-		{"batch", b.drainBatched}, {"single", b.drainSingle}, {"big", b.bigTransaction}, {"latency", b.latency},
+		{"batch", b.drainBatched}, {"single", b.drainSingle}, {"big", b.bigTransaction}, {"topics", b.topicsShape}, {"latency", b.latency},
 		{"startup", b.startup},
 	}
 	for _, s := range steps {

@@ -19,10 +19,12 @@ import (
 type Results struct {
 	Started time.Time `json:"started"`
 	// Machine is what the figures were measured on (cores, kernel).
-	Machine string          `json:"machine,omitempty"`
-	Drains  []DrainResult   `json:"drains,omitempty"`
-	BigTx   *BigTxResult    `json:"bigTx,omitempty"`
-	Latency []LatencyResult `json:"latency,omitempty"`
+	Machine string        `json:"machine,omitempty"`
+	Drains  []DrainResult `json:"drains,omitempty"`
+	BigTx   *BigTxResult  `json:"bigTx,omitempty"`
+	// TopicsShape is issue 30's many-topic memory shape (bench/shape.go).
+	TopicsShape *BigTxResult    `json:"topicsShape,omitempty"`
+	Latency     []LatencyResult `json:"latency,omitempty"`
 }
 
 // DrainResult is one drain kind (a shape, unloaded or beside a CPU hog):
@@ -69,6 +71,8 @@ type LatencyResult struct {
 	Events      int                `json:"events"`
 	Percentiles map[string]float64 `json:"percentilesMs"` // "50", "90", "99", "99.9", "100"
 	Histogram   Histogram          `json:"histogram"`
+	// Disk is the local disk's floor, measured right after the run.
+	Disk *DiskFloor `json:"disk,omitempty"`
 }
 
 // Histogram counts values in buckets of equal width from 0; the last

@@ -54,6 +54,16 @@
 // {appId, version = c(last transaction of B)}; batches are committed one
 // after another. Write v(t) for topic t's txn version of our appId.
 //
+// Group commit pipelines two batches: the relay writes batch B+1's data
+// files while B's log entries are being made durable, and closes B+1 as
+// soon as the file stage is free (no timer). Only the data files overlap:
+// the log entries of B+1 are written after every topic commit of B has
+// returned, by one goroutine that takes batches in order, and B+1 is
+// aborted (its files left as orphans, no log entry) when any commit of B
+// fails. Data files no log entry references are invisible to every
+// reader, so the argument below holds with "committed" meaning "its log
+// entry landed", as before.
+//
 //  1. Acknowledge only the durable. The relay moves its durable position to
 //     e(last transaction of B) only after every topic commit of B has
 //     returned (put-if-absent of the commit file succeeded: it is durable),
@@ -74,9 +84,12 @@
 //     transaction up to c(T) (batches are committed in order and v only
 //     grows). Transactions with c(T) > v(t) are not in t (the commit that
 //     would hold them never landed: its files are orphans). So each event is
-//     in its topic once, whatever the crash point: after data files, after
-//     some topic commits of a batch, before the acknowledgement.
-//  4. Order. Batches are committed in order, so versions of a topic are in
+//     in its topic once, whatever the crash point: after data files (of
+//     one batch or of two, pipelined), after some topic commits of a
+//     batch, before the acknowledgement.
+//  4. Order. Batches are committed in order (the log stage takes them one
+//     at a time, in the order the session closed them, and starts B+1
+//     only after B is durable), so versions of a topic are in
 //     commit order; within a data file rows are in (commit_lsn, seq) order.
 //     A consumer reading versions in order, or sorting by (commit_lsn, seq),
 //     sees source commit order.

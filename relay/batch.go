@@ -37,6 +37,7 @@ type batch struct {
 	firstTime time.Time     // commit time of the first transaction (for latency metrics)
 	lastTime  time.Time     // commit time of the last transaction
 	trace     batchTrace    // its span and producer links (trace.go)
+	startedAt time.Time     // when the committer began writing its files
 }
 
 // share is one topic's rows in a batch.

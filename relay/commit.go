@@ -14,51 +14,123 @@ import (
 	"github.com/deltabus/deltabus/sink"
 )
 
-// committer turns batches into sink commits, one batch at a time and in
-// order, and advances the durable position only after every topic commit of
-// a batch has returned. It runs in its own goroutine so the receive loop
-// keeps reading (and answering keepalives) while files and commits are
-// written.
+// committer turns batches into sink commits in two stages that overlap,
+// each running in its own goroutine so that the receive loop keeps
+// reading (and answering keepalives) meanwhile:
 //
-// A failed commit fails the committer: failed() reports the error at once,
-// trySubmit refuses further batches, and batches already handed over are
-// aborted. The session then ends with that error.
+//   - files writes a batch's data files (sink.Batch.Prepare), its topics
+//     in parallel: nothing a reader sees;
+//   - logs writes the batch's log entries (sink.Batch.Commit), its topics
+//     in parallel, batches strictly one after another in order, and
+//     advances the durable position only after every topic commit of the
+//     batch has returned.
+//
+// So batch N+1's files are written while batch N's log entries are made
+// durable. The session hands a batch over as soon as files is free to
+// take it (group commit: free), not when a timer fires; files stays busy
+// until logs has taken its batch, so at most two batches are in flight
+// and, under load, the open batch grows while they commit. The committer
+// wakes the session (wake) when files becomes free or a batch is durable.
+//
+// A failed stage fails the committer: failed() reports the error at once,
+// trySubmit refuses further batches, and every batch handed over and not
+// yet durable is aborted (files already written are orphans). The session
+// then ends with that error.
 type committer struct {
 	r       *Relay
-	in      chan *batch
+	in      chan *batch   // session → files
+	logs    chan *batch   // files → logs; unbuffered: files stays busy until logs takes its batch
 	durable atomic.Uint64 // highest LSN whose every event is in a durable commit
-	busy    atomic.Bool   // a batch is being committed
-	idleC   chan struct{} // signalled (non-blocking) when a batch is done
+	busy    atomic.Bool   // files holds a batch: the session may not submit
+	pending atomic.Int32  // batches handed over and not yet durable or aborted
+	// waiting is set by a session that holds a batch for a busy files
+	// stage: the stage wakes it when it is free.
+	waiting atomic.Bool
+	wake    func()        // wakes the session's receive loop
+	idleC   chan struct{} // signalled (non-blocking) when files is free or a batch is done
 
 	errOnce   sync.Once
 	err       error
 	failC     chan struct{} // closed when err is set
-	done      chan struct{} // closed when run returns
+	done      chan struct{} // closed when both stages returned
 	closeOnce sync.Once
 }
 
-func newCommitter(r *Relay, start pglogrepl.LSN) *committer {
-	c := &committer{r: r, in: make(chan *batch), idleC: make(chan struct{}, 1),
-		failC: make(chan struct{}), done: make(chan struct{})}
+// newCommitter returns a committer whose durable position starts at start;
+// wake (nil: none) interrupts the session's wait for a message.
+func newCommitter(r *Relay, start pglogrepl.LSN, wake func()) *committer {
+	if wake == nil {
+		wake = func() {}
+	}
+	c := &committer{r: r, in: make(chan *batch), logs: make(chan *batch), wake: wake,
+		idleC: make(chan struct{}, 1), failC: make(chan struct{}), done: make(chan struct{})}
 	c.durable.Store(uint64(start))
 	return c
 }
 
-// run commits batches until in is closed.
+// run runs both stages until in is closed and every batch handed over is
+// durable or aborted.
 func (c *committer) run(ctx context.Context) {
-	defer close(c.done)
+	logsDone := make(chan struct{})
+	go func() {
+		defer close(logsDone)
+		c.runLogs(ctx)
+	}()
+	c.runFiles(ctx)
+	close(c.logs)
+	<-logsDone
+	close(c.done)
+}
+
+// runFiles is the files stage.
+func (c *committer) runFiles(ctx context.Context) {
 	for b := range c.in {
+		b.startedAt = time.Now()
 		if c.failed() != nil {
-			b.abort()
-		} else if err := c.commitBatch(ctx, b); err != nil {
-			b.abort()
+			c.drop(b)
+		} else if err := c.prepareBatch(ctx, b); err != nil {
 			c.fail(err)
+			c.drop(b)
+		} else {
+			c.logs <- b
 		}
 		c.busy.Store(false)
-		select {
-		case c.idleC <- struct{}{}:
-		default:
+		c.signal(c.waiting.Swap(false))
+	}
+}
+
+// runLogs is the logs stage.
+func (c *committer) runLogs(ctx context.Context) {
+	for b := range c.logs {
+		if c.failed() != nil {
+			c.drop(b)
+			continue
 		}
+		if err := c.commitBatch(ctx, b); err != nil {
+			c.fail(err)
+			c.drop(b)
+			continue
+		}
+		c.pending.Add(-1)
+		c.signal(true) // the session acknowledges what is now durable
+	}
+}
+
+// drop aborts a batch that will not be committed.
+func (c *committer) drop(b *batch) {
+	b.abort()
+	c.pending.Add(-1)
+}
+
+// signal tells waitIdle that a stage moved on and, with wake, interrupts
+// the session's receive.
+func (c *committer) signal(wake bool) {
+	select {
+	case c.idleC <- struct{}{}:
+	default:
+	}
+	if wake {
+		c.wake()
 	}
 }
 
@@ -66,6 +138,7 @@ func (c *committer) fail(err error) {
 	c.errOnce.Do(func() {
 		c.err = err
 		close(c.failC)
+		c.wake()
 	})
 }
 
@@ -79,24 +152,40 @@ func (c *committer) failed() error {
 	}
 }
 
-// trySubmit hands b over if the committer is idle and has not failed.
+// trySubmit hands b over if the files stage is free and the committer has
+// not failed.
 func (c *committer) trySubmit(b *batch) bool {
 	if c.failed() != nil || !c.busy.CompareAndSwap(false, true) {
 		return false
 	}
+	c.pending.Add(1)
 	select {
 	case c.in <- b:
 		return true
 	case <-c.done:
+		c.pending.Add(-1)
 		c.busy.Store(false)
 		return false
 	}
 }
 
-// idle reports whether no batch is being committed.
-func (c *committer) idle() bool { return !c.busy.Load() }
+// free reports whether the files stage can take a batch now. When it
+// cannot, it asks to be woken when it can.
+func (c *committer) free() bool {
+	if !c.busy.Load() {
+		return true
+	}
+	c.waiting.Store(true)
+	// Checked again: files may have become free between the two loads,
+	// before it could see waiting.
+	return !c.busy.Load()
+}
 
-// waitIdle waits until the committer finishes a batch, fails, ctx ends or
+// idle reports whether no batch is being committed: every batch handed
+// over is durable (or the committer failed).
+func (c *committer) idle() bool { return c.pending.Load() == 0 }
+
+// waitIdle waits until a stage moves on, the committer fails, ctx ends or
 // at most d.
 func (c *committer) waitIdle(ctx context.Context, d time.Duration) error {
 	if c.idle() {
@@ -115,7 +204,7 @@ func (c *committer) waitIdle(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// close stops the committer after the batch in flight and returns its
+// close stops the committer after the batches in flight and returns its
 // error, if any.
 func (c *committer) close() error {
 	c.closeOnce.Do(func() { close(c.in) })
@@ -135,8 +224,23 @@ func (c *committer) advance(lsn pglogrepl.LSN) {
 
 func (c *committer) durableLSN() pglogrepl.LSN { return pglogrepl.LSN(c.durable.Load()) }
 
+// prepareBatch writes the data files of every topic of b.
+func (c *committer) prepareBatch(ctx context.Context, b *batch) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, name := range b.order {
+		g.Go(func() error {
+			if err := b.sb.Prepare(gctx, name); err != nil {
+				return c.topicError(b, name, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
 func (c *committer) commitBatch(ctx context.Context, b *batch) (err error) {
-	start := time.Now()
+	start := b.startedAt
 	ctx = b.trace.commitContext(ctx, b)
 	defer func() { b.trace.end(b, err) }()
 	g, gctx := errgroup.WithContext(ctx)
@@ -161,15 +265,20 @@ func (c *committer) commitTopic(ctx context.Context, b *batch, name string) (err
 	var res sink.Commit
 	defer func() { endTopicCommit(span, name, b.lastLSN, res, err) }()
 	res, err = b.sb.Commit(ctx, name, int64(b.lastLSN))
-	if errors.Is(err, sink.ErrFenced) {
-		return fatalError{fmt.Errorf("topic %q: another relay of this source (appId %q) already committed up to LSN %s; this instance is a zombie and stops: %w",
-			name, c.r.id.AppID, b.lastLSN, err)}
-	}
 	c.r.metrics.lostRaces(res.Races)
 	if err != nil {
-		return err
+		return c.topicError(b, name, err)
 	}
 	c.r.metrics.topicCommitted(name, res.Events)
 	c.r.log.Debug("topic committed", "topic", name, "version", res.Version, "events", res.Events, "files", res.Files)
 	return nil
+}
+
+// topicError names a fenced relay a zombie.
+func (c *committer) topicError(b *batch, name string, err error) error {
+	if errors.Is(err, sink.ErrFenced) {
+		return fatalError{fmt.Errorf("topic %q: another relay of this source (appId %q) already committed up to LSN %s; this instance is a zombie and stops: %w",
+			name, c.r.id.AppID, b.lastLSN, err)}
+	}
+	return err
 }

@@ -294,7 +294,7 @@ func closeWithin(hard context.Context, close func(context.Context) error) {
 // or an error ends the session.
 func (r *Relay) serve(ctx, hard context.Context, conn replicationConn, start pglogrepl.LSN) error {
 	r.tracer = tracerOf(r.Tracer)
-	com := newCommitter(r, start)
+	com := newCommitter(r, start, conn.Wake)
 	go com.run(hard)
 	limit := r.streamLimit
 	if limit == 0 {

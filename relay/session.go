@@ -162,21 +162,27 @@ func (s *session) deadline() time.Time {
 	if !s.cur.empty() {
 		ready := s.dueAt()
 		if s.batchFull() || s.now.After(ready) {
-			ready = stepWake(&s.retryAt, s.now, 2*time.Millisecond) // waiting for the committer
+			// Waiting for the committer, which wakes the session when it
+			// can take the batch (committer.free); this is a fallback.
+			ready = stepWake(&s.retryAt, s.now, fallbackWake)
 		}
 		if ready.Before(d) {
 			d = ready
 		}
 	}
 	if !s.com.idle() {
-		// A batch is being committed: wake soon after it is durable to
-		// acknowledge it (the committer does not wake the session).
-		if wake := stepWake(&s.ackWake, s.now, 5*time.Millisecond); wake.Before(d) {
+		// A batch is being committed: the committer wakes the session when
+		// it is durable, to acknowledge it; this is a fallback.
+		if wake := stepWake(&s.ackWake, s.now, fallbackWake); wake.Before(d) {
 			d = wake
 		}
 	}
 	return d
 }
+
+// fallbackWake is how often the receive loop looks at a busy committer
+// that should have woken it.
+const fallbackWake = 50 * time.Millisecond
 
 // stepWake returns a wake-up that moves by step once now reaches it, not
 // on every message: each move resets the socket's read deadline.
@@ -371,8 +377,9 @@ func (s *session) maybeHandoff(ctx context.Context, force bool) error {
 		if err := s.com.failed(); err != nil {
 			return err
 		}
-		// Only the session submits: an idle committer takes the batch.
-		if s.com.idle() {
+		// Only the session submits: a free committer takes the batch
+		// (group commit: it closes now, not when a timer fires).
+		if s.com.free() {
 			next, err := s.pace.split(s.r.sink, s.cur, time.Now(), force || full)
 			if err != nil {
 				return err

@@ -35,9 +35,11 @@ type Sink interface {
 }
 
 // Batch is one batch's rows on their way to one commit per topic. Append,
-// AppendDeadLetter and Carry are called from one goroutine; Commit may then
-// be called concurrently for different topics, once per topic; exactly one
-// of Commit, Carry or Abort ends the batch's use of each topic.
+// AppendDeadLetter and Carry are called from one goroutine; Prepare and
+// Commit may then be called concurrently for different topics, once per
+// topic each, Prepare (if at all) before Commit and from any goroutine
+// that the caller has ordered after the appends; exactly one of Commit,
+// Carry or Abort ends the batch's use of each topic.
 type Batch interface {
 	// Append adds an event to its topic's share of the batch. Rows of a
 	// topic are committed in the order they were appended. ev may be an
@@ -46,6 +48,11 @@ type Batch interface {
 	Append(ev *outbox.Event) error
 	// AppendDeadLetter adds a row to the dead-letter topic.
 	AppendDeadLetter(dl *outbox.DeadLetter) error
+	// Prepare writes the topic's data files to the store, where no reader
+	// sees them until Commit references them: the relay writes one
+	// batch's files while the previous batch's commits are made durable.
+	// Commit without Prepare does both.
+	Prepare(ctx context.Context, topic string) error
 	// Commit makes the topic's rows one commit of its table at position
 	// pos (the commit LSN of the batch's last source transaction),
 	// creating the table if it does not exist. An error wrapping ErrFenced

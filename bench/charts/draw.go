@@ -113,9 +113,9 @@ func latencyChart(l bench.LatencyResult, machine string) chart {
 func latencyGoal(l bench.LatencyResult) (float64, bool) {
 	switch {
 	case strings.HasPrefix(l.Store, "file://"):
-		return 100, true
+		return 40, true
 	case strings.HasSuffix(l.Name, "_unpaced"):
-		return 200, true
+		return 100, true
 	}
 	return 0, false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
@@ -12,16 +13,27 @@ import (
 	"github.com/deltabus/deltabus/sink/topic"
 )
 
-// batch is a sink.Batch: one FileWriter per topic.
+// batch is a sink.Batch: one FileWriter per topic. Once the batch is
+// handed over, writers is only read; prepared is written by concurrent
+// Prepares of different topics.
 type batch struct {
 	s       *Sink
 	writers map[string]*topic.FileWriter
 	events  int
+
+	mu       sync.Mutex
+	prepared map[string]files
+}
+
+// files are a topic's data files, in the store and in row order.
+type files struct {
+	adds []delta.Add
+	rows int
 }
 
 // NewBatch starts a batch.
 func (s *Sink) NewBatch() sink.Batch {
-	return &batch{s: s, writers: map[string]*topic.FileWriter{}}
+	return &batch{s: s, writers: map[string]*topic.FileWriter{}, prepared: map[string]files{}}
 }
 
 func (b *batch) writer(name string) *topic.FileWriter {
@@ -82,16 +94,48 @@ func (b *batch) Carry(name string, next sink.Batch) error {
 	return nil
 }
 
-func (b *batch) Commit(ctx context.Context, name string, pos int64) (sink.Commit, error) {
+// Prepare finishes the topic's files and writes them to the store
+// (FileWriter.Close): on local disk each is fsynced and linked under its
+// final name, on S3 uploaded. No log entry references them yet.
+func (b *batch) Prepare(ctx context.Context, name string) error {
 	w := b.writers[name]
 	if w == nil {
-		return sink.Commit{}, fmt.Errorf("commit topic %q: nothing appended", name)
+		return fmt.Errorf("prepare topic %q: nothing appended", name)
 	}
-	c := sink.Commit{Events: w.Rows()}
+	rows := w.Rows()
 	adds, err := w.Close(ctx)
 	if err != nil {
-		return c, fmt.Errorf("write files of topic %q: %w", name, err)
+		return fmt.Errorf("write files of topic %q: %w", name, err)
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.prepared[name] = files{adds: adds, rows: rows}
+	return nil
+}
+
+// take returns the topic's prepared files, preparing them first if
+// Prepare was not called.
+func (b *batch) take(ctx context.Context, name string) (files, error) {
+	b.mu.Lock()
+	f, ok := b.prepared[name]
+	delete(b.prepared, name)
+	b.mu.Unlock()
+	if ok {
+		return f, nil
+	}
+	if err := b.Prepare(ctx, name); err != nil {
+		return files{}, err
+	}
+	return b.take(ctx, name)
+}
+
+func (b *batch) Commit(ctx context.Context, name string, pos int64) (sink.Commit, error) {
+	f, err := b.take(ctx, name)
+	if err != nil {
+		return sink.Commit{}, fmt.Errorf("commit topic %q: %w", name, err)
+	}
+	adds := f.adds
+	c := sink.Commit{Events: f.rows}
 	t, err := b.s.table(ctx, name)
 	if err != nil {
 		return c, err

@@ -37,6 +37,8 @@ type Memory struct {
 	// BeforeCommit, if set, runs before each topic commit; an error fails
 	// the commit. It may block until ctx ends.
 	BeforeCommit func(ctx context.Context, topic string, pos int64) error
+	// BeforePrepare, if set, runs before each Prepare; an error fails it.
+	BeforePrepare func(ctx context.Context, topic string) error
 
 	app string
 	*memState
@@ -173,6 +175,21 @@ func (b *memBatch) Append(ev *outbox.Event) error {
 func (b *memBatch) AppendDeadLetter(dl *outbox.DeadLetter) error {
 	n := outbox.DeadLetterTopic
 	b.rows[n] = append(b.rows[n], Row{ID: dl.ID, CommitLSN: dl.CommitLSN, Seq: dl.Seq, DeadLetter: true})
+	return nil
+}
+
+// Prepare checks that the topic has rows (Memory has no files to write).
+func (b *memBatch) Prepare(ctx context.Context, name string) error {
+	if hook := b.m.BeforePrepare; hook != nil {
+		if err := hook(ctx, name); err != nil {
+			return fmt.Errorf("prepare topic %q: %w", name, err)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rows[name] == nil {
+		return fmt.Errorf("prepare topic %q: nothing appended", name)
+	}
 	return nil
 }
 

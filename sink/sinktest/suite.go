@@ -39,6 +39,8 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"CommitThenReopen", testCommitThenReopen},
 		{"Fenced", testFenced},
 		{"Abort", testAbort},
+		{"PrepareThenCommit", testPrepareThenCommit},
+		{"PreparedThenAborted", testPreparedThenAborted},
 		{"Carry", testCarry},
 		{"ConcurrentTopics", testConcurrentTopics},
 		{"DeletedTable", testDeletedTable},
@@ -178,6 +180,53 @@ func testAbort(t *testing.T, h Harness) {
 	b.Abort()
 	if tp := open(t, h.Reopen(), "orders"); tp.Status != sink.New {
 		t.Fatalf("after an aborted batch: %+v, want New", tp)
+	}
+}
+
+// testPrepareThenCommit: the relay's pipeline writes the next batch's
+// files (Prepare) before the previous batch commits; each commit then
+// holds exactly its own rows, in order.
+func testPrepareThenCommit(t *testing.T, h Harness) {
+	ctx := context.Background()
+	b1, b2 := h.Sink.NewBatch(), h.Sink.NewBatch()
+	e1, e2, e3 := event("orders", 1, 100), event("orders", 2, 100), event("orders", 3, 200)
+	_ = b1.Append(e1)
+	_ = b1.Append(e2)
+	if err := b1.Prepare(ctx, "orders"); err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	_ = b2.Append(e3)
+	if err := b2.Prepare(ctx, "orders"); err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	if tp := open(t, h.Reopen(), "orders"); tp.Status != sink.New {
+		t.Fatalf("after Prepare alone: %+v, want New (prepared files are not visible)", tp)
+	}
+	if c := commit(t, b1, "orders", 100); c.Events != 2 {
+		t.Fatalf("first commit holds %d events, want 2", c.Events)
+	}
+	if c := commit(t, b2, "orders", 200); c.Events != 1 {
+		t.Fatalf("second commit holds %d events, want 1", c.Events)
+	}
+	if got, want := h.IDs(t, "orders"), ids(e1, e2, e3); !slices.Equal(got, want) {
+		t.Fatalf("rows %v, want %v", got, want)
+	}
+	if err := h.Sink.NewBatch().Prepare(ctx, "orders"); err == nil {
+		t.Fatal("Prepare of a topic with no rows succeeded")
+	}
+}
+
+// testPreparedThenAborted: files prepared for a batch that never commits
+// (the previous batch's commit failed) are never visible.
+func testPreparedThenAborted(t *testing.T, h Harness) {
+	b := h.Sink.NewBatch()
+	_ = b.Append(event("orders", 1, 100))
+	if err := b.Prepare(context.Background(), "orders"); err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	b.Abort()
+	if tp := open(t, h.Reopen(), "orders"); tp.Status != sink.New {
+		t.Fatalf("after a prepared, aborted batch: %+v, want New", tp)
 	}
 }
 

@@ -234,6 +234,18 @@ func (c *colBuf) capBytes() int {
 	return cap(c.data) + 4*cap(c.offs) + 4*cap(c.i32) + 8*cap(c.i64) + cap(c.valid)
 }
 
+// heldBytes is the capacity of the buffers the pending rows are in.
+func (b *pendingRows) heldBytes() int64 {
+	if b.bufs == nil {
+		return 0
+	}
+	return int64(b.bufs.capBytes())
+}
+
+// drop drops the pending rows and their buffers, leaving them to the
+// collector.
+func (b *pendingRows) drop() { b.bufs, b.rows, b.rawSize = nil, 0, 0 }
+
 // release drops the pending rows and returns the buffers to the pool.
 func (b *pendingRows) release() {
 	if b.bufs == nil {

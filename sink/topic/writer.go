@@ -134,7 +134,15 @@ func (w *FileWriter) BufferedBytes() int64 {
 
 // MemoryBytes is what the writer holds in memory for its rows: pending
 // rows plus encoded files not yet spilled.
-func (w *FileWriter) MemoryBytes() int64 { return w.PendingBytes() + w.BufferedBytes() }
+//
+// Pending rows count at the capacity of the buffers they are in, not only
+// their length: a writer that took a buffer another topic grew (the free
+// list hands them round) holds all of it for a few rows, and a batch of
+// many topics filling while the previous one closes would otherwise hold
+// hundreds of megabytes the budget never saw (issue 30: 226 MB of 339).
+func (w *FileWriter) MemoryBytes() int64 {
+	return max(w.PendingBytes(), w.rows.heldBytes()) + w.BufferedBytes()
+}
 
 // minSpill is the smallest in-memory file BoundPending writes to the store
 // early: each spilled file holds a temporary file (a descriptor) until the
@@ -314,7 +322,11 @@ func (w *FileWriter) stageRows() error {
 	if err := w.stage.add(w.rows, len(w.cols)); err != nil {
 		return w.fail(err)
 	}
-	w.rows.release()
+	if w.rows.heldBytes() > 2*w.rows.rawSize {
+		w.rows.drop() // a buffer too large for its rows: not handed to another writer
+	} else {
+		w.rows.release()
+	}
 	return nil
 }
 

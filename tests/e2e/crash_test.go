@@ -54,7 +54,10 @@ func crashTest(t testing.TB, storeURL string, store storage.Store, extraEnv []st
 	db := setup(t)
 	truth := newTruthSlot(t, db, "deltabus")
 	env := append([]string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + storeURL}, extraEnv...)
-	args := []string{"--standby", "--batch-max-delay", "20ms", "--batch-max-events", "2000"}
+	// The default batching (group commit, no delay): the relay writes one
+	// batch's files while the previous batch commits, so kills land in
+	// the pipeline with two batches in flight.
+	args := []string{"--standby", "--batch-max-events", "2000"}
 	p := startRelay(t, env, args...)
 	procs := []*relayProc{p}
 	t.Cleanup(func() { logProblems(t, procs) })

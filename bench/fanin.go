@@ -29,7 +29,9 @@ import (
 //   - drain: each source's outbox gets Options.FaninEvents single-row
 //     transactions while its relay is stopped; then every relay starts at
 //     once and the figure is all sources' events over the time until the
-//     last slot confirmed its end. Separate stores first, then shared.
+//     last slot confirmed its end. Options.Rounds rounds, separate stores
+//     and shared in turn, which goes first alternating; the ratio is the
+//     median of the rounds'.
 //   - steady: every source commits Options.FaninRate single-row
 //     transactions per second for Options.FaninFor with its relay running;
 //     the p99 source-commit-to-Delta latency of each source in the shared
@@ -81,16 +83,10 @@ func (b *bench) fanin(ctx context.Context) error {
 	for _, n := range counts {
 		r := FaninResult{Name: fmt.Sprintf("%s_%d", name, n), Store: base, Sources: n, Topics: 5,
 			Events: b.o.FaninEvents, Rate: b.o.FaninRate, Seconds: b.o.FaninFor.Seconds(), SingleP99: singleP99}
-		sep, err := f.drain(ctx, n, false)
+		sep, shr, err := f.drains(ctx, n, &r)
 		if err != nil {
-			return fmt.Errorf("%d sources, separate stores: %w", n, err)
+			return err
 		}
-		shr, err := f.drain(ctx, n, true)
-		if err != nil {
-			return fmt.Errorf("%d sources, one store: %w", n, err)
-		}
-		r.SeparateEventsPerSec, r.SharedEventsPerSec = sep.eps, shr.eps
-		r.DrainRaces, r.DrainCommits = shr.races, shr.commits
 		ssep, err := f.steady(ctx, n, false)
 		if err != nil {
 			return fmt.Errorf("%d sources steady, separate stores: %w", n, err)
@@ -111,10 +107,45 @@ func (b *bench) fanin(ctx context.Context) error {
 	return nil
 }
 
+// drains times the drain Options.Rounds times, separate stores and one
+// store in turn, which goes first alternating; the figures are the
+// medians (the ratio the median of the rounds' ratios), races summed.
+func (f *faninRun) drains(ctx context.Context, n int, r *FaninResult) (sep, shr faninOutcome, err error) {
+	var seps, shrs []float64
+	for round := range max(f.b.o.Rounds, 1) {
+		var s, h faninOutcome
+		order := []bool{false, true}
+		if round%2 == 1 {
+			order = []bool{true, false}
+		}
+		for _, shared := range order {
+			o, err := f.drain(ctx, n, shared)
+			if err != nil {
+				return sep, shr, fmt.Errorf("%d sources, shared=%v, round %d: %w", n, shared, round+1, err)
+			}
+			if shared {
+				h = o
+			} else {
+				s = o
+			}
+		}
+		seps, shrs = append(seps, s.eps), append(shrs, h.eps)
+		r.Rounds = append(r.Rounds, h.eps/s.eps)
+		sep.races, sep.commits = sep.races+s.races, sep.commits+s.commits
+		shr.races, shr.commits = shr.races+h.races, shr.commits+h.commits
+		sep.secs, shr.secs = sep.secs+s.secs, shr.secs+h.secs
+	}
+	sep.eps, shr.eps = Median(seps), Median(shrs)
+	r.SeparateEventsPerSec, r.SharedEventsPerSec, r.Ratio = sep.eps, shr.eps, Median(r.Rounds)
+	r.DrainRaces, r.DrainCommits = shr.races, shr.commits
+	return sep, shr, nil
+}
+
 func (b *bench) faninLines(r FaninResult, sep, shr, ssep, sshr faninOutcome) {
-	fmt.Fprintf(b.out, "# %s drain: %d sources × %d single-row tx: one store %.2fs, separate stores %.2fs; steady: %d sources × %d tx/s for %v (achieved %.0f/s per source shared, %.0f/s separate)\n",
-		r.Name, r.Sources, r.Events, shr.secs, sep.secs, r.Sources, r.Rate, b.o.FaninFor, sshr.achieved, ssep.achieved)
-	b.linef(r.Name+"_events_per_s", r.SharedEventsPerSec, r.SeparateEventsPerSec, "ev/s")
+	fmt.Fprintf(b.out, "# %s drain: %d sources × %d single-row tx, %d rounds: one store %.2fs, separate stores %.2fs in all; steady: %d sources × %d tx/s for %v (achieved %.0f/s per source shared, %.0f/s separate)\n",
+		r.Name, r.Sources, r.Events, len(r.Rounds), shr.secs, sep.secs, r.Sources, r.Rate, b.o.FaninFor, sshr.achieved, ssep.achieved)
+	fmt.Fprintf(b.out, "%s_events_per_s relay=%.0fev/s reference=%.0fev/s ratio=%.2f # median of rounds: %s\n",
+		r.Name, r.SharedEventsPerSec, r.SeparateEventsPerSec, r.Ratio, joinRatios(r.Rounds))
 	fmt.Fprintf(b.out, "%s_drain_races_per_1000_commits relay=%.1f reference=%.1f(separate) ratio=- # %d races in %d commits\n",
 		r.Name, per1000(shr.races, shr.commits), per1000(sep.races, sep.commits), shr.races, shr.commits)
 	fmt.Fprintf(b.out, "%s_steady_races_per_1000_commits relay=%.1f reference=%.1f(separate) ratio=- # %d races in %d commits\n",

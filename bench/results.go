@@ -38,6 +38,9 @@ type FaninResult struct {
 	Events               int     `json:"events"`
 	SharedEventsPerSec   float64 `json:"sharedEventsPerSec"`
 	SeparateEventsPerSec float64 `json:"separateEventsPerSec"`
+	// Ratio is the median of the rounds' shared over separate events/s.
+	Ratio  float64   `json:"ratio"`
+	Rounds []float64 `json:"rounds"`
 	// Races and commits of the relays sharing the store, summed over
 	// sources, in the drain and in the steady load.
 	DrainRaces    int `json:"drainRaces"`

@@ -33,7 +33,7 @@ func faninChart(fs []bench.FaninResult) (chart, bool) {
 			single = faninClip
 		}
 		names = append(names, name)
-		eps = append(eps, ratio(f.SharedEventsPerSec, f.SeparateEventsPerSec))
+		eps = append(eps, f.Ratio)
 		p99Single = append(p99Single, single)
 		p99Sep = append(p99Sep, ratio(worst, slices.Max(f.SeparateP99)))
 		races = append(races, ratio(float64(f.SteadyRaces), float64(f.SteadyCommits)))
@@ -43,7 +43,7 @@ func faninChart(fs []bench.FaninResult) (chart, bool) {
 		label string
 		v     plotter.Values
 	}{
-		{"events/s, shared ÷ separate stores (drain)", eps},
+		{"events/s, shared ÷ separate stores (drain, median of rounds)", eps},
 		{"worst source's p99, shared ÷ one source alone", p99Single},
 		{"worst source's p99, shared ÷ separate stores (same load)", p99Sep},
 		{"lost races per commit (steady load)", races},

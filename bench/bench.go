@@ -22,6 +22,12 @@
 // end as pg_recvlogical does at --endpos: nothing polls the database while
 // a drain is timed. The start-up figures time both tools from exec to exit
 // on a drain of one event (startup.go).
+//
+// The fan-in run (--only fanin, fanin.go) starts PostgreSQL clusters of
+// its own, one relay each, and measures them sharing one store's five
+// topics against the same relays into separate stores and against one
+// source alone: events per second, lost commit races per 1,000 commits
+// and each source's p99 latency.
 package bench
 
 import (
@@ -47,7 +53,7 @@ type Options struct {
 	Big            int           // rows in one transaction (memory)
 	LatencyFor     time.Duration // steady-load latency run
 	Rate           int           // single-row transactions per second in the latency run
-	Only           string        // comma-separated subset: batch,single,big,topics,latency,startup
+	Only           string        // comma-separated subset: batch,single,big,topics,latency,startup,fanin
 	RecvlogicalBin string
 	RelayArgs      string // extra flags for the measured `relay run`
 	LatencyStore   string // store URL for the latency run (default: a temp dir)
@@ -67,6 +73,14 @@ type Options struct {
 	// slot of its own: the ratio of two runs of the same tool is how far
 	// this run's relay ratios can move by chance.
 	Control bool
+	// FaninSources are the counts of sources of the fan-in run ("2,4"),
+	// each a PostgreSQL cluster of its own (fanin.go).
+	FaninSources string
+	FaninEvents  int           // single-row transactions per source in the fan-in drain
+	FaninRate    int           // single-row transactions per second per source, fan-in steady load
+	FaninFor     time.Duration // duration of each fan-in steady load
+	FaninStore   string        // base store URL of the fan-in run (default: a local temp dir)
+	FaninName    string        // names the fan-in lines (default "fanin": fanin_2_...)
 }
 
 func (o Options) want(name string) bool {
@@ -91,7 +105,9 @@ func Run(ctx context.Context, out io.Writer, o Options) (*Results, error) {
 
 func run(ctx context.Context, out io.Writer, o Options, res *Results) error {
 	admin := o.Source
-	if admin == "" {
+	// The fan-in run starts clusters of its own: a run of it alone needs
+	// no other.
+	if admin == "" && o.Only != "fanin" {
 		srv, err := pgcluster.StartServer(ctx, "max_wal_size = 8GB", "checkpoint_timeout = 30min")
 		if err != nil {
 			return err
@@ -113,7 +129,7 @@ func run(ctx context.Context, out io.Writer, o Options, res *Results) error {
 		run  func(context.Context) error
 	}{
 		{"batch", b.drainBatched}, {"single", b.drainSingle}, {"big", b.bigTransaction}, {"topics", b.topicsShape}, {"latency", b.latency},
-		{"startup", b.startup},
+		{"startup", b.startup}, {"fanin", b.fanin},
 	}
 	for _, s := range steps {
 		if !o.want(s.name) {

@@ -184,16 +184,23 @@ var worstVersions []string
 // commitLatencies returns, per event of every topic, commit file mtime minus
 // source commit time.
 func commitLatencies(ctx context.Context, root storage.Store) ([]time.Duration, error) {
+	var out []time.Duration
+	err := commitLatenciesBy(ctx, root, func(_ string, d time.Duration) { out = append(out, d) })
+	return out, err
+}
+
+// commitLatenciesBy calls fn with each event's source (its appId) and
+// latency, for every topic of root.
+func commitLatenciesBy(ctx context.Context, root storage.Store, fn func(source string, d time.Duration)) error {
 	topics, err := catalog.ListTopics(ctx, root)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out []time.Duration
 	for _, name := range topics {
 		st := storage.Sub(root, name)
 		objs, err := st.List(ctx, delta.LogDir, "")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		visible := map[string]time.Time{}
 		for _, o := range objs {
@@ -212,7 +219,7 @@ func commitLatencies(ctx context.Context, root storage.Store) ([]time.Duration, 
 			}
 			var worst time.Duration
 			err := topic.ReadEvents(ctx, st, delta.Add{Path: cf.Path}, func(e outbox.Event) error {
-				out = append(out, at.Sub(e.CommitTime))
+				fn(e.Source, at.Sub(e.CommitTime))
 				worst = max(worst, at.Sub(e.CommitTime))
 				return nil
 			})
@@ -222,10 +229,10 @@ func commitLatencies(ctx context.Context, root storage.Store) ([]time.Duration, 
 			return err
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // outboxRows counts the rows producers wrote.

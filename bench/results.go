@@ -25,6 +25,39 @@ type Results struct {
 	// TopicsShape is issue 30's many-topic memory shape (bench/shape.go).
 	TopicsShape *BigTxResult    `json:"topicsShape,omitempty"`
 	Latency     []LatencyResult `json:"latency,omitempty"`
+	Fanin       []FaninResult   `json:"fanin,omitempty"`
+}
+
+// FaninResult is one count of sources of the fan-in run: the relays
+// sharing one store (five shared topics) against the same relays each
+// into a store of its own, and against one source alone, in one run.
+type FaninResult struct {
+	Name    string `json:"name"` // fanin_2, fanin_s3_4, ...
+	Store   string `json:"store"`
+	Sources int    `json:"sources"`
+	Topics  int    `json:"topics"`
+	// Events is each source's backlog in the drain (single-row tx).
+	Events               int     `json:"events"`
+	SharedEventsPerSec   float64 `json:"sharedEventsPerSec"`
+	SeparateEventsPerSec float64 `json:"separateEventsPerSec"`
+	// Ratio is the median of the rounds' shared over separate events/s.
+	Ratio  float64   `json:"ratio"`
+	Rounds []float64 `json:"rounds"`
+	// Races and commits of the relays sharing the store, summed over
+	// sources, in the drain and in the steady load.
+	DrainRaces    int `json:"drainRaces"`
+	DrainCommits  int `json:"drainCommits"`
+	SteadyRaces   int `json:"steadyRaces"`
+	SteadyCommits int `json:"steadyCommits"`
+	// The steady load: Rate tx/s per source for Seconds.
+	Rate         int     `json:"rate"`
+	Seconds      float64 `json:"seconds"`
+	SharedEvents int     `json:"sharedEvents"`
+	// p99 latency per source (ms): sharing one store, each into its own
+	// store under the same load, and one source alone.
+	SharedP99   []float64 `json:"sharedP99Ms"`
+	SeparateP99 []float64 `json:"separateP99Ms"`
+	SingleP99   float64   `json:"singleP99Ms"`
 }
 
 // DrainResult is one drain kind (a shape, unloaded or beside a CPU hog):

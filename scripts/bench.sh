@@ -3,7 +3,8 @@
 # limit, one line per figure:
 #   name relay=... reference=... ratio=...
 # then the figures that need an S3 server, a bootstrap or the sink alone:
-# end-to-end latency on versitygw, S3 requests and their cost per topic
+# end-to-end latency and many sources into shared topics on versitygw
+# (relay bench --only fanin; on local disk it is part of relay bench), S3 requests and their cost per topic
 # (BenchmarkTopicCost), a 40-topic bootstrap against COPY (FORMAT binary)
 # (BenchmarkBootstrap) and memory with many topics (BenchmarkManyTopics).
 #
@@ -61,6 +62,10 @@ s3bench() { # name, then relay bench arguments
 echo "# latency on S3 (versitygw on ${s3#*@}), 30 s, commit pacing at its S3 default (1 s) and off"
 s3bench s3 --latency-store s3://bench/paced
 s3bench s3_unpaced --latency-store s3://bench/unpaced --relay-args "--topic-commit-interval -1s"
+echo "# many sources into five shared topics on S3 (2 and 4 PostgreSQL clusters, versitygw)"
+AWS_ACCESS_KEY_ID=${creds%%:*} AWS_SECRET_ACCESS_KEY=${creds#*:} AWS_REGION=us-east-1 \
+  DELTABUS_S3_ENDPOINT="http://${s3#*@}" DELTABUS_S3_PATH_STYLE=true \
+  ./bin/relay bench --only fanin --fanin-name fanin_s3 --fanin-store s3://bench/fanin --json "$results/fanin_s3.json"
 
 # gobench FILE, then go test arguments: the benchmark lines, kept in FILE.
 gobench() {

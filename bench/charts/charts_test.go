@@ -25,6 +25,7 @@ func TestDrawAllWritesEveryChart(t *testing.T) {
 		"drain-cpu.svg":        {"CPU per event", "walsender"},
 		"memory.svg":           {"Peak RSS", "one transaction of 1,000,000 rows", "bootstrap over 40 topics", "10,000 topics", "goal"},
 		"cost.svg":             {"S3 request cost", "p99 987 ms–995 ms"},
+		"fanin.svg":            {"five shared topics", "2 sources", "÷ one source: 4.4×", "lost races per commit", "goals"},
 	}
 	var names []string
 	for _, f := range written {

@@ -42,6 +42,9 @@ func charts(r *run) []chart {
 	if c, ok := costChart(r.find("TopicCost/")); ok {
 		out = append(out, c)
 	}
+	if c, ok := faninChart(r.relay.Fanin); ok {
+		out = append(out, c)
+	}
 	return out
 }
 

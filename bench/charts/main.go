@@ -74,6 +74,7 @@ func load(dir string) (*run, error) {
 		}
 		r.relay.Drains = append(r.relay.Drains, res.Drains...)
 		r.relay.Latency = append(r.relay.Latency, res.Latency...)
+		r.relay.Fanin = append(r.relay.Fanin, res.Fanin...)
 		if res.BigTx != nil {
 			r.relay.BigTx = res.BigTx
 		}

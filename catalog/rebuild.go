@@ -57,6 +57,11 @@ const (
 	// HoldIncompatibleTable: another writer changed the topic's table in a
 	// way the relay cannot append to (schema, protocol).
 	HoldIncompatibleTable = "incompatible-table"
+	// HoldContract: an event broke its contract (package contract) and the
+	// topic's policy is to hold rather than dead-letter it; Last says why.
+	// The hold lifts once the registry admits the event or the policy
+	// changes.
+	HoldContract = "contract-violation"
 )
 
 // PausedAtLSN and ResolvedLSN parse the state's positions ("" is 0).

@@ -151,6 +151,8 @@ func topicStatuses(ctx context.Context, store storage.Store, appID string) ([]to
 		}
 		switch st.Paused {
 		case "":
+		case catalog.HoldContract:
+			ts.Problem = fmt.Sprintf("held since %s (slot held there): %s; register a contract version that admits it, or `relay contract policy --topic %s --on-violation dead-letter`", st.PausedAt, st.Last, n)
 		case catalog.HoldMissingTable, catalog.HoldIncompatibleTable:
 			ts.Problem = fmt.Sprintf("held since %s (slot held there): %s; `relay rebuild --topic %s` restores it", st.PausedAt, st.Last, n)
 		default:

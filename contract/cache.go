@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -160,9 +161,12 @@ func (c *Cache) Check(ctx context.Context, topic, typ string, version int32, pay
 	if ts == nil {
 		return nil, nil // no contract and no policy in this topic
 	}
+	// topic and typ may alias a receive buffer (outbox.View): whatever
+	// outlives this call (a key kept, a violation, a metric label) is a
+	// copy, or the index's own string.
 	k := subjectKey{topic, typ}
 	sub := c.idx.subjects[k]
-	if sub == nil && ts.policy.Strict && c.due(subjectKey{topic: topic}) {
+	if sub == nil && ts.policy.Strict && c.due(subjectKey{topic: strings.Clone(topic)}) {
 		if err := c.refreshLocked(ctx, catalog.Prefix+"contracts/"+topic+"/", false); err != nil {
 			return nil, err
 		}
@@ -172,10 +176,11 @@ func (c *Cache) Check(ctx context.Context, topic, typ string, version int32, pay
 		if !ts.policy.Strict {
 			return nil, nil
 		}
-		v := &Violation{Topic: topic, Type: typ, Version: version, Problem: NoContract}
+		v := &Violation{Topic: strings.Clone(topic), Type: strings.Clone(typ), Version: version, Problem: NoContract}
 		c.o.Metrics.rejected(v, false)
 		return v, nil
 	}
+	k = sub.key // the index's own strings
 	obj, ok := sub.objs[version]
 	if !ok && c.due(k) {
 		seg, _ := catalog.EncodeType(typ) // typ has contracts: it encodes
@@ -187,7 +192,7 @@ func (c *Cache) Check(ctx context.Context, topic, typ string, version int32, pay
 		}
 	}
 	if !ok {
-		v := &Violation{Topic: topic, Type: typ, Version: version, Problem: Unregistered}
+		v := &Violation{Topic: k.topic, Type: k.typ, Version: version, Problem: Unregistered}
 		if sub != nil {
 			for _, x := range sub.versions {
 				v.Registered = append(v.Registered, x.Version)
@@ -196,7 +201,7 @@ func (c *Cache) Check(ctx context.Context, topic, typ string, version int32, pay
 		c.o.Metrics.rejected(v, true)
 		return v, nil
 	}
-	s, err := c.schemaLocked(ctx, obj, topic, typ, version)
+	s, err := c.schemaLocked(ctx, obj, k.topic, k.typ, version)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +251,7 @@ func (c *Cache) Schema(ctx context.Context, topic, typ string, version int32) (*
 	if !ok {
 		return nil, false, nil
 	}
-	s, err := c.schemaLocked(ctx, obj, topic, typ, version)
+	s, err := c.schemaLocked(ctx, obj, sub.key.topic, sub.key.typ, version)
 	return s, err == nil, err
 }
 

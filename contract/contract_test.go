@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
+	"unsafe"
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/contract/compat"
@@ -323,5 +324,25 @@ func TestIncompatibleErrorListsDifferences(t *testing.T) {
 	var ie *IncompatibleError
 	if !errors.As(error(e), &ie) || !strings.Contains(e.Error(), "/required") {
 		t.Fatal(e.Error())
+	}
+}
+
+// TestCheckKeepsNoAlias: the relay passes the type as a view of its
+// receive buffer, reused for the next message: nothing the cache keeps or
+// returns may point into it.
+func TestCheckKeepsNoAlias(t *testing.T) {
+	ctx, st := context.Background(), newStore(t)
+	register(t, NewRegistry(st, nil), "orders", "OrderPlaced", 1, orderV1)
+	c := New(st, Options{})
+	buf := []byte("OrderPlaced")
+	view := unsafe.String(unsafe.SliceData(buf), len(buf))
+	v1, _ := c.Check(ctx, "orders", view, 1, []byte(`{}`))
+	v2, _ := c.Check(ctx, "orders", view, 2, []byte(`{}`))
+	copy(buf, "XXXXXXXXXXX")
+	v3, _ := c.Check(ctx, "orders", "OrderPlaced", 1, []byte(`{}`))
+	for i, v := range []*Violation{v1, v2, v3} {
+		if v == nil || v.Type != "OrderPlaced" {
+			t.Fatalf("violation %d: %+v", i, v)
+		}
 	}
 }

@@ -436,6 +436,7 @@ type listing struct {
 }
 
 type listed struct {
+	key      subjectKey // its names, owned
 	versions []Version
 	objs     map[int32]storage.Object
 	modeKey  string
@@ -462,7 +463,7 @@ func buildIndex(objs []storage.Object) *listing {
 		k := subjectKey{names[0], names[1]}
 		s := l.subjects[k]
 		if s == nil {
-			s = &listed{objs: map[int32]storage.Object{}}
+			s = &listed{key: k, objs: map[int32]storage.Object{}}
 			l.subjects[k] = s
 			l.order = append(l.order, k)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"text/tabwriter"
 	"time"
 
@@ -130,11 +131,35 @@ func topicStatuses(ctx context.Context, store storage.Store, appID string) ([]to
 	if err != nil {
 		return nil, err
 	}
+	// A topic held before its first commit (a contract hold) has a state
+	// but no table yet.
+	states, err := catalog.ListRebuildStates(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	registered := map[string]bool{}
+	for _, n := range names {
+		registered[n] = true
+	}
+	for _, n := range states {
+		if !registered[n] {
+			st, _, err := catalog.ReadRebuildState(ctx, store, n)
+			if err != nil {
+				return nil, err
+			}
+			if st.Paused == catalog.HoldContract {
+				names = append(names, n)
+			}
+		}
+	}
+	sort.Strings(names)
 	var out []topicStatus
 	for _, n := range names {
 		ts := topicStatus{Topic: n, Version: -1}
 		snap, err := delta.LoadSnapshot(ctx, storage.Sub(store, n), -1)
 		switch {
+		case errors.Is(err, delta.ErrNoTable) && !registered[n]:
+			// no table yet: its first events are held (below)
 		case errors.Is(err, delta.ErrNoTable):
 			ts.Problem = "table missing: `relay rebuild --topic " + n + "` restores it from the outbox"
 		case err != nil:

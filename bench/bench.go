@@ -67,6 +67,11 @@ type Options struct {
 	// slot of its own: the ratio of two runs of the same tool is how far
 	// this run's relay ratios can move by chance.
 	Control bool
+	// Contracts also times, in each round, a relay whose store holds a
+	// contract for every event's type (lines suffixed _contracts): the
+	// cost of validating every event, against the relay without
+	// contracts and pg_recvlogical, in the same run.
+	Contracts bool
 }
 
 func (o Options) want(name string) bool {

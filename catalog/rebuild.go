@@ -171,17 +171,17 @@ func readLegacy(ctx context.Context, store storage.Store, v any, name string, ou
 	return ours(), nil
 }
 
-// ListRebuildStates returns the topics that have a rebuild state, sorted:
-// a topic held before its first commit has a state but no table yet.
-// Stray objects are left out.
-func ListRebuildStates(ctx context.Context, store storage.Store) ([]string, error) {
+// StateTopics returns the topics relay appID has a rebuild state of, in
+// key order: a topic held before its first commit (a contract hold) has a
+// state but no table yet. Stray objects are left out.
+func StateTopics(ctx context.Context, store storage.Store, appID string) ([]string, error) {
 	objs, err := store.List(ctx, Prefix+"rebuilds/", "")
 	if err != nil {
 		return nil, fmt.Errorf("list rebuild states in %s: %w", store, err)
 	}
 	var out []string
 	for _, o := range objs {
-		if kind, names, ok := Parse(o.Key); ok && kind == KindRebuildState {
+		if kind, names, ok := Parse(o.Key); ok && kind == KindRebuildState && names[1] == appID {
 			out = append(out, names[0])
 		}
 	}

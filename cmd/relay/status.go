@@ -133,7 +133,7 @@ func topicStatuses(ctx context.Context, store storage.Store, appID string) ([]to
 	}
 	// A topic held before its first commit (a contract hold) has a state
 	// but no table yet.
-	states, err := catalog.ListRebuildStates(ctx, store)
+	states, err := catalog.StateTopics(ctx, store, appID)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func topicStatuses(ctx context.Context, store storage.Store, appID string) ([]to
 	}
 	for _, n := range states {
 		if !registered[n] {
-			st, _, err := catalog.ReadRebuildState(ctx, store, n)
+			st, _, err := catalog.ReadRebuildState(ctx, store, appID, n)
 			if err != nil {
 				return nil, err
 			}

@@ -208,7 +208,7 @@ func TestCacheChecksEvents(t *testing.T) {
 		}
 	}
 	v, _ := c.Check(ctx, "orders", "OrderPlaced", 1, []byte(`{"order_id": "7"}`))
-	if msg := v.Error(); msg != `event violates contract orders/OrderPlaced v1 at "/order_id": got string, want integer` {
+	if msg := v.Error(); msg != `event violates contract orders/OrderPlaced v1 at "/order_id": type: got string, want integer` {
 		t.Errorf("message %q", msg)
 	}
 }

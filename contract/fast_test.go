@@ -28,6 +28,8 @@ var fastSchemas = []string{
 	`{"type":"string","enum":["a\"b","é","\\"]}`,
 	`{"properties":{"a":false,"b":true},"required":["b"],"unevaluatedProperties":false}`,
 	`{"type":"number","multipleOf":0.5,"maximum":1e400}`,
+	`{"properties":{"a\ufffd":{"type":"string"},"é":{"maxLength":1}},"patternProperties":{"^x-.$":{"const":"\ufffd"}},"additionalProperties":false}`,
+	`{"type":["array","number"],"minimum":0,"items":{"type":"number","maximum":5}}`,
 }
 
 var fastDocs = []string{
@@ -49,6 +51,7 @@ var fastDocs = []string{
 	`{"a":1}`, `{"a":1,"b":2}`, `{"abcd":1}`, `[1,2,3]`, `[9007199254740993]`, `[9007199254740994]`, `[1.5]`,
 	`{"b":1}`, `{"a":1,"b":1}`, `"a\"b"`, `"é"`, `"\\"`, `"a\\\"b"`, `"\u00e9"`,
 	`{"order_id": 1, "amount": 2.5, "lines": [{"sku": "sku-1", "qty": 2}], "lines": 5}`,
+	`1e1000001`, `[1e-1000001]`, `{"n":1e1000001}`, "{\"a\xff\":1}", "{\"\xc3\xa9\":1,\"x-\xff\":\"\xff\"}",
 	" \n{\"order_id\" : 7 , \"amount\" : 1 , \"lines\" : [ { \"sku\" : \"sku-9\" } ] }\t",
 }
 
@@ -82,9 +85,13 @@ func checkAgreement(t testing.TB, s *Schema, doc []byte) result {
 	if err != nil {
 		return unsure
 	}
-	lib := s.sch.Validate(v) == nil
-	got := s.fast.eval(bytes.TrimSpace(doc), 0)
-	if got == valid && !lib || got == invalid && lib {
+	evaluated, err := s.libValidate(v)
+	lib := evaluated && err == nil
+	got := s.fastResult(doc)
+	if !evaluated && got == valid {
+		t.Fatalf("fast path says valid where the library cannot evaluate\nschema %s\ndoc %s", s.raw, doc)
+	}
+	if evaluated && (got == valid && !lib || got == invalid && lib) {
 		t.Fatalf("fast path says %v, library says valid=%v\nschema %s\ndoc %s", got, lib, s.raw, doc)
 	}
 	if (s.Validate(doc) == nil) != lib {
@@ -122,21 +129,55 @@ func TestFastAgreesWithLibrary(t *testing.T) {
 // FuzzFastAgreesWithLibrary: any JSON document, against every schema and
 // its negation.
 func FuzzFastAgreesWithLibrary(f *testing.F) {
-	for _, d := range fastDocs {
+	for _, d := range append(fastDocs, notJSONDocs...) {
 		f.Add([]byte(d))
 	}
 	var schemas []*Schema
 	for _, src := range fastSchemas {
 		schemas = append(schemas, compileT(f, src), compileT(f, wrapped(`{"not":%s}`, src)))
 	}
+	for _, src := range []string{`{"not":false}`, `{}`, `{"type":"object"}`, `{"type":"array","items":{"type":"object","properties":{"a":true}}}`} {
+		schemas = append(schemas, compileT(f, src))
+	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		if !jsonValid(doc) {
+			checkNotJSON(t, schemas, doc)
 			return
 		}
 		for _, s := range schemas {
 			checkAgreement(t, s, doc)
 		}
 	})
+}
+
+// checkNotJSON fails when the fast path calls text that is not JSON valid:
+// Validate takes any bytes, and only the library may refuse them.
+func checkNotJSON(t testing.TB, schemas []*Schema, doc []byte) {
+	for _, s := range schemas {
+		if s.fastResult(doc) == valid || s.Validate(doc) == nil {
+			t.Fatalf("text that is not JSON passes\nschema %s\ndoc %q", s.raw, doc)
+		}
+	}
+}
+
+// notJSON is text the fast path must not take for JSON.
+var notJSONDocs = []string{
+	`{"a": SECRET}`, `{"a":1,}`, `[1,]`, `{"a" 1}`, `{"a":1 "b":2}`, `tru`, `nul`, `falsey`, `01`, `1.`, `.5`, `-`, `1e`, `1e+`, `+1`,
+	"\"a\tb\"", `"\x41"`, `"\u12g4"`, `"abc`, `{"a":[1,2}`, `[{"a":1]]`, `{"a":1}}`, `1 2`, `{1:2}`, `[1:2]`, `{"a":1,"b"}`,
+	`[true false]`, `{"a":"b":"c"}`, "{\"a\":\"\x01\"}", `[-01]`, `{"order_id":1,"amount":1,"lines":[{"sku":"sku-1"}],}`, ``, ` `,
+}
+
+func TestFastRefusesWhatIsNotJSON(t *testing.T) {
+	var schemas []*Schema
+	for _, src := range append(fastSchemas, `{"not":false}`, `{}`, `{"type":"object"}`) {
+		schemas = append(schemas, compileT(t, src))
+	}
+	for _, d := range notJSONDocs {
+		if jsonValid([]byte(d)) {
+			t.Fatalf("%q is JSON", d)
+		}
+		checkNotJSON(t, schemas, []byte(d))
+	}
 }
 
 func jsonValid(b []byte) bool {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/deltabus/deltabus/contract"
-	"github.com/deltabus/deltabus/contract/compat"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
@@ -34,14 +33,6 @@ const (
 	thingV1        = `{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}`
 	thingV2        = `{"type":"object","required":["n"],"properties":{"n":{"type":"integer"},"tag":{"type":"string"}}}`
 )
-
-// realChecker reports whether package compat is the real checker: the
-// contracts branch builds with a placeholder that judges NONE only, and
-// the judgements under BACKWARD are checked once the real one is merged.
-func realChecker() bool {
-	_, err := compat.Check(compat.Backward, [][]byte{[]byte(`{}`)}, []byte(`{}`))
-	return err == nil || !strings.Contains(err.Error(), "placeholder")
-}
 
 // TestContractsEndToEnd is the issue's "done when", against a real
 // PostgreSQL and a real relay process: v1 registered; an incompatible v2
@@ -79,16 +70,13 @@ func TestContractsEndToEnd(t *testing.T) {
 
 	// The registry.
 	cli(0, "contract", "register", "--topic", "orders", "--type", "OrderPlaced", "--version", "1", "--schema", file("v1.json", placedV1))
-	if realChecker() {
-		out := cli(1, "contract", "register", "--topic", "orders", "--type", "OrderPlaced", "--version", "2", "--schema", file("v2-breaks.json", placedV2Breaks))
-		if !strings.Contains(out, "currency") || !strings.Contains(out, "incompatible under BACKWARD") {
-			t.Fatalf("the breaking v2 was refused without its differences:\n%s", out)
-		}
-		cli(0, "contract", "register", "--topic", "orders", "--type", "OrderPlaced", "--version", "2", "--schema", file("v2.json", placedV2))
-	} else {
-		t.Log("package compat is the placeholder: v2 is registered under NONE; the BACKWARD refusal and acceptance run once the real checker is merged")
-		cli(0, "contract", "register", "--topic", "orders", "--type", "OrderPlaced", "--version", "2", "--schema", file("v2.json", placedV2), "--compatibility", "NONE")
+	// BACKWARD, the default: v2 adding a required property is refused
+	// with its difference; adding an optional one is accepted.
+	out := cli(1, "contract", "register", "--topic", "orders", "--type", "OrderPlaced", "--version", "2", "--schema", file("v2-breaks.json", placedV2Breaks))
+	if !strings.Contains(out, "currency") || !strings.Contains(out, "incompatible under BACKWARD") {
+		t.Fatalf("the breaking v2 was refused without its differences:\n%s", out)
 	}
+	cli(0, "contract", "register", "--topic", "orders", "--type", "OrderPlaced", "--version", "2", "--schema", file("v2.json", placedV2))
 	cli(0, "contract", "register", "--topic", "held", "--type", "Thing", "--version", "1", "--schema", file("thing1.json", thingV1))
 	cli(0, "contract", "policy", "--topic", "held", "--on-violation", "hold")
 
@@ -133,7 +121,7 @@ func TestContractsEndToEnd(t *testing.T) {
 	closed := insert("orders", "OrderPlaced", 1, `{"order_id": 5, "currency": "EUR"}`) // v1 is closed
 	other := insert("orders", "Uncontracted", 1, `[1, 2]`)
 	waitDrained(t, db.DSN, slot, time.Minute)
-	if got := topicIDs(t, store, "orders"); !slices.Equal(got, []string{valid1, valid2, other}) {
+	if got := topicIDsSoFar(t, store, "orders"); !slices.Equal(got, []string{valid1, valid2, other}) {
 		t.Fatalf("orders holds %v, want %v", got, []string{valid1, valid2, other})
 	}
 	reasons := deadLetters(t, env, url)
@@ -152,9 +140,9 @@ func TestContractsEndToEnd(t *testing.T) {
 	held2 := insert("held", "Thing", 1, `{"n": 2}`)
 	after := insert("orders", "OrderPlaced", 1, `{"order_id": 6}`)
 	eventually(t, time.Minute, "orders streams while held is held", func() bool {
-		return slices.Contains(topicIDs(t, store, "orders"), after)
+		return slices.Contains(topicIDsSoFar(t, store, "orders"), after)
 	})
-	out := cli(0, "status", "--json", "--slot", slot)
+	out = cli(0, "status", "--json", "--slot", slot)
 	var st struct {
 		Topics []struct{ Topic, Problem string } `json:"topics"`
 	}
@@ -170,12 +158,12 @@ func TestContractsEndToEnd(t *testing.T) {
 	if !strings.Contains(problem, "held since") || !strings.Contains(problem, "no contract version 2") {
 		t.Fatalf("relay status does not say why held is held: %q\n%s", problem, out)
 	}
-	if ids := topicIDs(t, store, "held"); len(ids) != 0 {
+	if ids := topicIDsSoFar(t, store, "held"); len(ids) != 0 {
 		t.Fatalf("held topic received %v while held", ids)
 	}
 	cli(0, "contract", "register", "--topic", "held", "--type", "Thing", "--version", "2", "--schema", file("thing2.json", thingV2), "--compatibility", "NONE")
 	eventually(t, time.Minute, "held resumes after v2 is registered", func() bool {
-		return slices.Equal(topicIDs(t, store, "held"), []string{held1, held2})
+		return slices.Equal(topicIDsSoFar(t, store, "held"), []string{held1, held2})
 	})
 	if out := cli(0, "status", "--slot", slot); strings.Contains(out, "held since") {
 		t.Fatalf("relay status still says held:\n%s", out)
@@ -233,7 +221,8 @@ func TestContractsEndToEnd(t *testing.T) {
 
 // topicIDs returns a topic's event ids in log order (none when it has no
 // table yet).
-func topicIDs(t testing.TB, store storage.Store, topic string) []string {
+// topicIDsSoFar is nil while the topic has no table yet.
+func topicIDsSoFar(t testing.TB, store storage.Store, topic string) []string {
 	t.Helper()
 	rows, err := verify.ReadTopic(context.Background(), store, topic)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/deltabus/deltabus/contract/compat"
 	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/topicmeta"
 	"github.com/deltabus/deltabus/usererr"
 )
 
@@ -534,3 +535,7 @@ func (b *optionalBool) Set(s string) error {
 	return nil
 }
 func (b *optionalBool) IsBoolFlag() bool { return true }
+
+// The contracts feature describes each topic's contract versions to
+// `relay topics` and Unity Catalog.
+func init() { topicmeta.Register(contract.TopicMeta{}) }

@@ -124,7 +124,7 @@ func TestContractViolationsAreDeadLettered(t *testing.T) {
 	if len(dl) != 2 || dl[0].ID != sent[1] || dl[1].ID != sent[2] {
 		t.Fatalf("dead letters %+v", dl)
 	}
-	for i, want := range []string{`contract orders/OrderPlaced v1 at "/order_id": got string, want integer`, `has no contract version 2 (registered: 1)`} {
+	for i, want := range []string{`contract orders/OrderPlaced v1 at "/order_id": type: got string, want integer`, `has no contract version 2 (registered: 1)`} {
 		if !strings.Contains(dl[i].Reason, want) {
 			t.Errorf("dead letter %d: reason %q, want %q", i, dl[i].Reason, want)
 		}

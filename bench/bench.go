@@ -81,6 +81,11 @@ type Options struct {
 	FaninFor     time.Duration // duration of each fan-in steady load
 	FaninStore   string        // base store URL of the fan-in run (default: a local temp dir)
 	FaninName    string        // names the fan-in lines (default "fanin": fanin_2_...)
+	// Contracts also times, in each round, a relay whose store holds a
+	// contract for every event's type (lines suffixed _contracts): the
+	// cost of validating every event, against the relay without
+	// contracts and pg_recvlogical, in the same run.
+	Contracts bool
 }
 
 func (o Options) want(name string) bool {

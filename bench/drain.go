@@ -111,6 +111,16 @@ func (b *bench) drain(ctx context.Context, name string, events int, load func(co
 			if err := b.createRelaySlot(ctx, dsn, v.store, v.slot); err != nil {
 				return err
 			}
+			if b.o.Contracts {
+				v.cslot, v.cstore = fmt.Sprintf("contracts%s_%d", kinds[k].suffix, i), b.storeDir(name+kinds[k].suffix+"_contracts")
+				defer os.RemoveAll(v.cstore)
+				if err := b.createRelaySlot(ctx, dsn, v.cstore, v.cslot); err != nil {
+					return err
+				}
+				if err := registerContracts(ctx, v.cstore); err != nil {
+					return err
+				}
+			}
 			if b.o.Control {
 				v.ctl = fmt.Sprintf("ctl%s_%d", kinds[k].suffix, i)
 			}
@@ -152,7 +162,13 @@ type drainKind struct {
 
 // drainVariant is one round: the relay's slot and store, pg_recvlogical's
 // slot.
-type drainVariant struct{ slot, ref, ctl, store string }
+// With Options.Contracts, cslot and cstore are a relay's whose store
+// holds a contract for every event (registerContracts).
+type drainVariant struct{ slot, ref, ctl, store, cslot, cstore string }
+
+// round is what one round measured: the relay, pg_recvlogical, the
+// control and the relay with contracts.
+type round struct{ rel, ref, ctl, con drained }
 
 // drainKind runs a kind's rounds and prints its figures: the medians of
 // the rounds when there are several.
@@ -161,19 +177,25 @@ func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end
 		stop := hogCore()
 		defer stop()
 	}
-	var rels, refs []drained
-	var ratios, controls []float64
+	var rels, refs, cons []drained
+	var ratios, controls, conRatios []float64
 	for i, v := range k.rounds {
-		ref, rel, ctl, err := b.drainRound(ctx, dsn, end, v, i%2 == 1)
+		r, err := b.drainRound(ctx, dsn, end, v, i%2 == 1)
 		if err != nil {
 			return err
 		}
+		ref, rel, ctl := r.ref, r.rel, r.ctl
 		fmt.Fprintf(b.out, "# %s round %d: relay %.1fs wall, %.2fs CPU, walsender %.2fs CPU; pg_recvlogical %.1fs wall, %.2fs CPU, walsender %.2fs CPU (ratio %.2f)\n",
 			name, i+1, rel.secs, rel.cpu, rel.server, ref.secs, ref.cpu, ref.server, ref.secs/rel.secs)
 		if v.ctl != "" {
 			fmt.Fprintf(b.out, "# %s round %d control: pg_recvlogical again %.1fs wall, %.2fs CPU, walsender %.2fs CPU (ratio %.2f)\n",
 				name, i+1, ctl.secs, ctl.cpu, ctl.server, ref.secs/ctl.secs)
 			controls = append(controls, ref.secs/ctl.secs)
+		}
+		if v.cslot != "" {
+			fmt.Fprintf(b.out, "# %s round %d contracts: relay with a contract on every event %.1fs wall, %.2fs CPU, walsender %.2fs CPU (ratio %.2f)\n",
+				name, i+1, r.con.secs, r.con.cpu, r.con.server, ref.secs/r.con.secs)
+			cons, conRatios = append(cons, r.con), append(conRatios, ref.secs/r.con.secs)
 		}
 		rels, refs, ratios = append(rels, rel), append(refs, ref), append(ratios, ref.secs/rel.secs)
 	}
@@ -190,19 +212,34 @@ func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end
 	b.linef(name+"_cpu_per_event", per(rel.cpu), per(ref.cpu), "us")
 	b.linef(name+"_cpu_per_event_with_walsender", per(rel.cpu+rel.server), per(ref.cpu+ref.server), "us")
 	fmt.Fprintf(b.out, "%s_peak_rss relay=%.0fMiB reference=200MiB ratio=%.2f\n", name, rel.rss, rel.rss/200)
+	if len(cons) > 0 {
+		con := medianDrain(cons)
+		fmt.Fprintf(b.out, "%s_contracts relay=%.0fev/s reference=%.0fev/s ratio=%.2f\n", name, float64(events)/con.secs, float64(events)/ref.secs, Median(conRatios))
+		b.linef(name+"_contracts_cpu_per_event", per(con.cpu), per(ref.cpu), "us")
+		fmt.Fprintf(b.out, "# %s: relay CPU per event with a contract on every event %.2f us, without %.2f us (%+.0f%%), same run\n",
+			name, per(con.cpu), per(rel.cpu), (con.cpu/rel.cpu-1)*100)
+	}
 	return nil
 }
 
 // drainRound times pg_recvlogical and the relay on one round's slots, the
 // relay first when relayFirst; the control, if the round has one, takes the
 // relay's place on the other side of pg_recvlogical.
-func (b *bench) drainRound(ctx context.Context, dsn, end string, v drainVariant, relayFirst bool) (ref, rel, ctl drained, err error) {
+func (b *bench) drainRound(ctx context.Context, dsn, end string, v drainVariant, relayFirst bool) (r round, err error) {
 	steps := []func() error{
-		func() (err error) { rel, err = b.relayDrain(ctx, dsn, v.store, v.slot, end); return err },
-		func() (err error) { ref, err = b.recvlogical(ctx, dsn, v.ref, end); return err },
+		func() (err error) { r.rel, err = b.relayDrain(ctx, dsn, v.store, v.slot, end); return err },
 	}
+	if v.cslot != "" {
+		steps = append(steps, func() (err error) {
+			if r.con, err = b.relayDrain(ctx, dsn, v.cstore, v.cslot, end); err != nil {
+				return err
+			}
+			return checkAllValid(v.cstore)
+		})
+	}
+	steps = append(steps, func() (err error) { r.ref, err = b.recvlogical(ctx, dsn, v.ref, end); return err })
 	if v.ctl != "" {
-		steps = append(steps, func() (err error) { ctl, err = b.recvlogical(ctx, dsn, v.ctl, end); return err })
+		steps = append(steps, func() (err error) { r.ctl, err = b.recvlogical(ctx, dsn, v.ctl, end); return err })
 	}
 	if !relayFirst {
 		slices.Reverse(steps)

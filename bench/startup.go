@@ -41,10 +41,11 @@ func (b *bench) startup(ctx context.Context) error {
 			return err
 		}
 		v := drainVariant{slot: "deltabus_startup", ref: "ref_startup", store: store}
-		ref, rel, _, err := b.drainRound(ctx, dsn, end, v, i%2 == 1)
+		r, err := b.drainRound(ctx, dsn, end, v, i%2 == 1)
 		if err != nil {
 			return err
 		}
+		ref, rel := r.ref, r.rel
 		rels, refs, ratios = append(rels, rel), append(refs, ref), append(ratios, rel.secs/ref.secs)
 	}
 	rel, ref := medianDrain(rels), medianDrain(refs)

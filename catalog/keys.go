@@ -3,6 +3,7 @@ package catalog
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -26,6 +27,11 @@ const (
 	KindLease         Kind = "lease"          // leases/<holder>.json
 	KindTopicMeta     Kind = "topic-meta"     // topicmeta/<topic>.json
 	KindRegistration  Kind = "registration"   // unitycatalog/<appId>.json
+	// Event contracts (package contract): the names are the topic, the
+	// event type (any text, encoded by EncodeType) and the version.
+	KindContractPolicy Kind = "contract-policy" // contracts/<topic>/policy.json
+	KindContractMode   Kind = "contract-mode"   // contracts/<topic>/<type>/mode.json
+	KindContract       Kind = "contract"        // contracts/<topic>/<type>/<version, 10 digits>.json
 )
 
 // name is the form of every name that becomes one key segment: topics
@@ -62,27 +68,39 @@ func truncate(s string) string {
 	return s
 }
 
+// arity is the number of names a key of kind k takes.
+func arity(k Kind) int {
+	switch k {
+	case KindRebuildRecord, KindRebuildState, KindConsumer, KindContractMode:
+		return 2
+	case KindIntent, KindContract:
+		return 3
+	}
+	return 1
+}
+
 // Key returns the store key of a catalog object. names are, in order: the
-// topic (topic), the topic and the appId (rebuild record and state), the
-// appId (marker), the topic, the appId and the id (intent), the group and
-// the topic (consumer). It panics on a wrong count and returns an error for
-// an invalid name, so a hostile name can never address another object.
+// topic (topic, contract policy), the topic and the appId (rebuild record
+// and state), the appId (marker), the topic, the appId and the id
+// (intent), the group and the topic (consumer), the topic and the event
+// type (contract mode), the topic, the event type and the version
+// (contract). It panics on a wrong count and returns an error for an
+// invalid name, so a hostile name can never address another object.
 func Key(kind Kind, names ...string) (string, error) {
-	want := 1
-	switch kind {
-	case KindRebuildRecord, KindRebuildState, KindConsumer:
-		want = 2
-	case KindIntent:
-		want = 3
+	if len(names) != arity(kind) {
+		panic(fmt.Sprintf("catalog.Key(%s): %d names, want %d", kind, len(names), arity(kind)))
 	}
-	if len(names) != want {
-		panic(fmt.Sprintf("catalog.Key(%s): %d names, want %d", kind, len(names), want))
-	}
+	var typeSeg, version string
 	for i, n := range names {
 		var err error
-		if kind == KindIntent && i == 2 {
+		switch {
+		case kind == KindIntent && i == 2:
 			err = CheckID(n)
-		} else {
+		case (kind == KindContract || kind == KindContractMode) && i == 1:
+			typeSeg, err = EncodeType(n)
+		case kind == KindContract && i == 2:
+			version, err = versionSegment(n)
+		default:
 			err = CheckName(string(kind), n)
 		}
 		if err != nil {
@@ -90,6 +108,12 @@ func Key(kind Kind, names ...string) (string, error) {
 		}
 	}
 	switch kind {
+	case KindContractPolicy:
+		return Prefix + "contracts/" + names[0] + "/policy.json", nil
+	case KindContractMode:
+		return Prefix + "contracts/" + names[0] + "/" + typeSeg + "/mode.json", nil
+	case KindContract:
+		return Prefix + "contracts/" + names[0] + "/" + typeSeg + "/" + version + ".json", nil
 	case KindTopic:
 		return Prefix + "topics/" + names[0], nil
 	case KindMarker:
@@ -160,6 +184,23 @@ func Parse(key string) (kind Kind, names []string, ok bool) {
 			return "", nil, false
 		}
 		kind, names = KindIntent, []string{parts[1], parts[2], n}
+	case len(parts) == 3 && parts[0] == "contracts" && parts[2] == "policy.json":
+		kind, names = KindContractPolicy, []string{parts[1]}
+	case len(parts) == 4 && parts[0] == "contracts":
+		typ, err := DecodeType(parts[2])
+		if err != nil {
+			return "", nil, false
+		}
+		if parts[3] == "mode.json" {
+			kind, names = KindContractMode, []string{parts[1], typ}
+			break
+		}
+		n, sfx := json(parts[3])
+		v, err := strconv.ParseInt(n, 10, 32)
+		if !sfx || err != nil || len(n) != versionDigits {
+			return "", nil, false
+		}
+		kind, names = KindContract, []string{parts[1], typ, strconv.FormatInt(v, 10)}
 	case len(parts) == 3 && parts[0] == "consumers":
 		n, sfx := json(parts[2])
 		if !sfx {

@@ -6,25 +6,19 @@ import (
 	"testing"
 )
 
-var kinds = []Kind{KindTopic, KindMarker, KindRebuildRecord, KindRebuildState, KindIntent, KindConsumer, KindProbe, KindLease, KindTopicMeta, KindRegistration}
-
-func arity(k Kind) int {
-	switch k {
-	case KindRebuildRecord, KindRebuildState, KindConsumer:
-		return 2
-	case KindIntent:
-		return 3
-	}
-	return 1
-}
+var kinds = []Kind{KindTopic, KindMarker, KindRebuildRecord, KindRebuildState, KindIntent, KindConsumer, KindProbe, KindLease, KindTopicMeta, KindRegistration,
+	KindContractPolicy, KindContractMode, KindContract}
 
 // keyOf builds a key of kind k from raw fuzz names (an intent's appId is
-// its second name with "-a" appended, its id the third); ok=false when the
-// names are not valid.
+// its second name with "-a" appended, its id the third; a contract's
+// version is 1); ok=false when the names are not valid.
 func keyOf(k Kind, a, b string) (string, []string, bool) {
 	names := []string{a, b, b}[:arity(k)]
-	if k == KindIntent {
+	switch k {
+	case KindIntent:
 		names[1] = b + "-a"
+	case KindContract:
+		names[2] = "1"
 	}
 	key, err := Key(k, names...)
 	return key, names, err == nil
@@ -44,6 +38,12 @@ func TestKeyLayout(t *testing.T) {
 		{KindConsumer, []string{"billing", "orders"}, "_deltabus/consumers/billing/orders.json"},
 		{KindTopicMeta, []string{"orders"}, "_deltabus/topicmeta/orders.json"},
 		{KindRegistration, []string{"deltabus-main"}, "_deltabus/unitycatalog/deltabus-main.json"},
+		{KindContractPolicy, []string{"orders"}, "_deltabus/contracts/orders/policy.json"},
+		{KindContractMode, []string{"orders", "OrderPlaced"}, "_deltabus/contracts/orders/_order_placed/mode.json"},
+		{KindContract, []string{"orders", "order.placed", "12"}, "_deltabus/contracts/orders/order.placed/0000000012.json"},
+		{KindContract, []string{"orders", "a/b_c d", "1"}, "_deltabus/contracts/orders/a_-2fb__c_-20d/0000000001.json"},
+		{KindContract, []string{"orders", "..", "1"}, "_deltabus/contracts/orders/_-2e./0000000001.json"},
+		{KindContract, []string{"orders", "policy.json", "2147483647"}, "_deltabus/contracts/orders/policy.json/2147483647.json"},
 	} {
 		got, err := Key(c.kind, c.names...)
 		if err != nil || got != c.want {
@@ -71,8 +71,11 @@ func TestKeyRejectsHostileNames(t *testing.T) {
 			if k == KindConsumer {
 				names = []string{"group", n}
 			}
-			if k == KindMarker || k == KindLease || k == KindProbe || k == KindTopic {
+			if k == KindMarker || k == KindLease || k == KindProbe || k == KindTopic || k == KindContractPolicy {
 				names = []string{n}
+			}
+			if k == KindContractMode || k == KindContract {
+				names = []string{n, "Type", "1"}[:arity(k)]
 			}
 			if key, err := Key(k, names...); err == nil {
 				t.Errorf("Key(%s, %q) accepted: %q", k, names, key)
@@ -90,6 +93,45 @@ func TestKeyRejectsHostileNames(t *testing.T) {
 	if _, err := Key(KindIntent, "orders", "r", "../../x"); err == nil {
 		t.Error("an intent id with a path was accepted")
 	}
+	for _, v := range []string{"0", "-1", "01", "+1", "1.0", "2147483648", "", "1e3", " 1"} {
+		if key, err := Key(KindContract, "orders", "Placed", v); err == nil {
+			t.Errorf("contract version %q accepted: %q", v, key)
+		}
+	}
+	for _, typ := range []string{"", "a\nb", "\x00", "\xff", strings.Repeat("A", 121)} {
+		if key, err := Key(KindContractMode, "orders", typ); err == nil {
+			t.Errorf("event type %q accepted: %q", typ, key)
+		}
+	}
+}
+
+// TestTypeEncoding: event types that differ, case included, never share a
+// segment, and every segment is one safe key segment that decodes back.
+func TestTypeEncoding(t *testing.T) {
+	seen := map[string]string{}
+	for _, typ := range []string{"OrderPlaced", "orderplaced", "order_placed", "order__placed", "Order_Placed", "_order_placed",
+		"a/b", "a_-2fb", "..", ".", "-", "é", "order placed", "order.placed", ".hidden", "x_", "_", "__", "~"} {
+		seg, err := EncodeType(typ)
+		if err != nil {
+			t.Fatalf("EncodeType(%q): %v", typ, err)
+		}
+		if prev, ok := seen[seg]; ok {
+			t.Fatalf("%q and %q share segment %q", prev, typ, seg)
+		}
+		seen[seg] = typ
+		if seg == "." || seg == ".." || strings.ContainsAny(seg, "/\\ ") || strings.ToLower(seg) != seg {
+			t.Errorf("segment %q of %q is not key-safe", seg, typ)
+		}
+		back, err := DecodeType(seg)
+		if err != nil || back != typ {
+			t.Errorf("DecodeType(%q) = %q, %v; want %q", seg, back, err, typ)
+		}
+	}
+	for _, seg := range []string{"_", "_-", "_-2", "_-zz", "_-61", "_A", ".x", "_x_"} {
+		if typ, err := DecodeType(seg); err == nil {
+			t.Errorf("DecodeType(%q) accepted a segment EncodeType never writes: %q", seg, typ)
+		}
+	}
 }
 
 // FuzzKeysNeverCollide: the key of every valid (kind, names) parses back to
@@ -101,6 +143,8 @@ func FuzzKeysNeverCollide(f *testing.F) {
 	f.Add(uint8(4), "t", "0123abcd", uint8(5), "t", "0123abcd.json")
 	f.Add(uint8(2), "t", "intents", uint8(4), "t", "record")
 	f.Add(uint8(5), "g", "t.json", uint8(5), "g.json", "t")
+	f.Add(uint8(10), "t", "Order_Placed", uint8(10), "t", "_order__placed")
+	f.Add(uint8(9), "t", "mode.json", uint8(8), "t", "")
 	f.Fuzz(func(t *testing.T, k1 uint8, a1, b1 string, k2 uint8, a2, b2 string) {
 		kind1, kind2 := kinds[int(k1)%len(kinds)], kinds[int(k2)%len(kinds)]
 		key1, n1, ok1 := keyOf(kind1, a1, b1)

@@ -57,6 +57,11 @@ const (
 	// HoldIncompatibleTable: another writer changed the topic's table in a
 	// way the relay cannot append to (schema, protocol).
 	HoldIncompatibleTable = "incompatible-table"
+	// HoldContract: an event broke its contract (package contract) and the
+	// topic's policy is to hold rather than dead-letter it; Last says why.
+	// The hold lifts once the registry admits the event or the policy
+	// changes.
+	HoldContract = "contract-violation"
 )
 
 // PausedAtLSN and ResolvedLSN parse the state's positions ("" is 0).
@@ -164,4 +169,21 @@ func readLegacy(ctx context.Context, store storage.Store, v any, name string, ou
 		return false, nil // a legacy object that does not parse is not ours to report
 	}
 	return ours(), nil
+}
+
+// StateTopics returns the topics relay appID has a rebuild state of, in
+// key order: a topic held before its first commit (a contract hold) has a
+// state but no table yet. Stray objects are left out.
+func StateTopics(ctx context.Context, store storage.Store, appID string) ([]string, error) {
+	objs, err := store.List(ctx, Prefix+"rebuilds/", "")
+	if err != nil {
+		return nil, fmt.Errorf("list rebuild states in %s: %w", store, err)
+	}
+	var out []string
+	for _, o := range objs {
+		if kind, names, ok := Parse(o.Key); ok && kind == KindRebuildState && names[1] == appID {
+			out = append(out, names[0])
+		}
+	}
+	return out, nil
 }

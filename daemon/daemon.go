@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deltabus/deltabus/bootstrap"
+	"github.com/deltabus/deltabus/contract"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/sink"
@@ -36,6 +37,9 @@ type Options struct {
 	// Store, if set, is used instead of opening cfg.Store (which must
 	// still name it, for messages).
 	Store storage.Store
+	// Contracts tunes the relay's view of the event contracts registered
+	// in the store (package contract); its Logger and Metrics are set here.
+	Contracts contract.Options
 }
 
 // New opens the store cfg names and returns a relay over it, ready to Run.
@@ -58,10 +62,15 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (*relay.Relay, sto
 		}
 	}
 	var m *relay.Metrics
+	co := opts.Contracts
+	co.Logger = opts.Log
 	if opts.Meter != nil {
 		var err error
 		if m, err = relay.NewMetrics(opts.Meter); err != nil {
 			return nil, nil, fmt.Errorf("relay metrics: %w", err)
+		}
+		if co.Metrics, err = contract.NewMetrics(opts.Meter, "relay"); err != nil {
+			return nil, nil, fmt.Errorf("contract metrics: %w", err)
 		}
 	}
 	sinkFor := func(appID string) sink.Sink {
@@ -69,6 +78,7 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (*relay.Relay, sto
 	}
 	r := relay.New(cfg, store, sinkFor, opts.Mappings, opts.Log, m)
 	r.Tracer = opts.Tracer
+	r.Contracts = contract.New(store, co)
 	r.FirstStart = bootstrap.FirstStart(BootstrapConfig(cfg), store,
 		bootstrap.Options{Log: opts.Log, Mappings: opts.Mappings, Metrics: opts.Meter, Tracer: opts.Tracer})
 	return r, store, nil

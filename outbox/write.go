@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -45,6 +46,22 @@ type Writer struct {
 	// each event (tables with a headers column); nil means W3C Trace
 	// Context and Baggage. See TraceContext.
 	Propagator propagation.TextMapPropagator
+	// Contracts, when set, validates each event's payload against its
+	// contract before anything is sent (package contract: a registry
+	// cache of the store, or a directory embedded in the service). An
+	// event that breaks its contract fails Write with an error wrapping
+	// the contract's violation (*contract.Violation: topic, type,
+	// version, first failing JSON pointer), and nothing is inserted: the
+	// caller's transaction should roll back.
+	Contracts Contracts
+}
+
+// Contracts checks events against their contracts (package contract
+// implements it).
+type Contracts interface {
+	// ValidateEvent returns nil when the event may be published, else an
+	// error: the contract's violation, or a failure to read the registry.
+	ValidateEvent(ctx context.Context, topic, typ string, version int32, payload []byte) error
 }
 
 // Write inserts events into DefaultTable within tx. See Writer.Write.
@@ -54,8 +71,9 @@ func Write(ctx context.Context, tx pgx.Tx, events ...NewEvent) error {
 
 // Write inserts all events within tx in one statement (one round trip),
 // in argument order, so they reach their topics in that order. Every
-// event is checked first (topic name, id, JSON of payload and headers);
-// if any is invalid nothing is sent and the error names the event. The
+// event is checked first (topic name, id, JSON of payload and headers,
+// and its contract when w.Contracts is set); if any is invalid nothing is
+// sent and the error names the event. The
 // caller's trace context (ctx) is recorded in each event's headers (see
 // TraceContext). The events become visible to the relay when tx commits.
 func (w Writer) Write(ctx context.Context, tx pgx.Tx, events ...NewEvent) error {
@@ -69,6 +87,14 @@ func (w Writer) Write(ctx context.Context, tx pgx.Tx, events ...NewEvent) error 
 	cols, err := buildColumns(m, events)
 	if err != nil {
 		return err
+	}
+	if w.Contracts != nil {
+		for i := range events {
+			e := &events[i]
+			if err := w.Contracts.ValidateEvent(ctx, e.Topic, e.Type, cols.versions[i], unsafe.Slice(unsafe.StringData(cols.payloads[i]), len(cols.payloads[i]))); err != nil {
+				return fmt.Errorf("outbox event %d (topic %q, type %q): %w", i, e.Topic, e.Type, err)
+			}
+		}
 	}
 	if m.Headers != "" {
 		if fields := w.traceFields(ctx); fields != nil {

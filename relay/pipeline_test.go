@@ -91,6 +91,7 @@ type source struct {
 	n    int
 	rel  bool
 	sent map[string][]string // topic -> event ids, in commit order
+	log  []sentFrame         // every frame sent but the relation, for replay
 	// committedAt, if set, is the commit time of the transactions tx
 	// writes (default: now).
 	committedAt time.Time
@@ -100,9 +101,20 @@ func newSource(c *fakeConn, from pglogrepl.LSN) *source {
 	return &source{c: c, lsn: from, xid: 1000, sent: map[string][]string{}}
 }
 
+// sentFrame is a frame as sent, with its position.
+type sentFrame struct {
+	lsn   pglogrepl.LSN
+	end   pglogrepl.LSN // the end of its transaction, when known
+	frame []byte
+}
+
 func (s *source) send(msg []byte) pglogrepl.LSN {
 	s.lsn += 0x100
-	s.c.frames <- pg.XLogData(s.lsn, msg)
+	f := pg.XLogData(s.lsn, msg)
+	s.c.frames <- f
+	if s.rel {
+		s.log = append(s.log, sentFrame{lsn: s.lsn, frame: f})
+	}
 	return s.lsn
 }
 

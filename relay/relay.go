@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/contract"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/sink"
@@ -55,6 +56,13 @@ type Relay struct {
 	// trace.go); nil records no span.
 	Tracer trace.TracerProvider
 
+	// Contracts, if set before Run, checks every event against its
+	// contract (see contracts.go); Run keeps it fresh (Cache.Run).
+	Contracts *contract.Cache
+	// contractHolds are the topics held for a refused event; they outlive
+	// a session (a hold that starts mid-transaction rewinds).
+	contractHolds map[string]*contractHold
+
 	// FirstStart runs when the slot does not exist and the store holds no
 	// marker of the source (package bootstrap): it creates the slot,
 	// copies the rows its exported snapshot sees into the topics under
@@ -77,7 +85,7 @@ func New(cfg Config, store storage.Store, sinkFor SinkFor, mappings outbox.Mappi
 		log = slog.Default()
 	}
 	r := &Relay{cfg: cfg, store: store, sinkFor: sinkFor, router: outbox.NewRouter(mappings), mappings: mappings,
-		log: log, metrics: m, tracer: tracerOf(nil), started: make(chan struct{})}
+		log: log, metrics: m, tracer: tracerOf(nil), started: make(chan struct{}), contractHolds: map[string]*contractHold{}}
 	r.health.stall = cfg.ReadyStall
 	appID := cfg.AppID
 	if appID == "" {
@@ -138,6 +146,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	hard, cancel := afterStop(ctx, r.cfg.ShutdownTimeout)
 	defer cancel()
+	if r.Contracts != nil {
+		go r.Contracts.Run(hard)
+	}
 	var last sessionEnd
 	backoff := 250 * time.Millisecond
 	for {

@@ -51,6 +51,12 @@ func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.
 		s.r.metrics.skipped()
 		return nil
 	}
+	if s.r.Contracts != nil {
+		if handled, err := s.checkContract(ctx, row, ev, t); handled || err != nil {
+			return err
+		}
+	}
+	t.lastTx = row.CommitLSN
 	return s.cur.addEvent(s.pace, ev)
 }
 

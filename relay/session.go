@@ -54,10 +54,11 @@ type session struct {
 	// is appended to the batch before the next message is read.
 	view outbox.View
 
-	holds      holds
-	watermarks []pendingWatermark
-	forged     rateLimit // warnings about ignored watermarks
-	deadLog    rateLimit // dead-letter log lines (the metric counts every one)
+	holds       holds
+	contractGen uint64 // the registry's generation the contract holds were last checked at
+	watermarks  []pendingWatermark
+	forged      rateLimit // warnings about ignored watermarks
+	deadLog     rateLimit // dead-letter log lines (the metric counts every one)
 }
 
 func newSession(r *Relay, conn replicationConn, com *committer, limit time.Duration) *session {
@@ -115,6 +116,9 @@ func (s *session) stream(ctx context.Context, stop <-chan struct{}) error {
 		}
 		s.noteProgress()
 		s.advanceIdle()
+		if err := s.recheckContractHolds(ctx); err != nil {
+			return err
+		}
 		due := s.now.Sub(s.lastStatus) >= s.r.cfg.StatusInterval
 		ask := s.live.askDue(s.now)
 		if due || ask || s.com.durableLSN() != s.ackedFrom {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pglogrepl"
+
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/sink"
 )
@@ -13,6 +15,13 @@ import (
 type topicView struct {
 	sink.Topic
 	seam *catalog.Seam
+	// lastTx is the commit LSN of the last event of the topic put in a
+	// batch: a contract hold cannot start inside that transaction.
+	lastTx pglogrepl.LSN
+	// staleHold: the store records a contract hold of this topic that no
+	// pending hold explains (the relay restarted since): the first event
+	// that passes its contract clears it.
+	staleHold bool
 }
 
 // topics opens topic tables lazily, once per session.
@@ -42,6 +51,18 @@ func (ts *topics) get(ctx context.Context, name string) (*topicView, error) {
 			if v.seam, err = rec.Seam(t.Position); err != nil {
 				return nil, err
 			}
+		}
+	}
+	if c := ts.r.Contracts; c != nil && ts.r.contractHolds[name] == nil {
+		if err := c.Load(ctx); err != nil {
+			return nil, err
+		}
+		if c.Policy(name).Holds() {
+			st, _, err := catalog.ReadRebuildState(ctx, ts.r.store, ts.r.id.AppID, name)
+			if err != nil {
+				return nil, err
+			}
+			v.staleHold = st.Paused == catalog.HoldContract
 		}
 	}
 	ts.m[name] = v

@@ -90,6 +90,7 @@ func (c *chunk) fill(evs []Event, k int, pos Position, vt time.Time) {
 			e.Source = v
 		}
 		e.SchemaVersion = int32(sv[j])
+		e.WriterVersion = e.SchemaVersion
 		var h *string
 		if !noHdr[j] {
 			h = &hdrs[j]
@@ -111,6 +112,7 @@ func (c *chunk) fill(evs []Event, k int, pos Position, vt time.Time) {
 func (c *chunk) fillEvents(evs []Event, k int, pos Position, vt time.Time) {
 	for j := range evs {
 		evs[j].Event = c.events[k+j]
+		evs[j].WriterVersion = evs[j].SchemaVersion
 		evs[j].Position, evs[j].VersionTime = Position{Version: pos.Version, Offset: pos.Offset + int64(j)}, vt
 	}
 }

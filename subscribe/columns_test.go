@@ -29,7 +29,7 @@ func (cc *columnCollector) handle(ctx context.Context, b *Batch) error {
 		evs[i] = Event{Event: outbox.Event{ID: cs.ID(i), Topic: cs.Topic(i), Key: cs.Key(i), Type: cs.Type(i),
 			SchemaVersion: cs.SchemaVersion(i), Payload: cs.Payload(i), Headers: cs.Headers(i), OccurredAt: cs.OccurredAt(i),
 			CommitLSN: cs.CommitLSN(i), Seq: cs.Seq(i), Xid: cs.Xid(i), CommitTime: cs.CommitTime(i), Source: cs.Source(i)},
-			Position: cs.Position(i), VersionTime: cs.VersionTime(i)}
+			Position: cs.Position(i), VersionTime: cs.VersionTime(i), WriterVersion: cs.SchemaVersion(i)}
 	}
 	for i := len(evs) - 1; i >= 0; i-- { // backwards: lookups across runs
 		if e := cs.Event(i); !reflect.DeepEqual(e, evs[i]) {

@@ -23,13 +23,18 @@ func (p Position) String() string { return fmt.Sprintf("version %d offset %d", p
 
 // Event is one event of a topic as a subscription delivers it: the row the
 // relay wrote (outbox.Event: id, topic, key, type, payload and headers as
-// JSON text, occurred_at, commit_lsn, seq, xid, commit_time, and the raw
-// schema_version, never rewritten, so a handler can resolve payload
-// versions it has not seen) and where it is in the table.
+// JSON text, occurred_at, commit_lsn, seq, xid, commit_time and
+// schema_version) and where it is in the table. SchemaVersion is the
+// version of Payload as delivered: the producer's, unless Options.Upcasters
+// converted the event, and WriterVersion is always the producer's.
 type Event struct {
 	outbox.Event
 	Position              // the event's own position (Version, Offset)
 	VersionTime time.Time // commit timestamp of the Delta version (inCommitTimestamp, else commitInfo.timestamp, else file mtime)
+	// WriterVersion is the schema version the producer wrote the event
+	// with (the table's schema_version); SchemaVersion differs from it
+	// only when an upcaster converted the payload.
+	WriterVersion int32
 }
 
 // Batch is what a Handler receives. Events are in delivery order. The

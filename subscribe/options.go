@@ -47,6 +47,10 @@ type Options struct {
 	MaxFileBytes int64
 	// Logger receives progress and warnings; nil: slog.Default().
 	Logger *slog.Logger
+	// Upcasters, when set, converts older events of the types it knows to
+	// the version the handler asks for before each batch is handled (see
+	// Upcasters). It needs Events: it cannot be combined with Columns.
+	Upcasters *Upcasters
 	// Tracer traces each handler call (see handle in trace.go); nil: the
 	// global provider (otel.GetTracerProvider), a no-op unless the
 	// program installed one.

@@ -53,6 +53,14 @@ func Subscribe(ctx context.Context, store storage.Store, topic, group string, h 
 		return err
 	}
 	o := opts.withDefaults()
+	if o.Upcasters != nil {
+		if o.Columns {
+			return errUpcastColumns
+		}
+		if err := o.Upcasters.check(); err != nil {
+			return err
+		}
+	}
 	if o.Checkpoints == nil {
 		o.Checkpoints = NewStoreCheckpoints(store)
 	}
@@ -220,6 +228,9 @@ func (s *subscription) flush(ctx context.Context) error {
 		}
 		apply = func(ctx context.Context, tx pgx.Tx) error {
 			b.Tx = tx
+			if err := s.o.Upcasters.apply(b.Events); err != nil {
+				return fmt.Errorf("group %q topic %q: %w", s.group, s.topic, err)
+			}
 			if err := s.handle(ctx, b); err != nil {
 				return fmt.Errorf("group %q topic %q: handler failed on the batch at %s: %w", s.group, s.topic, from, err)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/deltabus/deltabus/contract"
 	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
@@ -26,6 +27,7 @@ func cmdConsume(ctx context.Context, env *cliEnv, args []string) int {
 	fs.DurationVar(&cfg.PollInterval, "poll-interval", subscribe.DefaultPollInterval, "wait between polls once caught up (--follow)")
 	logFormat := fs.String("log-format", envOr(env, "DELTABUS_LOG_FORMAT", "text"), "log format (stderr): text or json")
 	logLevel := fs.String("log-level", envOr(env, "DELTABUS_LOG_LEVEL", "warn"), "log level: debug, info, warn, error")
+	validate := fs.Bool("validate", false, "check every event against its contract in the store's registry: a refused event is printed with contract_violation set, and the command exits 1 at the end")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -42,6 +44,10 @@ func cmdConsume(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if cfg.Store, err = daemon.OpenStore(ctx, *storeURL, storage.S3Options{Logger: cfg.Logger}); err != nil {
 		return fail(env, exitUsage, err)
+	}
+	if *validate {
+		cfg.Contracts = contract.New(cfg.Store, contract.Options{Logger: cfg.Logger})
+		go cfg.Contracts.Run(ctx)
 	}
 	if err := consume.Run(ctx, cfg, env.stdout); err != nil {
 		return fail(env, exitFailure, err)

@@ -55,6 +55,7 @@ func init() {
 		"janitor":   {"delete outbox rows older than the retention that the relay has made durable, in small batches", cmdJanitor},
 		"consume":   {"read a topic as a consumer group, checkpointed, as JSON lines (--follow to keep reading)", cmdConsume},
 		"check":     {"check consumers: lag, retention headroom, completeness and duplicates per group and topic", cmdCheck},
+		"contract":  {"event contracts: register, compat, list, show, check, policy, mode (JSON Schemas per topic and type)", cmdContract},
 
 		"compact":   {"bin-pack small files of the topic tables (commits that change no data)", cmdCompact},
 		"vacuum":    {"delete expired log entries and data files no reader within the retention needs", cmdVacuum},

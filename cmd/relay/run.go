@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 
+	"github.com/deltabus/deltabus/contract"
 	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/governance"
 	"github.com/deltabus/deltabus/maintain"
@@ -39,6 +40,8 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		cfg.StopAt = lsn
 		return nil
 	})
+	var co contract.Options
+	fs.DurationVar(&co.Poll, "contracts-poll", contract.DefaultPoll, "list the store's event contracts this often for new versions and policies (one List request; an event naming a version not yet seen re-reads its type at once); negative: only then")
 	metricsAddr := fs.String("metrics-addr", envOr(env, "DELTABUS_METRICS_ADDR", "127.0.0.1:9464"), "serve /metrics, /healthz, /readyz, the operator's page (/) and /api/status here (empty disables); keep it on loopback or a private network")
 	var mo maintain.Options
 	every := fs.Duration("maintenance", time.Hour, "compact, clean up the log and vacuum every topic this often while streaming (0 disables; `relay compact` and `relay vacuum` do it by hand)")
@@ -82,7 +85,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitUsage, err)
 	}
 	defer flush()
-	r, store, err := daemon.New(ctx, cfg, daemon.Options{Log: log, Mappings: mappings, Meter: tel.Meter, Tracer: tel.Tracer})
+	r, store, err := daemon.New(ctx, cfg, daemon.Options{Log: log, Mappings: mappings, Meter: tel.Meter, Tracer: tel.Tracer, Contracts: co})
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}

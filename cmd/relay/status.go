@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"text/tabwriter"
 	"time"
 
@@ -130,11 +131,35 @@ func topicStatuses(ctx context.Context, store storage.Store, appID string) ([]to
 	if err != nil {
 		return nil, err
 	}
+	// A topic held before its first commit (a contract hold) has a state
+	// but no table yet.
+	states, err := catalog.StateTopics(ctx, store, appID)
+	if err != nil {
+		return nil, err
+	}
+	registered := map[string]bool{}
+	for _, n := range names {
+		registered[n] = true
+	}
+	for _, n := range states {
+		if !registered[n] {
+			st, _, err := catalog.ReadRebuildState(ctx, store, appID, n)
+			if err != nil {
+				return nil, err
+			}
+			if st.Paused == catalog.HoldContract {
+				names = append(names, n)
+			}
+		}
+	}
+	sort.Strings(names)
 	var out []topicStatus
 	for _, n := range names {
 		ts := topicStatus{Topic: n, Version: -1}
 		snap, err := delta.LoadSnapshot(ctx, storage.Sub(store, n), -1)
 		switch {
+		case errors.Is(err, delta.ErrNoTable) && !registered[n]:
+			// no table yet: its first events are held (below)
 		case errors.Is(err, delta.ErrNoTable):
 			ts.Problem = "table missing: `relay rebuild --topic " + n + "` restores it from the outbox"
 		case err != nil:
@@ -151,6 +176,8 @@ func topicStatuses(ctx context.Context, store storage.Store, appID string) ([]to
 		}
 		switch st.Paused {
 		case "":
+		case catalog.HoldContract:
+			ts.Problem = fmt.Sprintf("held since %s (slot held there): %s; register a contract version that admits it, or `relay contract policy --topic %s --on-violation dead-letter`", st.PausedAt, st.Last, n)
 		case catalog.HoldMissingTable, catalog.HoldIncompatibleTable:
 			ts.Problem = fmt.Sprintf("held since %s (slot held there): %s; `relay rebuild --topic %s` restores it", st.PausedAt, st.Last, n)
 		default:

@@ -20,6 +20,7 @@ type Row struct {
 	CommitLSN  int64
 	Seq        int32
 	DeadLetter bool
+	Reason     string // a dead letter's reason
 }
 
 type memTable struct {
@@ -174,7 +175,7 @@ func (b *memBatch) Append(ev *outbox.Event) error {
 
 func (b *memBatch) AppendDeadLetter(dl *outbox.DeadLetter) error {
 	n := outbox.DeadLetterTopic
-	b.rows[n] = append(b.rows[n], Row{ID: dl.ID, CommitLSN: dl.CommitLSN, Seq: dl.Seq, DeadLetter: true})
+	b.rows[n] = append(b.rows[n], Row{ID: strings.Clone(dl.ID), CommitLSN: dl.CommitLSN, Seq: dl.Seq, DeadLetter: true, Reason: dl.Reason})
 	return nil
 }
 

@@ -4,6 +4,12 @@
 // line is written and flushed before the checkpoint that covers it is
 // committed, so the output is at least once: after a crash the last batch
 // may be printed again (deduplicate by event_id).
+//
+// With Config.Contracts (relay consume --validate) each event is checked
+// against its contract before it is printed: an event its contract refuses
+// is still printed, with the violation in the line's contract_violation
+// field and logged, and Run then ends with a *ViolationsError (the command
+// exits 1), so a pipeline notices.
 package consume
 
 import (
@@ -15,6 +21,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/deltabus/deltabus/contract"
 	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
@@ -35,6 +42,19 @@ type Config struct {
 	BatchSize     int
 	PollInterval  time.Duration
 	Logger        *slog.Logger
+	// Contracts, when set, checks every event against its contract.
+	Contracts *contract.Cache
+}
+
+// ViolationsError ends a consume that printed events their contracts
+// refuse.
+type ViolationsError struct {
+	Count int
+	First string // the first violation, with its event
+}
+
+func (e *ViolationsError) Error() string {
+	return fmt.Sprintf("%d events printed break their contracts (each line's contract_violation says why); the first: %s", e.Count, e.First)
 }
 
 // Run consumes until caught up (or until ctx ends with Follow; that is not
@@ -53,9 +73,25 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 		logger(cfg).Info("consume: group reset", "group", cfg.Group, "topic", cfg.Topic, "position", cp.Position.String())
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	h := func(_ context.Context, b *subscribe.Batch) error {
+	var bad ViolationsError
+	h := func(ctx context.Context, b *subscribe.Batch) error {
 		for i := range b.Events {
-			if err := WriteLine(bw, &b.Events[i]); err != nil {
+			e := &b.Events[i]
+			violation := ""
+			if cfg.Contracts != nil {
+				v, err := cfg.Contracts.Check(ctx, e.Topic, e.Type, e.SchemaVersion, []byte(e.Payload))
+				if err != nil {
+					return err
+				}
+				if v != nil {
+					violation = v.Error()
+					if bad.Count++; bad.Count == 1 {
+						bad.First = fmt.Sprintf("event %s (%s): %s", e.ID, e.Position, violation)
+					}
+					logger(cfg).Warn("consume: event breaks its contract", "event_id", e.ID, "version", e.Version, "offset", e.Offset, "violation", violation)
+				}
+			}
+			if err := writeLine(bw, e, violation); err != nil {
 				return err
 			}
 		}
@@ -64,7 +100,10 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 	err = subscribe.Subscribe(ctx, cfg.Store, cfg.Topic, cfg.Group, h, subscribe.Options{
 		Checkpoints: cps, Follow: cfg.Follow, BatchSize: cfg.BatchSize, PollInterval: cfg.PollInterval, Logger: cfg.Logger})
 	if cfg.Follow && ctx.Err() != nil {
-		return nil
+		err = nil
+	}
+	if err == nil && bad.Count > 0 {
+		return &bad
 	}
 	return err
 }
@@ -109,20 +148,25 @@ type line struct {
 	Source        string          `json:"source,omitempty"`
 	Version       int64           `json:"version"`
 	Offset        int64           `json:"offset"`
+	// ContractViolation is set by --validate for an event its contract
+	// refuses.
+	ContractViolation string `json:"contract_violation,omitempty"`
 }
 
 // WriteLine writes e as one JSON line. Payload and headers are nested JSON
 // (headers null when absent); text that is not valid JSON (the table holds
 // what the relay wrote, but the store is not trusted) is written as a JSON
 // string instead.
-func WriteLine(w io.Writer, e *subscribe.Event) error {
+func WriteLine(w io.Writer, e *subscribe.Event) error { return writeLine(w, e, "") }
+
+func writeLine(w io.Writer, e *subscribe.Event, violation string) error {
 	headers := json.RawMessage("null")
 	if e.Headers != nil {
 		headers = nested(*e.Headers)
 	}
 	b, err := json.Marshal(line{EventID: e.ID, Topic: e.Topic, Key: e.Key, Type: e.Type, SchemaVersion: e.SchemaVersion,
 		Payload: nested(e.Payload), Headers: headers, OccurredAt: stamp(e.OccurredAt), CommitLSN: e.CommitLSN,
-		Seq: e.Seq, Xid: e.Xid, CommitTime: stamp(e.CommitTime), Source: e.Source, Version: e.Version, Offset: e.Offset})
+		Seq: e.Seq, Xid: e.Xid, CommitTime: stamp(e.CommitTime), Source: e.Source, Version: e.Version, Offset: e.Offset, ContractViolation: violation})
 	if err != nil {
 		return fmt.Errorf("encode event %s: %w", e.ID, err)
 	}

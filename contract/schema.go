@@ -1,0 +1,200 @@
+package contract
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// MaxSchemaBytes is the largest schema a contract may have. A contract is
+// read whole into memory, by every relay and producer that meets its type.
+const MaxSchemaBytes = 1 << 20
+
+// The drafts a contract may be written in, as its "$schema" names them. A
+// schema without "$schema" is 2020-12.
+const (
+	Draft2020 = "https://json-schema.org/draft/2020-12/schema"
+	Draft07   = "http://json-schema.org/draft-07/schema#"
+)
+
+// Schema is one compiled contract: the JSON Schema of a (topic, type,
+// version). It is safe for concurrent use.
+type Schema struct {
+	Topic, Type string
+	Version     int32
+	Draft       string // Draft2020 or Draft07
+	raw         []byte
+	sch         *jsonschema.Schema
+	fast        *node // the byte-level validator (fast.go)
+}
+
+// Raw returns the schema as registered. The caller must not modify it.
+func (s *Schema) Raw() []byte { return s.raw }
+
+// SchemaError is a schema that cannot be a contract: malformed JSON, not a
+// JSON Schema of a supported draft, or a reference outside the document.
+type SchemaError struct{ Msg string }
+
+func (e *SchemaError) Error() string { return e.Msg }
+
+func schemaErr(format string, args ...any) error {
+	return &SchemaError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// refuseLoader refuses every reference outside the schema document: a
+// contract is one self-contained document, and the default loader would
+// read any file:// path on the machine validating it.
+type refuseLoader struct{}
+
+func (refuseLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("a contract must be self-contained: it may only refer to its own parts (such as #/$defs/name), not to %s", url)
+}
+
+// resourceURL names the document being compiled; references relative to
+// it stay inside it.
+const resourceURL = "https://contract.deltabus.invalid/schema.json"
+
+// Compile compiles raw, a JSON Schema (draft 2020-12 or draft-07), into a
+// contract for topic, typ and version. The schema is compiled once; its
+// errors are *SchemaError.
+func Compile(topic, typ string, version int32, raw []byte) (*Schema, error) {
+	if len(raw) > MaxSchemaBytes {
+		return nil, schemaErr("schema is %d bytes, the limit is %d", len(raw), MaxSchemaBytes)
+	}
+	if err := checkJSON(raw); err != nil {
+		return nil, err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, schemaErr("schema is not JSON: %v", err)
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok {
+		return nil, schemaErr("schema is a JSON %s; a contract is a JSON Schema object such as {\"type\": \"object\", ...}", jsonKind(doc))
+	}
+	draft, err := draftOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(refuseLoader{})
+	if err := c.AddResource(resourceURL, doc); err != nil {
+		return nil, schemaErr("schema: %v", err)
+	}
+	sch, err := c.Compile(resourceURL)
+	if err != nil {
+		return nil, schemaErr("schema is not a valid JSON Schema: %s", compileMessage(err))
+	}
+	s := &Schema{Topic: topic, Type: typ, Version: version, Draft: draft, raw: raw, sch: sch}
+	s.fast = newFastCompiler().compile(sch)
+	return s, nil
+}
+
+// checkJSON reports malformed JSON with the byte offset of the problem.
+func checkJSON(raw []byte) error {
+	if json.Valid(raw) {
+		return nil
+	}
+	var v any
+	err := json.Unmarshal(raw, &v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return schemaErr("schema is not JSON: %v at byte %d", se, se.Offset)
+	}
+	return schemaErr("schema is not JSON: %v", err)
+}
+
+func draftOf(obj map[string]any) (string, error) {
+	v, ok := obj["$schema"]
+	if !ok {
+		return Draft2020, nil
+	}
+	s, _ := v.(string)
+	switch strings.TrimSuffix(s, "#") {
+	case strings.TrimSuffix(Draft2020, "#"):
+		return Draft2020, nil
+	case strings.TrimSuffix(Draft07, "#"):
+		return Draft07, nil
+	}
+	return "", schemaErr("schema names $schema %q: contracts are JSON Schema draft 2020-12 (%s, the default) or draft-07 (%s)", truncate(fmt.Sprint(v), 80), Draft2020, Draft07)
+}
+
+// compileMessage is the compiler's error on one line, without the
+// placeholder URL the document was compiled under.
+func compileMessage(err error) string {
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	msg = strings.ReplaceAll(msg, resourceURL+"#", "#")
+	return strings.ReplaceAll(msg, resourceURL, "the schema")
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case json.Number:
+		return "number"
+	}
+	return "object"
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// Equal reports whether two schemas are the same JSON value (whitespace,
+// key order and number spelling aside): registering an equal schema again
+// is a no-op.
+func Equal(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	va, err1 := jsonschema.UnmarshalJSON(bytes.NewReader(a))
+	vb, err2 := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	return err1 == nil && err2 == nil && json.Valid(a) && json.Valid(b) && equalValues(va, vb)
+}
+
+func equalValues(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k, va := range a {
+			vb, ok := b[k]
+			if !ok || !equalValues(va, vb) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !equalValues(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		b, ok := b.(json.Number)
+		return ok && a == b
+	}
+	return a == b
+}

@@ -47,13 +47,16 @@ import (
 
 // Options size the side-by-side measurements.
 type Options struct {
-	Source         string        // superuser DSN; "" starts a throwaway cluster
-	Events         int           // rows drained in 1000-row transactions
-	Single         int           // single-row transactions drained
-	Big            int           // rows in one transaction (memory)
-	LatencyFor     time.Duration // steady-load latency run
-	Rate           int           // single-row transactions per second in the latency run
-	Only           string        // comma-separated subset: batch,single,big,topics,latency,startup,fanin
+	Source     string        // superuser DSN; "" starts a throwaway cluster
+	Events     int           // rows drained in 1000-row transactions
+	Single     int           // single-row transactions drained
+	Big        int           // rows in one transaction (memory)
+	LatencyFor time.Duration // steady-load latency run
+	Rate       int           // single-row transactions per second in the latency run
+	Only       string        // comma-separated subset: batch,single,big,topics,latency,startup,fanin,memory
+	// MemoryStore is the store URL under which the memory run makes a
+	// table root per shape (s3://bucket/prefix); "" is a local temp dir.
+	MemoryStore    string
 	RecvlogicalBin string
 	RelayArgs      string // extra flags for the measured `relay run`
 	LatencyStore   string // store URL for the latency run (default: a temp dir)
@@ -134,7 +137,7 @@ func run(ctx context.Context, out io.Writer, o Options, res *Results) error {
 		run  func(context.Context) error
 	}{
 		{"batch", b.drainBatched}, {"single", b.drainSingle}, {"big", b.bigTransaction}, {"topics", b.topicsShape}, {"latency", b.latency},
-		{"startup", b.startup}, {"fanin", b.fanin},
+		{"startup", b.startup}, {"fanin", b.fanin}, {"memory", b.memory},
 	}
 	for _, s := range steps {
 		if !o.want(s.name) {

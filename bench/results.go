@@ -26,6 +26,7 @@ type Results struct {
 	TopicsShape *BigTxResult    `json:"topicsShape,omitempty"`
 	Latency     []LatencyResult `json:"latency,omitempty"`
 	Fanin       []FaninResult   `json:"fanin,omitempty"`
+	Memory      []MemoryResult  `json:"memory,omitempty"`
 }
 
 // FaninResult is one count of sources of the fan-in run: the relays
@@ -58,6 +59,17 @@ type FaninResult struct {
 	SharedP99   []float64 `json:"sharedP99Ms"`
 	SeparateP99 []float64 `json:"separateP99Ms"`
 	SingleP99   float64   `json:"singleP99Ms"`
+}
+
+// MemoryResult is one shape of the memory run: the peak RSS (VmHWM) of
+// the `relay run` process that drained it.
+type MemoryResult struct {
+	Name         string  `json:"name"` // memory_one_tx, memory_topics_10000_s3, ...
+	Store        string  `json:"store"`
+	Rows         int     `json:"rows"`
+	Transactions int     `json:"transactions"`
+	Seconds      float64 `json:"seconds"`
+	PeakRSS      float64 `json:"peakRssMiB"`
 }
 
 // DrainResult is one drain kind (a shape, unloaded or beside a CPU hog):

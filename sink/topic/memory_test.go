@@ -328,11 +328,12 @@ func emptyRowBufferPool(t *testing.T) {
 }
 
 // TestRowBufferPoolBounded: released buffers are reused, and the free list
-// holds at most keptBufferBytes of capacity, whatever is released.
+// holds at most keptBufferBytes of capacity, whatever is released; a
+// writer asking for small buffers does not get a large set.
 func TestRowBufferPoolBounded(t *testing.T) {
 	f := &rowBufferFree{}
 	big := func() *rowBuffers {
-		b := f.Get()
+		b := f.Get(0)
 		b.cols[colPayload].data = make([]byte, 0, 10<<20)
 		return b
 	}
@@ -343,7 +344,10 @@ func TestRowBufferPoolBounded(t *testing.T) {
 	if f.bytes > keptBufferBytes || len(f.free) != keptBufferBytes/(10<<20) {
 		t.Fatalf("free list holds %d sets, %d bytes; want at most %d bytes", len(f.free), f.bytes, keptBufferBytes)
 	}
-	if got := f.Get(); got != sets[len(f.free)] || cap(got.cols[colPayload].data) != 10<<20 {
+	if got := f.Get(10 << 20); got != sets[len(f.free)] || cap(got.cols[colPayload].data) != 10<<20 {
 		t.Fatal("Get did not reuse the last set released")
+	}
+	if got := f.Get(freshSetBytes); cap(got.cols[colPayload].data) != 0 {
+		t.Fatalf("Get(%d) returned a set of %d bytes", freshSetBytes, got.capBytes())
 	}
 }

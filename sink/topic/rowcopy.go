@@ -15,9 +15,7 @@ func (w *FileWriter) appendCopy(v *recordView, i int) error {
 		return err
 	}
 	st := w.current()
-	if w.rows.bufs == nil {
-		w.rows.bufs = rowBufferPool.Get()
-	}
+	w.rows.buffers()
 	before := w.rows.rawSize
 	for c, col := range w.cols {
 		if err := w.rows.copyValue(v, col, c, i, st); err != nil {

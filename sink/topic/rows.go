@@ -19,11 +19,18 @@ type pendingRows struct {
 	bufs    *rowBuffers // nil while no row is pending
 	rows    int         // rows pending
 	rawSize int64       // approximate bytes pending
+	lastCap int         // capacity of the buffers this writer last released
 }
 
 // rowBuffers is one row group's worth of column buffers.
 type rowBuffers struct {
 	cols [numDeadLetterCols]colBuf
+	// oneOff buffers are dropped on release, never pooled: they hold a
+	// topic's restored rows (stage.restore), a row group of one topic
+	// at commit, and the pool would hand them to the next writer that
+	// starts a row group, typically a topic of the next batch with a
+	// row or two, whose PendingBytes would not count them.
+	oneOff bool
 }
 
 // colBuf holds the pending values of one column: strings as Arrow's
@@ -59,19 +66,40 @@ type rowBufferFree struct {
 	bytes int
 }
 
-// Get returns a set of empty buffers, reused when one is free.
-func (f *rowBufferFree) Get() *rowBuffers {
+// freshSetBytes is the capacity any writer may take from the free list:
+// about what a row group of a few rows grows on its own.
+const freshSetBytes = 32 << 10
+
+// Get returns a set of empty buffers: the last one released whose
+// capacity is at most limit, or a new one. The limit is what the writer
+// itself held last (pendingRows.lastCap): a writer whose row groups are
+// large gets large buffers back, while a writer starting with a row or two
+// (a topic of the next batch) does not take, and hold uncounted, buffers
+// a larger row group left: its PendingBytes counts its rows, not the
+// capacity it holds, and a thousand such topics held 300 MiB.
+func (f *rowBufferFree) Get(limit int) *rowBuffers {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n := len(f.free)
-	if n == 0 {
-		return new(rowBuffers)
+	for i := len(f.free) - 1; i >= 0; i-- {
+		b := f.free[i]
+		size := b.capBytes()
+		if size > limit {
+			continue
+		}
+		copy(f.free[i:], f.free[i+1:])
+		f.free[len(f.free)-1] = nil
+		f.free = f.free[:len(f.free)-1]
+		f.bytes -= size
+		return b
 	}
-	b := f.free[n-1]
-	f.free[n-1] = nil
-	f.free = f.free[:n-1]
-	f.bytes -= b.capBytes()
-	return b
+	return new(rowBuffers)
+}
+
+// buffers makes sure b has buffers for its next row.
+func (b *pendingRows) buffers() {
+	if b.bufs == nil {
+		b.bufs = rowBufferPool.Get(max(b.lastCap, freshSetBytes))
+	}
 }
 
 // Put keeps reset buffers for reuse unless that would pass
@@ -101,9 +129,7 @@ const fixedRowSize = 4 + 4 + 8 + 8 + 8 + 8 + 8
 // appendEvent appends an event; source goes to the column at srcCol (NULL
 // when empty).
 func (b *pendingRows) appendEvent(e *outbox.Event, source string, srcCol int, st *fileStats) {
-	if b.bufs == nil {
-		b.bufs = rowBufferPool.Get()
-	}
+	b.buffers()
 	b.putString(colEventID, e.ID)
 	b.putString(colTopic, e.Topic)
 	b.putString(colKey, e.Key)
@@ -132,9 +158,7 @@ func (b *pendingRows) appendEvent(e *outbox.Event, source string, srcCol int, st
 }
 
 func (b *pendingRows) appendDeadLetter(d *outbox.DeadLetter, source string, st *fileStats) {
-	if b.bufs == nil {
-		b.bufs = rowBufferPool.Get()
-	}
+	b.buffers()
 	b.putString(colReason, d.Reason)
 	b.putString(colSourceTable, d.SourceTable)
 	b.putString(colRawRow, d.RawRow)
@@ -251,9 +275,12 @@ func (b *pendingRows) release() {
 	if b.bufs == nil {
 		return
 	}
-	for i := range b.bufs.cols {
-		b.bufs.cols[i].reset()
+	b.lastCap = b.bufs.capBytes()
+	if !b.bufs.oneOff {
+		for i := range b.bufs.cols {
+			b.bufs.cols[i].reset()
+		}
+		rowBufferPool.Put(b.bufs)
 	}
-	rowBufferPool.Put(b.bufs)
 	b.bufs, b.rows, b.rawSize = nil, 0, 0
 }

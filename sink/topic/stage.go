@@ -88,7 +88,7 @@ func (s *stage) restore(ch stagedChunk, b *pendingRows, ncols int) error {
 		return fmt.Errorf("read staged rows back: %w", err)
 	}
 	if b.bufs == nil {
-		b.bufs = rowBufferPool.Get()
+		b.bufs = &rowBuffers{oneOff: true}
 	}
 	for c := range ncols {
 		var n [7]int

@@ -8,22 +8,22 @@
 // payload stays JSON and every reader without keys sees an object instead
 // of the value:
 //
-//	{"x-deltabus-enc":1,"sub":"<subject>","ct":"<ciphertext>"}
+//		{"x-deltabus-enc":1,"sub":"<subject>","ct":"<ciphertext>"}
 //
-//   - "x-deltabus-enc" is the format version (1), and the key a reader
-//     recognises an envelope by; the object has exactly these three members,
-//     in this order.
-//   - "sub" is the keyed hash of the data subject's id (16 bytes,
-//     base64url without padding): the key table's row, and what `relay
-//     erase` counts stored envelopes by. It is a pseudonym, not the id.
-//   - "ct" is base64url (no padding) of the AEAD ciphertext of the leaf's
-//     JSON text exactly as the producer wrote it (a string keeps its
-//     quotes, so any JSON value comes back as it was): 12-byte nonce,
-//     ciphertext, 16-byte tag.
-//   - The associated data is AssociatedData(topic, event id, pointer):
-//     an envelope opens only in its own topic, event and place (RFC 6901
-//     pointer of the leaf in the payload, array indices included), so it
-//     cannot be copied into another event or field.
+//	  - "x-deltabus-enc" is the format version (1), and the key a reader
+//	    recognises an envelope by; the object has exactly these three members,
+//	    in this order.
+//	  - "sub" is the keyed hash of the data subject's id (16 bytes,
+//	    base64url without padding): the key table's row, and what `relay
+//	    erase` counts stored envelopes by. It is a pseudonym, not the id.
+//	  - "ct" is base64url (no padding) of the AEAD ciphertext of the leaf's
+//	    JSON text exactly as the producer wrote it (a string keeps its
+//	    quotes, so any JSON value comes back as it was): 12-byte nonce,
+//	    ciphertext, 16-byte tag.
+//	  - The associated data is AssociatedData(topic, event id, pointer):
+//	    an envelope opens only in its own topic, event and place (RFC 6901
+//	    pointer of the leaf in the payload, array indices included), so it
+//	    cannot be copied into another event or field.
 package envelope
 
 import (

@@ -13,12 +13,12 @@ import (
 	"github.com/tink-crypto/tink-go/v2/tink"
 
 	"github.com/deltabus/deltabus/migrations"
-	"github.com/deltabus/deltabus/pii/envelope"
+	"github.com/deltabus/deltabus/tests/kmstest"
 	"github.com/deltabus/deltabus/tests/pgtest"
 	"github.com/deltabus/deltabus/usererr"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(kmstest.Wrap(m))) }
 
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -173,15 +173,13 @@ func TestEraseAndReadOnly(t *testing.T) {
 		t.Fatalf("a read-only store created a key: %v", err)
 	}
 	consumer.Forget("", sub)
-	a, err := relay.DataKey(ctx, "customers", sub, true)
-	if err != nil {
+	if _, err := relay.DataKey(ctx, "customers", sub, true); err != nil {
 		t.Fatal(err)
 	}
 	relay.DataKey(ctx, "orders", sub, true)
 	if _, err := consumer.DataKey(ctx, "customers", sub, false); err != nil {
 		t.Fatal(err)
 	}
-	ct, _ := a.Encrypt([]byte("v"), nil)
 	topics, err := relay.Delete(ctx, sub, "customers")
 	if err != nil || len(topics) != 1 || topics[0] != "customers" {
 		t.Fatalf("delete one topic: %v %v", topics, err)
@@ -201,7 +199,6 @@ func TestEraseAndReadOnly(t *testing.T) {
 	if topics, _ := relay.Delete(ctx, sub, ""); len(topics) != 1 || topics[0] != "orders" {
 		t.Fatalf("delete every topic: %v", topics)
 	}
-	_ = ct
 	// Pseudonyms are stable per topic and differ across topics.
 	p1, _ := relay.PseudonymizeKey("customers", "ada@example.com")
 	p2, _ := consumer.PseudonymizeKey("customers", "ada@example.com")
@@ -264,5 +261,59 @@ func TestBadKeyTable(t *testing.T) {
 	if err == nil || !usererr.IsRetryable(err) || !strings.Contains(err.Error(), "unreachable") {
 		t.Fatalf("unreachable: %v", err)
 	}
-	_ = envelope.Subject{}
+}
+
+// TestKMSKEK runs the key table under a KEK in a real KMS-compatible server
+// (local-kms on 127.0.0.1): the root is wrapped by the KMS, data keys are
+// created and read back, and a KMS key that does not exist is one line.
+func TestKMSKEK(t *testing.T) {
+	srv := kmstest.Get(t)
+	ctx := testCtx(t)
+	kek, err := OpenKEK(ctx, srv.KEKURI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := migratedDB(t)
+	s, err := Open(ctx, db.DSN, kek, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, _ := s.SubjectHash([]byte("kms-subject"))
+	a, err := s.DataKey(ctx, "customers", sub, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := a.Encrypt([]byte("v"), []byte("ad"))
+	s.Close()
+	again, err := Open(ctx, db.DSN, kek, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	b, err := again.DataKey(ctx, "customers", sub, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pt, err := b.Decrypt(ct, []byte("ad")); err != nil || string(pt) != "v" {
+		t.Fatalf("decrypt after reopening: %v", err)
+	}
+	var kekCol string
+	db.Conn(t).QueryRow(ctx, "SELECT kek FROM deltabus.key_root").Scan(&kekCol)
+	if kekCol != srv.KEKURI() {
+		t.Fatalf("key_root.kek = %q", kekCol)
+	}
+	// A file KEK cannot open a root the KMS wraps, and says which KEK can.
+	fileKEK, _ := newKEK(t)
+	if _, err := Open(ctx, db.DSN, fileKEK, Options{}); err == nil || !strings.Contains(err.Error(), srv.KEKURI()) {
+		t.Fatalf("wrong KEK: %v", err)
+	}
+	missing, err := OpenKEK(ctx, strings.Replace(srv.KEKURI(), kmstest.KeyID, "00000000-0000-0000-0000-000000000000", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := migratedDB(t)
+	if _, err := Open(ctx, fresh.DSN, missing, Options{}); err == nil || !usererr.Is(err) ||
+		!strings.Contains(err.Error(), "cannot wrap a new root key") || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("a KMS key that does not exist: %v", err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
@@ -132,13 +133,13 @@ func (s *Store) openRoot(ctx context.Context) error {
 	}
 	wh, err := keyset.ReadWithAssociatedData(keyset.NewBinaryReader(bytes.NewReader(wrap)), s.kek, adWrap)
 	if err != nil {
-		return usererr.New(err, "DELTABUS_KEK (%s) cannot decrypt the key table's root key in %s, which %s wraps: set DELTABUS_KEK to that KEK",
-			s.kek.ID, s.where, kekID)
+		return usererr.New(err, "DELTABUS_KEK (%s) cannot decrypt the key table's root key in %s, which %s wraps (%s): set DELTABUS_KEK to that KEK, or give its credentials kms:Decrypt",
+			s.kek.ID, s.where, kekID, cause(err))
 	}
 	ph, err := keyset.ReadWithAssociatedData(keyset.NewBinaryReader(bytes.NewReader(prfKS)), s.kek, adPRF)
 	if err != nil {
-		return usererr.New(err, "DELTABUS_KEK (%s) cannot decrypt the key table's hash key in %s, which %s wraps: set DELTABUS_KEK to that KEK",
-			s.kek.ID, s.where, kekID)
+		return usererr.New(err, "DELTABUS_KEK (%s) cannot decrypt the key table's hash key in %s, which %s wraps (%s): set DELTABUS_KEK to that KEK",
+			s.kek.ID, s.where, kekID, cause(err))
 	}
 	if s.wrap, err = aead.New(wh); err != nil {
 		return fmt.Errorf("key root: %w", err)
@@ -160,14 +161,18 @@ func (s *Store) readRoot(ctx context.Context) (kekID string, wrap, prfKS []byte,
 // createRoot inserts a new root unless another process did first.
 func (s *Store) createRoot(ctx context.Context) error {
 	wrap, err := newWrapped(aead.AES256GCMNoPrefixKeyTemplate(), s.kek, adWrap)
-	if err != nil {
-		return err
+	if err == nil {
+		var prfKS []byte
+		if prfKS, err = newWrapped(prf.HMACSHA256PRFKeyTemplate(), s.kek, adPRF); err == nil {
+			return s.insertRoot(ctx, wrap, prfKS)
+		}
 	}
-	prfKS, err := newWrapped(prf.HMACSHA256PRFKeyTemplate(), s.kek, adPRF)
-	if err != nil {
-		return err
-	}
-	_, err = s.pool.Exec(ctx, "INSERT INTO deltabus.key_root (kek, wrap, prf) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
+	return usererr.New(err, "DELTABUS_KEK (%s) cannot wrap a new root key (%s): check that the key exists and its credentials may kms:Encrypt and kms:Decrypt",
+		s.kek.ID, cause(err))
+}
+
+func (s *Store) insertRoot(ctx context.Context, wrap, prfKS []byte) error {
+	_, err := s.pool.Exec(ctx, "INSERT INTO deltabus.key_root (kek, wrap, prf) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
 		s.kek.ID, wrap, prfKS)
 	if err != nil {
 		return s.tableError("insert into", "deltabus.key_root", err)
@@ -203,4 +208,16 @@ func (s *Store) tableError(verb, table string, err error) error {
 		return usererr.Retry(err, "the key table %s in %s did not answer in time: check that the database is up; events with personal data wait until it answers", table, s.where)
 	}
 	return usererr.Retry(err, "the key table %s in %s is unreachable: %s; events with personal data wait until it answers", table, s.where, pgsource.RootCause(err))
+}
+
+// cause is an error's innermost message, on one line and short.
+func cause(err error) string {
+	for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(err) {
+		err = u
+	}
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	if len(msg) > 400 {
+		msg = msg[:400] + "..."
+	}
+	return msg
 }

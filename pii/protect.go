@@ -183,3 +183,5 @@ func (p *Protector) DeadLetter(dl *outbox.DeadLetter) error {
 
 // readOnly returns s's bytes without a copy; they must not be written.
 func readOnly(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+func containsString(s, sub string) bool { return strings.Contains(s, sub) }

@@ -16,6 +16,7 @@ import (
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pgsource"
+	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/usererr"
@@ -54,6 +55,13 @@ type Relay struct {
 	// Tracer, if set before Run, traces batches and topic commits (see
 	// trace.go); nil records no span.
 	Tracer trace.TracerProvider
+
+	// Protector, if set before Run, encrypts the personal fields of every
+	// event whose contract marks them before it reaches a batch, and
+	// redacts dead letters of such topics (package pii). An event whose
+	// key cannot be had ends the session: it is read again, never written
+	// in clear.
+	Protector *pii.Protector
 
 	// FirstStart runs when the slot does not exist and the store holds no
 	// marker of the source (package bootstrap): it creates the slot,

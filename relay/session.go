@@ -53,6 +53,8 @@ type session struct {
 	// view is the event being routed, read in place (outbox.View): it
 	// is appended to the batch before the next message is read.
 	view outbox.View
+	// piiBuf is the Protector's scratch buffer: an encrypted payload.
+	piiBuf []byte
 
 	holds      holds
 	watermarks []pendingWatermark

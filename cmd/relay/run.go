@@ -82,7 +82,8 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitUsage, err)
 	}
 	defer flush()
-	r, store, err := daemon.New(ctx, cfg, daemon.Options{Log: log, Mappings: mappings, Meter: tel.Meter, Tracer: tel.Tracer})
+	r, store, err := daemon.New(ctx, cfg, daemon.Options{Log: log, Mappings: mappings, Meter: tel.Meter, Tracer: tel.Tracer,
+		PII: sf.pii.config()})
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}

@@ -1,12 +1,14 @@
 package classify
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -151,4 +153,25 @@ func errOr(err error, s string) any {
 		return err
 	}
 	return s
+}
+
+// Contract is one classified (topic, type, version).
+type Contract struct {
+	Topic, Type string
+	Version     int32
+	*Classification
+}
+
+// Contracts lists the classifications that name a subject, sorted.
+func (s *Static) Contracts() []Contract {
+	var out []Contract
+	for k, c := range s.byContract {
+		if c != nil && c.SubjectPointer != "" {
+			out = append(out, Contract{Topic: k.topic, Type: k.typ, Version: k.version, Classification: c})
+		}
+	}
+	slices.SortFunc(out, func(a, b Contract) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), strings.Compare(a.Type, b.Type), cmp.Compare(a.Version, b.Version))
+	})
+	return out
 }

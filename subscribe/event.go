@@ -30,6 +30,10 @@ type Event struct {
 	outbox.Event
 	Position              // the event's own position (Version, Offset)
 	VersionTime time.Time // commit timestamp of the Delta version (inCommitTimestamp, else commitInfo.timestamp, else file mtime)
+	// Erased lists the JSON pointers of the payload's personal fields
+	// whose data subject was erased: they read as null (Options.Reveal).
+	// Nil when none was.
+	Erased []string
 }
 
 // Batch is what a Handler receives. Events are in delivery order. The

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/deltabus/deltabus/daemon"
+	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
 	"github.com/deltabus/deltabus/subscribe/consume"
@@ -26,6 +27,8 @@ func cmdConsume(ctx context.Context, env *cliEnv, args []string) int {
 	fs.DurationVar(&cfg.PollInterval, "poll-interval", subscribe.DefaultPollInterval, "wait between polls once caught up (--follow)")
 	logFormat := fs.String("log-format", envOr(env, "DELTABUS_LOG_FORMAT", "text"), "log format (stderr): text or json")
 	logLevel := fs.String("log-level", envOr(env, "DELTABUS_LOG_LEVEL", "warn"), "log level: debug, info, warn, error")
+	var pf piiFlags
+	pf.register(fs, env)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -42,6 +45,15 @@ func cmdConsume(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if cfg.Store, err = daemon.OpenStore(ctx, *storeURL, storage.S3Options{Logger: cfg.Logger}); err != nil {
 		return fail(env, exitUsage, err)
+	}
+	if pf.kek != "" { // decrypt personal fields: the KEK and SELECT on the key table
+		pf.source = env.getenv("DELTABUS_SOURCE")
+		ks, err := pii.OpenKeys(ctx, pf.config(), true)
+		if err != nil {
+			return fail(env, exitUsage, err)
+		}
+		defer ks.Close()
+		cfg.Reveal = pii.NewRevealer(ks)
 	}
 	if err := consume.Run(ctx, cfg, env.stdout); err != nil {
 		return fail(env, exitFailure, err)

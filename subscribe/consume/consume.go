@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/deltabus/deltabus/pgsource"
+	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
 	"github.com/deltabus/deltabus/subscribe/pgcheckpoint"
@@ -35,6 +36,9 @@ type Config struct {
 	BatchSize     int
 	PollInterval  time.Duration
 	Logger        *slog.Logger
+	// Reveal, when set, decrypts personal fields (subscribe.Options.Reveal);
+	// each line then lists the erased fields' pointers in "erased".
+	Reveal *pii.Revealer
 }
 
 // Run consumes until caught up (or until ctx ends with Follow; that is not
@@ -62,7 +66,8 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 		return bw.Flush()
 	}
 	err = subscribe.Subscribe(ctx, cfg.Store, cfg.Topic, cfg.Group, h, subscribe.Options{
-		Checkpoints: cps, Follow: cfg.Follow, BatchSize: cfg.BatchSize, PollInterval: cfg.PollInterval, Logger: cfg.Logger})
+		Checkpoints: cps, Follow: cfg.Follow, BatchSize: cfg.BatchSize, PollInterval: cfg.PollInterval, Logger: cfg.Logger,
+		Reveal: cfg.Reveal})
 	if cfg.Follow && ctx.Err() != nil {
 		return nil
 	}
@@ -109,6 +114,7 @@ type line struct {
 	Source        string          `json:"source,omitempty"`
 	Version       int64           `json:"version"`
 	Offset        int64           `json:"offset"`
+	Erased        []string        `json:"erased,omitempty"` // pointers of fields whose subject was erased (null in payload)
 }
 
 // WriteLine writes e as one JSON line. Payload and headers are nested JSON
@@ -122,7 +128,8 @@ func WriteLine(w io.Writer, e *subscribe.Event) error {
 	}
 	b, err := json.Marshal(line{EventID: e.ID, Topic: e.Topic, Key: e.Key, Type: e.Type, SchemaVersion: e.SchemaVersion,
 		Payload: nested(e.Payload), Headers: headers, OccurredAt: stamp(e.OccurredAt), CommitLSN: e.CommitLSN,
-		Seq: e.Seq, Xid: e.Xid, CommitTime: stamp(e.CommitTime), Source: e.Source, Version: e.Version, Offset: e.Offset})
+		Seq: e.Seq, Xid: e.Xid, CommitTime: stamp(e.CommitTime), Source: e.Source, Version: e.Version, Offset: e.Offset,
+		Erased: e.Erased})
 	if err != nil {
 		return fmt.Errorf("encode event %s: %w", e.ID, err)
 	}

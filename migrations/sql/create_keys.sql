@@ -28,8 +28,21 @@ DECLARE
     r name;
 BEGIN
     REVOKE ALL ON deltabus.key_root, deltabus.subject_keys FROM PUBLIC;
-    FOR r IN SELECT rolname FROM pg_roles WHERE rolname IN ('deltabus_janitor', 'deltabus_reconcile') LOOP
+    FOR r IN SELECT rolname FROM pg_roles WHERE rolname IN ('deltabus_janitor', 'deltabus_reconcile', 'deltabus_eraser', 'deltabus_keyreader') LOOP
         EXECUTE format('REVOKE ALL ON deltabus.key_root, deltabus.subject_keys FROM %I', r);
     END LOOP;
+    IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'deltabus_relay') THEN
+        GRANT USAGE ON SCHEMA deltabus TO deltabus_relay;
+        GRANT SELECT, INSERT ON deltabus.key_root, deltabus.subject_keys TO deltabus_relay;
+    END IF;
+    IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'deltabus_keyreader') THEN
+        GRANT USAGE ON SCHEMA deltabus TO deltabus_keyreader;
+        GRANT SELECT ON deltabus.key_root, deltabus.subject_keys TO deltabus_keyreader;
+    END IF;
+    IF EXISTS (SELECT FROM pg_roles WHERE rolname = 'deltabus_eraser') THEN
+        GRANT USAGE ON SCHEMA deltabus TO deltabus_eraser;
+        GRANT SELECT ON deltabus.key_root TO deltabus_eraser;
+        GRANT SELECT, DELETE ON deltabus.subject_keys TO deltabus_eraser;
+    END IF;
 END
 $keys$;

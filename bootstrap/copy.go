@@ -18,6 +18,7 @@ import (
 	"github.com/deltabus/deltabus/decoding"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pgsource"
+	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
@@ -127,7 +128,7 @@ type unitWriter struct {
 	dead   *topic.FileWriter
 	fast   fastRow
 	ctx    context.Context // the unit's, for the Protector's key look-ups
-	piiBuf []byte          // the Protector's scratch: an encrypted payload
+	pii    pii.Scratch     // the Protector's work space: an encrypted payload
 	table  string          // the source table being read ("schema.table")
 	rows   int64
 	dls    [2]int64 // dead letters added, skipped
@@ -311,8 +312,7 @@ func (w *unitWriter) addEvent(ev *outbox.Event, k idKey, ok bool) error {
 		return nil
 	}
 	if p := w.j.opts.Protector; p != nil {
-		dl, buf, err := p.Event(w.ctx, ev, w.piiBuf)
-		w.piiBuf = buf // ev.Payload may alias it: Append copies it
+		dl, err := p.Event(w.ctx, ev, &w.pii) // ev.Payload may alias it: Append copies it
 		if err != nil {
 			return fmt.Errorf("personal data of an event of topic %q (id %s) cannot be encrypted: %w", ev.Topic, ev.ID, err)
 		}

@@ -89,7 +89,7 @@ func TestProtectReveal(t *testing.T) {
 	payload := `{"customer":{"id":"c-1","email":"ada@example.com","addresses":[{"street":"1 Analytical Engine Way","city":"London"},` +
 		`{"city":"Paris","street":"2 Difference Row"},{"street":null}]},"total":12.50, "note" : "kept \"as is\""}`
 	ev := event("0190f0f0-0000-7000-8000-000000000001", payload)
-	dl, _, err := f.p.Event(ctx, ev, nil)
+	dl, err := f.p.Event(ctx, ev, &Scratch{})
 	if err != nil || dl != nil {
 		t.Fatalf("protect: %v %v", dl, err)
 	}
@@ -132,7 +132,7 @@ func TestProtectNumberSubjectAndOtherTypes(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	ev := event("0190f0f0-0000-7000-8000-000000000003", `{"customer":{"id":42,"email":"ada@example.com"}}`)
-	if dl, _, err := f.p.Event(ctx, ev, nil); err != nil || dl != nil {
+	if dl, err := f.p.Event(ctx, ev, &Scratch{}); err != nil || dl != nil {
 		t.Fatal(dl, err)
 	}
 	noSecret(t, "payload", ev.Payload)
@@ -143,11 +143,11 @@ func TestProtectNumberSubjectAndOtherTypes(t *testing.T) {
 	plain := `{"customer":{"id":"c-1","email":"ada@example.com"}}`
 	other := event("0190f0f0-0000-7000-8000-000000000004", plain)
 	other.Type = "deleted" // its schema marks nothing
-	if dl, _, err := f.p.Event(ctx, other, nil); err != nil || dl != nil || other.Payload != plain {
+	if dl, err := f.p.Event(ctx, other, &Scratch{}); err != nil || dl != nil || other.Payload != plain {
 		t.Fatalf("unmarked type changed: %v %v %s", dl, err, other.Payload)
 	}
 	p := &outbox.Event{ID: "0190f0f0-0000-7000-8000-000000000005", Topic: "people", Key: "ada@example.com", Type: "x", Payload: `{}`}
-	if dl, _, err := f.p.Event(ctx, p, nil); err != nil || dl != nil || !strings.HasPrefix(p.Key, keys.PseudonymPrefix) {
+	if dl, err := f.p.Event(ctx, p, &Scratch{}); err != nil || dl != nil || !strings.HasPrefix(p.Key, keys.PseudonymPrefix) {
 		t.Fatalf("pseudonymised key: %q %v %v", p.Key, dl, err)
 	}
 }
@@ -167,7 +167,7 @@ func TestProtectDeadLetters(t *testing.T) {
 			if tc.version == "2" {
 				ev.SchemaVersion = 2
 			}
-			dl, _, err := f.p.Event(ctx, ev, nil)
+			dl, err := f.p.Event(ctx, ev, &Scratch{})
 			if err != nil || dl == nil {
 				t.Fatalf("want a dead letter: %v %v", dl, err)
 			}

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
+
+	"github.com/tink-crypto/tink-go/v2/tink"
 
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pii/classify"
@@ -42,64 +45,109 @@ func (p *Protector) matcher(c *classify.Classification) *matcher {
 	return m.(*matcher)
 }
 
+// Scratch is the reusable work space of one caller of Protector.Event
+// (one goroutine): it makes protecting an event allocate next to nothing.
+type Scratch struct {
+	buf []byte // the rewritten payload: ev.Payload aliases it
+	ad  []byte
+	sc  scanner
+	// keys caches, without locks, the data keys this caller used lately
+	// (by topic and subject id); dropped when the key store's generation
+	// moves (an erasure), when full, and every scratchTTL.
+	keys    map[scratchKey]scratchEntry
+	gen     uint64
+	resetAt time.Time
+	calls   int
+}
+
+type scratchKey struct{ topic, subject string }
+
+type scratchEntry struct {
+	sub  envelope.Subject
+	aead tink.AEAD
+}
+
+// Bounds of a Scratch's key cache: far below the key store's own, whose
+// TTL and erasure records still apply within scratchTTL.
+const (
+	scratchKeys = 4096
+	scratchTTL  = 10 * time.Second
+)
+
+// key returns the subject's hash and data key of topic.
+func (p *Protector) key(ctx context.Context, sc *Scratch, topic string, subject []byte) (envelope.Subject, tink.AEAD, error) {
+	if sc.calls++; sc.keys == nil || sc.calls&1023 == 0 && time.Now().After(sc.resetAt) || sc.gen != p.keys.Generation() || len(sc.keys) >= scratchKeys {
+		sc.keys, sc.gen, sc.resetAt = make(map[scratchKey]scratchEntry), p.keys.Generation(), time.Now().Add(scratchTTL)
+	}
+	if e, ok := sc.keys[scratchKey{topic, unsafe.String(unsafe.SliceData(subject), len(subject))}]; ok {
+		return e.sub, e.aead, nil
+	}
+	sub, err := p.keys.SubjectHash(subject)
+	if err != nil {
+		return sub, nil, err
+	}
+	a, err := p.keys.DataKey(ctx, topic, sub, true)
+	if err != nil {
+		return sub, nil, fmt.Errorf("topic %q: the key of a data subject: %w", topic, err)
+	}
+	sc.keys[scratchKey{topic, string(subject)}] = scratchEntry{sub: sub, aead: a}
+	return sub, a, nil
+}
+
 // Event protects ev in place: its payload's personal leaves become
-// envelopes and, on topics that ask for it, its key a keyed hash. buf is
-// scratch space, returned grown for reuse: a rewritten ev.Payload aliases
-// it, so it is valid until buf is passed again (a sink's Append copies it). When ev cannot be protected it
-// returns the dead letter to write instead (ev must then not be written).
-// err is non-nil only when a key cannot be had: retry later.
+// envelopes and, on topics that ask for it, its key a keyed hash. A
+// rewritten ev.Payload aliases sc, so it is valid until sc is passed again
+// (a sink's Append copies it). When ev cannot be protected it returns the
+// dead letter to write instead (ev must then not be written). err is
+// non-nil only when a key cannot be had: retry later.
 //
 // ev may be an outbox.View: Event replaces fields, never writes into them.
-func (p *Protector) Event(ctx context.Context, ev *outbox.Event, buf []byte) (dl *outbox.DeadLetter, out []byte, err error) {
+func (p *Protector) Event(ctx context.Context, ev *outbox.Event, sc *Scratch) (dl *outbox.DeadLetter, err error) {
 	c, cerr := p.cls.Classify(ev.Topic, ev.Type, ev.SchemaVersion)
 	if cerr != nil {
-		return p.deadLetter(ev, cerr.Error(), Redacted), buf, nil
+		return p.deadLetter(ev, cerr.Error(), Redacted), nil
 	}
 	if p.cls.PseudonymizeKey(ev.Topic) {
 		if ev.Key, err = p.keys.PseudonymizeKey(ev.Topic, ev.Key); err != nil {
-			return nil, buf, err
+			return nil, err
 		}
 	}
 	if !c.HasPersonal() {
-		return nil, buf, nil
+		return nil, nil
 	}
 	payload := readOnly(ev.Payload) // read, never written: the result is built anew
-	f, serr := scan(payload, p.matcher(c))
+	f, serr := sc.sc.scan(payload, p.matcher(c))
 	switch {
 	case serr != nil:
-		return p.deadLetter(ev, fmt.Sprintf("topic %q type %q version %d: payload is not JSON, and its contract marks personal data", ev.Topic, ev.Type, ev.SchemaVersion), Redacted), buf, nil
+		return p.deadLetter(ev, fmt.Sprintf("topic %q type %q version %d: payload is not JSON, and its contract marks personal data", ev.Topic, ev.Type, ev.SchemaVersion), Redacted), nil
 	case f.subjects == 0 || (f.subject == nil && f.badKind == ""):
-		return p.redact(ev, payload, f, fmt.Sprintf("subject pointer %s found nothing in the payload", c.SubjectPointer)), buf, nil
+		return p.redact(ev, payload, f, fmt.Sprintf("subject pointer %s found nothing in the payload", c.SubjectPointer)), nil
 	case f.badKind != "":
-		return p.redact(ev, payload, f, fmt.Sprintf("subject pointer %s found %s, not a string or number", c.SubjectPointer, f.badKind)), buf, nil
+		return p.redact(ev, payload, f, fmt.Sprintf("subject pointer %s found %s, not a string or number", c.SubjectPointer, f.badKind)), nil
 	case f.subjects > 1:
-		return p.redact(ev, payload, f, fmt.Sprintf("subject pointer %s found %d values", c.SubjectPointer, f.subjects)), buf, nil
+		return p.redact(ev, payload, f, fmt.Sprintf("subject pointer %s found %d values", c.SubjectPointer, f.subjects)), nil
 	}
 	if len(f.spans) == 0 {
-		return nil, buf, nil
+		return nil, nil
 	}
-	sub, err := p.keys.SubjectHash(f.subject)
+	sub, a, err := p.key(ctx, sc, ev.Topic, f.subject)
 	if err != nil {
-		return nil, buf, err
+		return nil, err
 	}
-	a, err := p.keys.DataKey(ctx, ev.Topic, sub, true)
-	if err != nil {
-		return nil, buf, fmt.Errorf("topic %q: the key of a data subject: %w", ev.Topic, err)
-	}
-	buf = buf[:0]
-	var ad []byte
+	buf := sc.buf[:0]
 	last := 0
 	for _, sp := range f.spans {
 		buf = append(buf, payload[last:sp.start]...)
-		ad = envelope.AssociatedData(ad[:0], ev.Topic, ev.ID, sp.pointer)
-		if buf, err = envelope.Seal(buf, a, sub, payload[sp.start:sp.end], ad); err != nil {
-			return nil, buf, err
+		sc.ad = envelope.AssociatedData(sc.ad[:0], ev.Topic, ev.ID, sp.pointer)
+		if buf, err = envelope.Seal(buf, a, sub, payload[sp.start:sp.end], sc.ad); err != nil {
+			return nil, err
 		}
 		last = sp.end
 	}
 	buf = append(buf, payload[last:]...)
+	sc.buf = buf
 	ev.Payload = unsafe.String(unsafe.SliceData(buf), len(buf))
-	return nil, buf, nil
+	return nil, nil
 }
 
 // redact returns the dead letter of an event whose personal leaves could

@@ -127,7 +127,7 @@ func (s *scanner) members(i int, envs *[]span) (int, error) {
 		if i >= len(s.b) || s.b[i] != ':' {
 			return 0, errSyntax
 		}
-		s.toks = append(s.toks, key)
+		s.toks = append(s.toks, []byte(key))
 		if i, err = s.walkAll(s.ws(i+1), envs); err != nil {
 			return 0, err
 		}
@@ -152,7 +152,7 @@ func (s *scanner) elements(i int, envs *[]span) (int, error) {
 		return i + 1, nil
 	}
 	for k := 0; ; k++ {
-		s.toks = append(s.toks, strconv.Itoa(k))
+		s.toks = append(s.toks, strconv.AppendInt(nil, int64(k), 10))
 		var err error
 		if i, err = s.walkAll(i, envs); err != nil {
 			return 0, err

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/deltabus/deltabus/pii/classify"
 )
@@ -69,7 +70,7 @@ func (m *matcher) child(s classify.Seg) *matcher {
 // span is one personal leaf found in a payload.
 type span struct {
 	start, end int
-	pointer    string // RFC 6901, concrete
+	pointer    string // RFC 6901, concrete; aliases the scanner's ptr buffer
 }
 
 // found is what a scan finds.
@@ -80,10 +81,12 @@ type found struct {
 	badKind  string // the subject is neither a string nor a number: its JSON kind
 }
 
-// scanner walks a JSON text along a matcher.
+// scanner walks a JSON text along a matcher. Its slices are reused from
+// scan to scan (Scratch).
 type scanner struct {
 	b    []byte
-	toks []string // pointer tokens of the current value
+	toks [][]byte // pointer tokens of the current value (aliasing b unless unescaped)
+	ptr  []byte   // the spans' pointers, one after the other
 	f    found
 }
 
@@ -91,8 +94,10 @@ var errSyntax = errors.New("payload is not valid JSON")
 
 // scan walks b (a JSON value) and reports the personal leaves and the
 // subject. A personal leaf that is null is left alone (it holds nothing).
-func scan(b []byte, m *matcher) (found, error) {
-	s := scanner{b: b}
+// The result aliases b and s's buffers: valid until s scans again.
+func (s *scanner) scan(b []byte, m *matcher) (found, error) {
+	s.b, s.toks, s.ptr = b, s.toks[:0], s.ptr[:0]
+	s.f = found{spans: s.f.spans[:0]}
 	i := s.ws(0)
 	end, err := s.value(i, m)
 	if err != nil {
@@ -102,6 +107,12 @@ func scan(b []byte, m *matcher) (found, error) {
 		return found{}, errSyntax
 	}
 	return s.f, nil
+}
+
+// scan is a one-off scan.
+func scan(b []byte, m *matcher) (found, error) {
+	var s scanner
+	return s.scan(b, m)
 }
 
 func (s *scanner) ws(i int) int {
@@ -153,6 +164,10 @@ func (s *scanner) subject(v []byte) {
 	s.f.subjects++
 	switch {
 	case v[0] == '"':
+		if inner := v[1 : len(v)-1]; !slices.Contains(inner, '\\') {
+			s.f.subject = inner
+			return
+		}
 		str, err := unquote(v)
 		if err != nil {
 			s.f.badKind = "string"
@@ -214,26 +229,29 @@ func (s *scanner) object(i int, m *matcher) (int, error) {
 }
 
 // member returns the child of m for the member named by the string
-// literal lit, and the name (decoded only when there is a child).
-func (m *matcher) member(lit []byte) (*matcher, string, error) {
+// literal lit, and the name (aliasing lit unless it has escapes).
+func (m *matcher) member(lit []byte) (*matcher, []byte, error) {
 	inner := lit[1 : len(lit)-1]
 	if !slices.Contains(inner, '\\') {
-		if c := m.names[string(inner)]; c != nil {
-			return c, string(inner), nil
+		if len(m.names) <= 4 { // a few names: comparing beats hashing
+			for name, c := range m.names {
+				if len(name) == len(inner) && name == string(inner) {
+					return c, inner, nil
+				}
+			}
+		} else if c := m.names[string(inner)]; c != nil {
+			return c, inner, nil
 		}
-		if m.anyName != nil {
-			return m.anyName, string(inner), nil
-		}
-		return nil, "", nil
+		return m.anyName, inner, nil
 	}
 	key, err := unquote(lit)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	if c := m.names[key]; c != nil {
-		return c, key, nil
+		return c, []byte(key), nil
 	}
-	return m.anyName, key, nil
+	return m.anyName, []byte(key), nil
 }
 
 func (s *scanner) array(i int, m *matcher) (int, error) {
@@ -247,7 +265,7 @@ func (s *scanner) array(i int, m *matcher) (int, error) {
 			child = c
 		}
 		if child != nil {
-			s.toks = append(s.toks, strconv.Itoa(k))
+			s.toks = append(s.toks, strconv.AppendInt(nil, int64(k), 10))
 		}
 		var err error
 		if i, err = s.value(i, child); err != nil {
@@ -271,13 +289,26 @@ func (s *scanner) array(i int, m *matcher) (int, error) {
 	}
 }
 
+// pointer appends the current value's pointer to s.ptr and returns it
+// (aliasing s.ptr: a grown s.ptr leaves earlier pointers in the old array,
+// still valid).
 func (s *scanner) pointer() string {
-	var sb strings.Builder
+	start := len(s.ptr)
 	for _, t := range s.toks {
-		sb.WriteByte('/')
-		sb.WriteString(classify.EscapeToken(t))
+		s.ptr = append(s.ptr, '/')
+		for _, c := range t {
+			switch c {
+			case '~':
+				s.ptr = append(s.ptr, "~0"...)
+			case '/':
+				s.ptr = append(s.ptr, "~1"...)
+			default:
+				s.ptr = append(s.ptr, c)
+			}
+		}
 	}
-	return sb.String()
+	p := s.ptr[start:]
+	return unsafe.String(unsafe.SliceData(p), len(p))
 }
 
 // skip returns the end of the JSON value at i.
@@ -318,7 +349,7 @@ func skip(b []byte, i int) (int, error) {
 		return 0, errSyntax
 	default:
 		j := i
-		for j < len(b) && !strings.ContainsRune(" \t\r\n,]}:", rune(b[j])) {
+		for j < len(b) && !delim[b[j]] {
 			j++
 		}
 		if j == i {
@@ -359,3 +390,6 @@ func unquote(lit []byte) (string, error) {
 	}
 	return s, nil
 }
+
+// delim marks the bytes that end a number or literal.
+var delim = [256]bool{' ': true, '\t': true, '\r': true, '\n': true, ',': true, ']': true, '}': true, ':': true}

@@ -52,8 +52,7 @@ func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.
 		return nil
 	}
 	if p := s.r.Protector; p != nil {
-		dl, buf, err := p.Event(ctx, ev, s.piiBuf)
-		s.piiBuf = buf // ev.Payload may alias it until the next event: Append copies it
+		dl, err := p.Event(ctx, ev, &s.piiScratch) // ev.Payload may alias it until the next event: Append copies it
 		if err != nil {
 			return fmt.Errorf("personal data of an event of topic %q (id %s) cannot be encrypted, so it waits: %w", ev.Topic, ev.ID, err)
 		}

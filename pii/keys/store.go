@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/golang-lru/v2/expirable"
@@ -62,7 +63,11 @@ type Store struct {
 	wrap  tink.AEAD
 	prf   *prf.Set
 	cache *expirable.LRU[cacheKey, cached]
-	opts  Options
+	// hashes caches subject id -> hash (a hash never changes; an HMAC
+	// costs more than the AES-GCM of a field).
+	hashes     *expirable.LRU[string, envelope.Subject]
+	generation atomic.Uint64 // see Generation
+	opts       Options
 }
 
 type cacheKey struct {
@@ -105,7 +110,8 @@ func Open(ctx context.Context, dsn string, kek *KEK, opts Options) (*Store, erro
 		return nil, usererr.New(err, "key table: %s", pgsource.Redact(err.Error()))
 	}
 	s := &Store{pool: pool, where: pgsource.Describe(dsn), kek: kek, opts: opts,
-		cache: expirable.NewLRU[cacheKey, cached](opts.CacheSize, nil, opts.CacheTTL)}
+		cache:  expirable.NewLRU[cacheKey, cached](opts.CacheSize, nil, opts.CacheTTL),
+		hashes: expirable.NewLRU[string, envelope.Subject](opts.CacheSize, nil, opts.CacheTTL)}
 	if err := s.openRoot(ctx); err != nil {
 		pool.Close()
 		return nil, err

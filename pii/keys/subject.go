@@ -25,6 +25,17 @@ const (
 // SubjectHash returns the keyed hash of a subject's id (the id's text: a
 // JSON string's value, or a JSON number's literal).
 func (s *Store) SubjectHash(id []byte) (envelope.Subject, error) {
+	if sub, ok := s.hashes.Get(string(id)); ok {
+		return sub, nil
+	}
+	sub, err := s.subjectHash(id)
+	if err == nil {
+		s.hashes.Add(string(id), sub)
+	}
+	return sub, err
+}
+
+func (s *Store) subjectHash(id []byte) (envelope.Subject, error) {
 	var sub envelope.Subject
 	in := make([]byte, 0, len(domainSubject)+len(id))
 	in = append(append(in, domainSubject...), id...)
@@ -139,6 +150,7 @@ func (s *Store) Delete(ctx context.Context, sub envelope.Subject, topic string) 
 // Forget drops the subject's key of topic from the cache ("" for every
 // topic the cache holds of it).
 func (s *Store) Forget(topic string, sub envelope.Subject) {
+	s.generation.Add(1)
 	if topic != "" {
 		s.cache.Remove(cacheKey{topic: topic, sub: sub})
 		return
@@ -152,3 +164,8 @@ func (s *Store) Forget(topic string, sub envelope.Subject) {
 
 // CacheLen is the number of keys (and erasures) cached.
 func (s *Store) CacheLen() int { return s.cache.Len() }
+
+// Generation changes whenever a key is forgotten or deleted: a caller that
+// keeps keys of its own (a Protector's per-goroutine cache) drops them
+// when it changes.
+func (s *Store) Generation() uint64 { return s.generation.Load() }

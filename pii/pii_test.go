@@ -13,6 +13,7 @@ import (
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pii/classify"
 	"github.com/deltabus/deltabus/pii/keys"
+	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
 
@@ -202,5 +203,51 @@ func TestProtectDeadLetters(t *testing.T) {
 	f.p.DeadLetter(other)
 	if other.RawRow != `{"x":1}` {
 		t.Fatal("a dead letter of a topic without personal data was changed")
+	}
+}
+
+// TestErasureRecordsDropCachedKeys: a consumer that cached a subject's key
+// keeps decrypting until it reads the erasure record, then reads null.
+func TestErasureRecordsDropCachedKeys(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	root, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewErasureWatcher(root, f.consumer, nil)
+	if err := w.Poll(ctx); err != nil { // no _erasures table yet
+		t.Fatal(err)
+	}
+	ev := event("0190f0f0-0000-7000-8000-000000000020", `{"customer":{"id":"c-9","email":"ada@example.com"}}`)
+	if _, err := f.p.Event(ctx, ev, &Scratch{}); err != nil {
+		t.Fatal(err)
+	}
+	stored := strings.Clone(ev.Payload)
+	if got, _, err := f.r.Reveal(ctx, "customers", ev.ID, stored); err != nil || !strings.Contains(got, "ada@example.com") {
+		t.Fatalf("before erasure: %s %v", got, err)
+	}
+	sub, _ := f.relay.SubjectHash([]byte("c-9"))
+	if _, err := f.relay.Delete(ctx, sub, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := f.r.Reveal(ctx, "customers", ev.ID, stored); !strings.Contains(got, "ada@example.com") {
+		t.Fatal("the consumer's cache should still hold the key before the record")
+	}
+	if _, err := RecordErasure(ctx, root, Erasure{Subject: sub.String(), Topics: []string{"customers"}, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, erased, err := f.r.Reveal(ctx, "customers", ev.ID, stored)
+	if err != nil || len(erased) != 1 || strings.Contains(got, "ada@example.com") {
+		t.Fatalf("after the erasure record: %s %v %v", got, erased, err)
+	}
+	// The record is a topic table's event, and CountSubject finds nothing
+	// of the subject in it (it holds the hash as key and in its payload,
+	// not an envelope).
+	if n, total, err := CountSubject(ctx, root, ErasuresTopic, sub); err != nil || n != 0 || total != 1 {
+		t.Fatalf("count in _erasures: %d of %d, %v", n, total, err)
 	}
 }

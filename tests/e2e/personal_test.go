@@ -312,3 +312,73 @@ func noSecretsInStore(t *testing.T, dir string, secrets []string) {
 	}
 	t.Logf("DuckDB read %d Parquet files (%d rows, compacted and removed ones included) and %d log actions: no personal value in clear", res.Files, res.Rows, res.LogActions)
 }
+
+// TestPersonalDataBadInput: a missing or wrong KEK, a key table that is
+// missing or unreachable, and a schema that marks personal data without a
+// subject each stop `relay run` with one line naming the fix (exit 2), and
+// nothing is written to the store.
+func TestPersonalDataBadInput(t *testing.T) {
+	db := setup(t)
+	schemas := t.TempDir()
+	os.MkdirAll(filepath.Join(schemas, "customers", "updated"), 0o755)
+	os.WriteFile(filepath.Join(schemas, "customers", "updated", "1.json"), []byte(customerSchema), 0o644)
+	noSubject := t.TempDir()
+	os.MkdirAll(filepath.Join(noSubject, "customers", "updated"), 0o755)
+	os.WriteFile(filepath.Join(noSubject, "customers", "updated", "1.json"), []byte(`{"properties":{"email":{"x-deltabus-pii":true}}}`), 0o644)
+	kek, other := filepath.Join(t.TempDir(), "kek.json"), filepath.Join(t.TempDir(), "other.json")
+	for _, f := range []string{kek, other} {
+		if code, _, errOut := runCLI(t, nil, "keys", "init", "--kek-file", f); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	// The key tables exist, and their root is wrapped by kek.
+	base := []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_PII_SCHEMAS=" + schemas}
+	if code, _, errOut := runCLI(t, append(base, "DELTABUS_KEK=file://"+kek), "migrate"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if code, out, errOut := runCLI(t, append(base, "DELTABUS_KEK=file://"+kek), "consume", "--topic", "x", "--group", "g", "--store", "file://"+t.TempDir()); code == 0 ||
+		!strings.Contains(errOut, "no root key yet") {
+		t.Fatalf("a consumer before the relay made the root: %d %s %s", code, out, errOut)
+	}
+	bare := pgtest.NewDB(t)
+	cases := []struct {
+		name string
+		env  []string
+		want []string
+	}{
+		{"no KEK", base, []string{"DELTABUS_KEK is not set", "relay keys init"}},
+		{"KEK file missing", append(base, "DELTABUS_KEK=file:///nonexistent/kek.json"), []string{"cannot be read", "relay keys init"}},
+		{"no subject", []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_PII_SCHEMAS=" + noSubject, "DELTABUS_KEK=file://" + kek}, []string{"names no data subject", "x-deltabus-subject"}},
+		{"key table missing", append(base, "DELTABUS_KEK=file://"+kek, "DELTABUS_KEYS="+bare.DSN), []string{"key table", "run `relay migrate`"}},
+		{"key table unreachable", append(base, "DELTABUS_KEK=file://"+kek, "DELTABUS_KEYS=postgres://postgres@127.0.0.1:1/x?connect_timeout=2"), []string{"unreachable"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			code, out, errOut := runCLI(t, append(tc.env, "DELTABUS_STORE=file://"+dir), "run", "--metrics-addr", "")
+			if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+				t.Fatalf("exit %d, want 2 with one line:\n%s%s", code, out, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errOut, w) {
+					t.Fatalf("%q lacks %q", errOut, w)
+				}
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Fatalf("the store was written: %v", entries)
+			}
+		})
+	}
+	// The root exists now (a relay made it): another KEK is refused by name.
+	first := startRelay(t, append(base, "DELTABUS_KEK=file://"+kek, "DELTABUS_STORE=file://"+t.TempDir()))
+	waitSlotActive(t, db.DSN, "deltabus", first)
+	first.stop(30 * time.Second)
+	dir := t.TempDir()
+	code, _, errOut := runCLI(t, append(base, "DELTABUS_KEK=file://"+other, "DELTABUS_STORE=file://"+dir), "run", "--metrics-addr", "", "--slot", "other")
+	if code != 2 || !strings.Contains(errOut, "cannot decrypt the key table's root key") || !strings.Contains(errOut, "set DELTABUS_KEK to that KEK") {
+		t.Fatalf("wrong KEK: %d %s", code, errOut)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("the store was written with a wrong KEK: %v", entries)
+	}
+}

@@ -104,6 +104,9 @@ func (c *chunk) fill(evs []Event, k int, pos Position, vt time.Time) {
 		if e.VersionTime != vt {
 			e.VersionTime = vt
 		}
+		if e.Erased != nil { // set by Options.Reveal, per delivery
+			e.Erased = nil
+		}
 	}
 }
 
@@ -112,6 +115,7 @@ func (c *chunk) fillEvents(evs []Event, k int, pos Position, vt time.Time) {
 	for j := range evs {
 		evs[j].Event = c.events[k+j]
 		evs[j].Position, evs[j].VersionTime = Position{Version: pos.Version, Offset: pos.Offset + int64(j)}, vt
+		evs[j].Erased = nil
 	}
 }
 

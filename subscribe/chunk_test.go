@@ -36,8 +36,8 @@ func TestChunkEventSetsEveryField(t *testing.T) {
 // TestChunkFillSetsEveryField: fill assigns every field of a reused batch
 // slot, the position and version time included.
 func TestChunkFillSetsEveryField(t *testing.T) {
-	if n := reflect.TypeFor[Event]().NumField(); n != 3 {
-		t.Fatalf("Event has %d fields, chunk.fill sets 3 (Event, Position, VersionTime): update chunk.fill", n)
+	if n := reflect.TypeFor[Event]().NumField(); n != 4 {
+		t.Fatalf("Event has %d fields, chunk.fill sets 4 (Event, Position, VersionTime, Erased): update chunk.fill", n)
 	}
 	c := &chunk{n: 2, headers: []string{"", ""}}
 	for i := range eventColumns {

@@ -87,6 +87,9 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
+	if err := describePersonal(sf.pii.schemas); err != nil { // the topics' personal columns, for governance and the page
+		return fail(env, exitUsage, err)
+	}
 	if *every > 0 {
 		mo.Logger, mo.Tracer = log, tel.Tracer
 		mm, err := maintain.NewMetrics(tel.Meter)

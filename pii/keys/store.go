@@ -92,6 +92,18 @@ func dataKeyAD(topic string, sub envelope.Subject) []byte {
 // Open connects to the key table at dsn and opens its root with kek,
 // creating the root on first use unless opts.ReadOnly.
 func Open(ctx context.Context, dsn string, kek *KEK, opts Options) (*Store, error) {
+	s, err := connect(ctx, dsn, kek, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.openRoot(ctx); err != nil {
+		s.pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func connect(ctx context.Context, dsn string, kek *KEK, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -112,10 +124,6 @@ func Open(ctx context.Context, dsn string, kek *KEK, opts Options) (*Store, erro
 	s := &Store{pool: pool, where: pgsource.Describe(dsn), kek: kek, opts: opts,
 		cache:  expirable.NewLRU[cacheKey, cached](opts.CacheSize, nil, opts.CacheTTL),
 		hashes: expirable.NewLRU[string, envelope.Subject](opts.CacheSize, nil, opts.CacheTTL)}
-	if err := s.openRoot(ctx); err != nil {
-		pool.Close()
-		return nil, err
-	}
 	return s, nil
 }
 

@@ -31,7 +31,7 @@ type fixture struct {
 	cls             *classify.Static
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	db := pgtest.NewDB(t)

@@ -15,11 +15,17 @@ import (
 // matcher is a classification compiled into a trie over instance paths.
 type matcher struct {
 	names    map[string]*matcher
+	list     []named // names' entries, in a slice: a few names are compared, not hashed
 	anyIndex *matcher
 	anyName  *matcher
 	personal bool // the value here is a personal leaf
 	subject  bool // the value here is the subject's id
 	below    bool // a subject is at or under this node (keep descending)
+}
+
+type named struct {
+	name string
+	m    *matcher
 }
 
 func compile(c *classify.Classification) *matcher {
@@ -63,6 +69,7 @@ func (m *matcher) child(s classify.Seg) *matcher {
 	if c == nil {
 		c = &matcher{}
 		m.names[s.Name] = c
+		m.list = append(m.list, named{s.Name, c})
 	}
 	return c
 }
@@ -233,10 +240,10 @@ func (s *scanner) object(i int, m *matcher) (int, error) {
 func (m *matcher) member(lit []byte) (*matcher, []byte, error) {
 	inner := lit[1 : len(lit)-1]
 	if !slices.Contains(inner, '\\') {
-		if len(m.names) <= 4 { // a few names: comparing beats hashing
-			for name, c := range m.names {
-				if len(name) == len(inner) && name == string(inner) {
-					return c, inner, nil
+		if len(m.list) <= 8 { // a few names: comparing beats hashing (and ranging over a map)
+			for _, n := range m.list {
+				if len(n.name) == len(inner) && n.name == string(inner) {
+					return n.m, inner, nil
 				}
 			}
 		} else if c := m.names[string(inner)]; c != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/deltabus/deltabus/decoding"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pgsource"
+	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
@@ -126,6 +127,9 @@ type unitWriter struct {
 	last   *topicOut // the topic of the previous row: rows come in runs
 	dead   *topic.FileWriter
 	fast   fastRow
+	ctx    context.Context // the unit's, for the Protector's key look-ups
+	pii    pii.Scratch     // the Protector's work space: an encrypted payload
+	table  string          // the source table being read ("schema.table")
 	rows   int64
 	dls    [2]int64 // dead letters added, skipped
 }
@@ -143,9 +147,9 @@ type topicOut struct {
 // block-range unit read in binary is encoded by opts.Workers workers
 // (fanOut); other units by one.
 func (j *copyJob) copyUnit(ctx context.Context, conn *pgx.Conn, router *outbox.Router, u *unit) error {
-	ws := []*unitWriter{{j: j, u: u, router: router, outs: map[string]*topicOut{}}}
+	ws := []*unitWriter{{j: j, u: u, router: router, outs: map[string]*topicOut{}, ctx: ctx}}
 	for k := 1; u.rng != nil && k < j.opts.Workers; k++ {
-		ws = append(ws, &unitWriter{j: j, u: u, worker: k, router: outbox.NewRouter(j.opts.Mappings), outs: map[string]*topicOut{}})
+		ws = append(ws, &unitWriter{j: j, u: u, worker: k, router: outbox.NewRouter(j.opts.Mappings), outs: map[string]*topicOut{}, ctx: ctx})
 	}
 	defer func() {
 		for _, w := range ws {
@@ -238,6 +242,7 @@ type copyParser interface {
 // events built straight from the binary values when the mapping's columns
 // have the usual types; text otherwise.
 func (w *unitWriter) rowParser(s *source) copyParser {
+	w.table = s.qualified()
 	row := decoding.Row{Relation: s.rel, Op: decoding.OpInsert, CommitLSN: w.j.lsn, CommitTime: w.j.takenAt}
 	if s.kinds == nil {
 		return newCopyRows(len(s.rel.Columns), func(d []decoding.Datum) error {
@@ -306,6 +311,15 @@ func (w *unitWriter) addEvent(ev *outbox.Event, k idKey, ok bool) error {
 		o.skipped++
 		return nil
 	}
+	if p := w.j.opts.Protector; p != nil {
+		dl, err := p.Event(w.ctx, ev, &w.pii) // ev.Payload may alias it: Append copies it
+		if err != nil {
+			return fmt.Errorf("personal data of an event of topic %q (id %s) cannot be encrypted: %w", ev.Topic, ev.ID, err)
+		}
+		if dl != nil {
+			return w.addDeadLetter(dl)
+		}
+	}
 	seq := o.seq.Add(1) - 1
 	if seq > math.MaxInt32 {
 		return fmt.Errorf("topic %q: more than 2^31 snapshot rows: seq overflows", o.name)
@@ -353,6 +367,14 @@ func (w *unitWriter) boundMemory() error {
 }
 
 func (w *unitWriter) addDeadLetter(dl *outbox.DeadLetter) error {
+	if p := w.j.opts.Protector; p != nil {
+		if err := p.DeadLetter(dl); err != nil { // before its identity: what the table holds is redacted
+			return fmt.Errorf("redact a dead letter of topic %q: %w", dl.Topic, err)
+		}
+		if dl.SourceTable == "" {
+			dl.SourceTable = w.table
+		}
+	}
 	if w.j.existing[outbox.DeadLetterTopic].has(deadLetterKey(dl.SourceTable, dl.RawRow)) {
 		w.dls[1]++
 		return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
 )
@@ -60,6 +61,10 @@ type Options struct {
 	// Tracer, if set, traces the phases of a bootstrap or rebuild
 	// (trace.go).
 	Tracer trace.TracerProvider
+	// Protector, if set, encrypts the personal fields of every event
+	// copied and redacts dead letters of such topics, as the relay's does
+	// (package pii); an event whose key cannot be had fails the copy.
+	Protector *pii.Protector
 }
 
 func (o Options) withDefaults() Options {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -16,6 +17,7 @@ import (
 	"github.com/deltabus/deltabus/bootstrap"
 	"github.com/deltabus/deltabus/contract"
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/sink/deltasink"
@@ -40,6 +42,10 @@ type Options struct {
 	// Contracts tunes the relay's view of the event contracts registered
 	// in the store (package contract); its Logger and Metrics are set here.
 	Contracts contract.Options
+	// PII, when it names a schema directory, encrypts the personal fields
+	// its schemas mark, in the stream and in the first-start bootstrap
+	// (package pii); the relay then follows the _erasures records.
+	PII pii.Config
 }
 
 // New opens the store cfg names and returns a relay over it, ready to Run.
@@ -73,16 +79,32 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (*relay.Relay, sto
 			return nil, nil, fmt.Errorf("contract metrics: %w", err)
 		}
 	}
+	if opts.PII.Source == "" {
+		opts.PII.Source = cfg.Source
+	}
+	priv, err := pii.OpenProtector(ctx, opts.PII)
+	if err != nil {
+		return nil, nil, err
+	}
 	sinkFor := func(appID string) sink.Sink {
 		return deltasink.New(store, deltasink.Options{AppID: appID, Logger: opts.Log})
 	}
 	r := relay.New(cfg, store, sinkFor, opts.Mappings, opts.Log, m)
 	r.Tracer = opts.Tracer
 	r.Contracts = contract.New(store, co)
-	r.FirstStart = bootstrap.FirstStart(BootstrapConfig(cfg), store,
-		bootstrap.Options{Log: opts.Log, Mappings: opts.Mappings, Metrics: opts.Meter, Tracer: opts.Tracer})
+	bo := bootstrap.Options{Log: opts.Log, Mappings: opts.Mappings, Metrics: opts.Meter, Tracer: opts.Tracer}
+	if priv != nil {
+		r.Protector, bo.Protector = priv.Protector, priv.Protector
+		pii.WatchErasures(ctx, store, priv.Keys, ErasurePoll, opts.Log)
+		opts.Log.Info("personal data: fields the schemas mark are encrypted", "schemas", opts.PII.SchemasDir, "keys", priv.Keys != nil)
+	}
+	r.FirstStart = bootstrap.FirstStart(BootstrapConfig(cfg), store, bo)
 	return r, store, nil
 }
+
+// ErasurePoll is how often a relay with personal data reads the _erasures
+// records to drop the erased subjects' cached keys.
+const ErasurePoll = 5 * time.Second
 
 // BootstrapConfig is the part of a relay's configuration a bootstrap or a
 // rebuild needs.

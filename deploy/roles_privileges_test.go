@@ -44,6 +44,11 @@ func TestRolesLeastPrivilege(t *testing.T) {
 	checkJanitorRole(t, srv, admin)
 	checkReconcileRole(t, srv)
 	checkPasswordsEnforced(t, srv)
+	checkKeyTables(t, admin, connectAs(t, srv, "deltabus_migrate"), func() {
+		if out, err := psqlRoles(srv, "postgres", nil, "producer_role=app_writer"); err != nil || strings.Contains(out, "WARNING") {
+			t.Fatalf("run of roles.sql with the key tables: %v\n%s", err, out)
+		}
+	})
 	checkExistingOutbox(t, srv)
 }
 
@@ -51,7 +56,7 @@ func checkRoleAttributes(t *testing.T, admin *pgx.Conn) {
 	t.Helper()
 	rows, err := admin.Query(testCtx(t), `SELECT rolname, rolcanlogin, rolreplication,
 		rolsuper OR rolcreatedb OR rolcreaterole OR rolbypassrls, rolpassword LIKE 'SCRAM-SHA-256$%'
-		FROM pg_authid WHERE rolname LIKE 'deltabus\_%' ORDER BY 1`)
+		FROM pg_authid WHERE rolname LIKE 'deltabus\_%' AND rolname NOT IN ('deltabus_keyreader', 'deltabus_eraser') ORDER BY 1`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +292,7 @@ func checkExistingOutbox(t *testing.T, srv *pgtest.Server) {
 	err = legacy.QueryRow(testCtx(t), `SELECT string_agg(grantee || ':' || privilege_type, ',' ORDER BY grantee, privilege_type)
 		FROM information_schema.role_table_grants
 		WHERE table_schema = 'events' AND table_name = 'outbox' AND grantee LIKE 'deltabus%'`).Scan(&grants)
-	want := "deltabus_janitor:DELETE,deltabus_janitor:SELECT,deltabus_reconcile:SELECT,deltabus_relay:SELECT"
+	want := "deltabus_eraser:DELETE,deltabus_eraser:SELECT,deltabus_janitor:DELETE,deltabus_janitor:SELECT,deltabus_reconcile:SELECT,deltabus_relay:SELECT"
 	if err != nil || grants != want {
 		t.Fatalf("grants on events.outbox: %q (%v); want %q", grants, err, want)
 	}

@@ -43,7 +43,11 @@
 //     check (it is part of the relay's preflight there), not again by the
 //     privileges check.
 //
-// Checks that come with later features have their place in Run: the key
-// encryption key and the key table, once contracts mark personal data
-// (issue 28), are checked after the store's.
+// Personal data (package pii): with --pii-schemas, the schemas must
+// parse; when they mark personal data, the KEK must encrypt and decrypt a
+// probe (a KMS key that exists, credentials with kms:Encrypt and
+// kms:Decrypt), and the key table must exist, grant the relay's role
+// SELECT and INSERT on both its tables, and hold a root key the KEK opens
+// (or none yet: the relay creates it). Doctor creates neither the root nor
+// a data key. Without --pii-schemas these checks are not listed.
 package doctor

@@ -12,6 +12,7 @@ import (
 
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pgsource"
+	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/storage"
 )
 
@@ -25,6 +26,10 @@ type Options struct {
 	AppID       string // the relay's --app-id, if set (default: the source's)
 	Mappings    outbox.Mappings
 	S3          storage.S3Options
+	// PII is the relay's personal data settings (--pii-schemas, --kek,
+	// --keys); with a schema directory, the KEK and the key table are
+	// checked too.
+	PII pii.Config
 	// MaxClockSkew is how far this host's clock may be from the
 	// database's (default 1 s).
 	MaxClockSkew time.Duration
@@ -115,9 +120,7 @@ func Run(ctx context.Context, o Options) Report {
 		r.skip("store_writable", "not checked: the store could not be opened (see the store check)")
 		r.skip("conditional_write", "not checked: the store could not be opened (see the store check)")
 	}
-	// Issue 28: when contracts mark fields as personal data, the key
-	// encryption key (reachable, able to unwrap) and the key table
-	// (present, readable by the relay's role) are checked here.
+	checkPersonal(ctx, o, &r)
 	d.each(ctx, "slot", func(ctx context.Context) error { return d.slot(ctx, store) })
 	r.OK = true
 	for _, c := range r.Checks {

@@ -22,10 +22,11 @@ import (
 	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/sink/deltasink"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/tests/pgtest"
 	"github.com/deltabus/deltabus/tests/s3test"
 )
 
-func TestMain(m *testing.M) { os.Exit(s3test.Run(m)) }
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(s3test.Wrap(m))) }
 
 // S3 request prices (us-east-1 standard): PUT, COPY, POST and LIST per
 // 1,000 requests, GET per 1,000.

@@ -15,6 +15,7 @@ import (
 
 	pg "github.com/deltabus/deltabus/decoding/pgoutputtest"
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/sink/deltasink"
 	"github.com/deltabus/deltabus/storage"
@@ -122,6 +123,11 @@ func BenchmarkPipeline(b *testing.B) {
 }
 
 func playPipeline(b *testing.B, frames [][]byte, end pglogrepl.LSN) time.Duration {
+	return playPipelineWith(b, frames, end, nil)
+}
+
+// playPipelineWith is playPipeline with a Protector (nil: none).
+func playPipelineWith(b *testing.B, frames [][]byte, end pglogrepl.LSN, p *pii.Protector) time.Duration {
 	store, err := storage.NewLocal(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
@@ -130,6 +136,7 @@ func playPipeline(b *testing.B, frames [][]byte, end pglogrepl.LSN) time.Duratio
 	snk := deltasink.New(store, deltasink.Options{AppID: "deltabus-bench", Logger: log})
 	cfg := Config{Source: "postgres://u@127.0.0.1/db", Store: "file:///x"}
 	r := New(cfg, store, func(string) sink.Sink { return snk }, outbox.Mappings{}, log, nil)
+	r.Protector = p
 	conn := &playConn{frames: frames, ackC: make(chan struct{}), want: end}
 	done := conn.ackC
 	ctx, stop := context.WithCancel(context.Background())

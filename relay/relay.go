@@ -17,6 +17,7 @@ import (
 	"github.com/deltabus/deltabus/contract"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pgsource"
+	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/usererr"
@@ -62,6 +63,12 @@ type Relay struct {
 	// contractHolds are the topics held for a refused event; they outlive
 	// a session (a hold that starts mid-transaction rewinds).
 	contractHolds map[string]*contractHold
+	// Protector, if set before Run, encrypts the personal fields of every
+	// event whose contract marks them before it reaches a batch, and
+	// redacts dead letters of such topics (package pii). An event whose
+	// key cannot be had ends the session: it is read again, never written
+	// in clear.
+	Protector *pii.Protector
 
 	// FirstStart runs when the slot does not exist and the store holds no
 	// marker of the source (package bootstrap): it creates the slot,

@@ -56,6 +56,16 @@ func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.
 			return err
 		}
 	}
+	if p := s.r.Protector; p != nil {
+		dl, err := p.Event(ctx, ev, &s.piiScratch) // ev.Payload may alias it until the next event: Append copies it
+		if err != nil {
+			return fmt.Errorf("personal data of an event of topic %q (id %s) cannot be encrypted, so it waits: %w", ev.Topic, ev.ID, err)
+		}
+		if dl != nil {
+			dl.SourceTable = row.Relation.Namespace + "." + row.Relation.Name
+			return s.deadLetter(ctx, row, dl)
+		}
+	}
 	t.lastTx = row.CommitLSN
 	return s.cur.addEvent(s.pace, ev)
 }
@@ -67,6 +77,11 @@ func (s *session) deadLetter(ctx context.Context, row *decoding.Row, dl *outbox.
 	}
 	if int64(row.CommitLSN) <= t.Position {
 		return nil
+	}
+	if p := s.r.Protector; p != nil {
+		if err := p.DeadLetter(dl); err != nil {
+			return fmt.Errorf("redact a dead letter of topic %q: %w", dl.Topic, err)
+		}
 	}
 	if n, ok := s.deadLog.allow(100 * time.Millisecond); ok {
 		s.r.log.Warn("outbox row sent to dead letter topic", "reason", dl.Reason, "table", dl.SourceTable,

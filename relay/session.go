@@ -12,6 +12,7 @@ import (
 
 	"github.com/deltabus/deltabus/decoding"
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/pii"
 )
 
 // session is one replication connection's life: it streams from the slot's
@@ -53,6 +54,8 @@ type session struct {
 	// view is the event being routed, read in place (outbox.View): it
 	// is appended to the batch before the next message is read.
 	view outbox.View
+	// piiScratch is the Protector's work space (an encrypted payload).
+	piiScratch pii.Scratch
 
 	holds       holds
 	contractGen uint64 // the registry's generation the contract holds were last checked at

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Installs what DeltaBus's tests and demo need, if missing, and says what it
 # does: PostgreSQL 15 server binaries (apt), the versitygw S3 server (go
-# install, cached), Node.js and npm (apt) and the DuckDB node package used as
-# an independent Delta reader (npm, cached), Chromium's headless shell (apt:
-# the operator page's browser test) and promtool (apt, Debian's prometheus
-# package: the alert rules' check). Idempotent.
+# install, cached), the local-kms AWS KMS server (go install, cached), Node.js
+# and npm (apt) and the DuckDB node package used as an independent Delta
+# reader (npm, cached), Chromium's headless shell (apt: the operator page's
+# browser test) and promtool (apt, Debian's prometheus package: the alert
+# rules' check). Idempotent.
 #
-#   bash scripts/deps.sh [postgres] [versitygw] [duckdb] [chromium] [promtool]   (none = all)
+#   bash scripts/deps.sh [postgres] [versitygw] [localkms] [duckdb] [chromium] [promtool]   (none = all)
 #   source scripts/deps.sh                                  (functions only)
 set -euo pipefail
 
 PG_BIN=${DELTABUS_PG_BIN:-/usr/lib/postgresql/15/bin}
 CACHE=${DELTABUS_CACHE:-$HOME/.cache/deltabus}
 VERSITYGW_VERSION=v1.8.0
+# Keep in step with tests/kmstest.Module.
+LOCALKMS_MODULE=github.com/nsmithuk/local-kms@v0.0.0-20260228092603-2a5e92d09ab6
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -54,6 +57,14 @@ ensure_versitygw() {
   GOBIN="$CACHE/bin" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 }
 
+ensure_localkms() {
+  export DELTABUS_LOCALKMS=${DELTABUS_LOCALKMS:-$CACHE/bin/local-kms}
+  if [ -x "$DELTABUS_LOCALKMS" ]; then return; fi
+  echo "deps: building local-kms (go install, first time only, ~1 min)"
+  mkdir -p "$CACHE/bin"
+  GOBIN="$CACHE/bin" go install "$LOCALKMS_MODULE"
+}
+
 ensure_node() {
   if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then return; fi
   apt_install nodejs npm
@@ -67,7 +78,7 @@ ensure_duckdb() {
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   cd "$(dirname "$0")/.."
-  for dep in "${@:-postgres versitygw duckdb chromium promtool}"; do
+  for dep in "${@:-postgres versitygw localkms duckdb chromium promtool}"; do
     for d in $dep; do "ensure_$d"; done
   done
 fi

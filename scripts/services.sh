@@ -49,8 +49,28 @@ start_versitygw() {
   export DELTABUS_TEST_S3="http://test:testsecret@127.0.0.1:$port"
 }
 
+# local-kms takes only a port and listens on every interface; the tests
+# reach it on 127.0.0.1. The seed is tests/kmstest.Seed (one AES key).
+start_localkms() {
+  if [ -n "${DELTABUS_TEST_KMS:-}" ]; then return; fi
+  SERVICES_DIR=${SERVICES_DIR:-$(mktemp -d /tmp/deltabus-services.XXXXXX)}
+  local dir="$SERVICES_DIR/kms" port
+  mkdir -p "$dir"
+  port=$(free_port)
+  go run ./tests/kmstest/cmd/seed >"$dir/seed.yaml"
+  PORT=$port KMS_SEED_PATH="$dir/seed.yaml" KMS_DATA_PATH="$dir/data" KMS_REGION=eu-west-2 KMS_ACCOUNT_ID=111122223333 \
+    "$DELTABUS_LOCALKMS" >"$dir/local-kms.log" 2>&1 &
+  LOCALKMS_PID=$!
+  for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+    sleep 0.1
+  done
+  export DELTABUS_TEST_KMS="http://127.0.0.1:$port"
+}
+
 stop_services() {
   if [ -n "${STARTED_PG:-}" ]; then as_postgres "$PG_BIN/pg_ctl" -D "$STARTED_PG" -m immediate -w stop >/dev/null 2>&1 || true; fi
   if [ -n "${VERSITYGW_PID:-}" ]; then kill "$VERSITYGW_PID" 2>/dev/null || true; fi
+  if [ -n "${LOCALKMS_PID:-}" ]; then kill "$LOCALKMS_PID" 2>/dev/null || true; fi
   if [ -n "$SERVICES_DIR" ]; then rm -rf "$SERVICES_DIR"; fi
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command (make test). Installs what is missing, starts one
-# versitygw S3 server on 127.0.0.1 for the whole run, runs go vet and every
+# versitygw S3 server and one local-kms KMS server on 127.0.0.1 for the whole
+# run, runs go vet and every
 # test, prints a summary (with each failing test's own output), and stops
 # what it started. Each test binary starts its own throwaway PostgreSQL
 # (wal_level=logical; see tests/pgtest): replication slot names are
@@ -13,6 +14,7 @@ source scripts/deps.sh
 source scripts/services.sh
 ensure_postgres
 ensure_versitygw
+ensure_localkms
 ensure_duckdb
 ensure_chromium
 ensure_promtool
@@ -20,6 +22,9 @@ ensure_promtool
 export DELTABUS_TEST_ARTIFACTS=${DELTABUS_TEST_ARTIFACTS:-$(mktemp -d /tmp/deltabus-artifacts.XXXXXX)}
 
 start_versitygw
+start_localkms
+# Tests that need a KMS fail rather than skip under make test.
+export DELTABUS_REQUIRE_KMS=1
 trap stop_services EXIT
 
 echo "== go vet"

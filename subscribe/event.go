@@ -35,6 +35,10 @@ type Event struct {
 	// with (the table's schema_version); SchemaVersion differs from it
 	// only when an upcaster converted the payload.
 	WriterVersion int32
+	// Erased lists the JSON pointers of the payload's personal fields
+	// whose data subject was erased: they read as null (Options.Reveal).
+	// Nil when none was.
+	Erased []string
 }
 
 // Batch is what a Handler receives. Events are in delivery order. The

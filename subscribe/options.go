@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/deltabus/deltabus/pii"
 )
 
 // Defaults of Options.
@@ -51,6 +53,14 @@ type Options struct {
 	// the version the handler asks for before each batch is handled (see
 	// Upcasters). It needs Events: it cannot be combined with Columns.
 	Upcasters *Upcasters
+	// Reveal, when set, decrypts the personal fields of every event
+	// before the handler sees it (package pii: the consumer needs the KEK
+	// and SELECT on the key table): an erased subject's fields come back
+	// as null, listed in Event.Erased. The subscription follows the
+	// store's _erasures records and drops erased subjects' cached keys at
+	// once (else the key cache's TTL bounds it). Not with Columns, which
+	// hands over the stored columns: envelopes stay envelopes there.
+	Reveal *pii.Revealer
 	// Tracer traces each handler call (see handle in trace.go); nil: the
 	// global provider (otel.GetTracerProvider), a no-op unless the
 	// program installed one.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
 )
@@ -19,6 +20,7 @@ type subscription struct {
 	topic, group string
 	h            Handler
 	o            Options
+	erasures     *pii.ErasureWatcher // with Options.Reveal
 	cps          Checkpoints
 	log          *slog.Logger
 
@@ -66,6 +68,12 @@ func Subscribe(ctx context.Context, store storage.Store, topic, group string, h 
 	}
 	s := &subscription{tbl: storage.Sub(store, topic), topic: topic, group: group, h: h, o: o,
 		cps: o.Checkpoints, log: o.Logger.With("topic", topic, "group", group), seen: newWindow(o.Dedup)}
+	if o.Reveal != nil {
+		if o.Columns {
+			return errors.New("subscribe: Options.Reveal decrypts events; Options.Columns hands over the stored columns: use one of them")
+		}
+		s.erasures = pii.NewErasureWatcher(store, o.Reveal.Keys(), o.Logger)
+	}
 	if err := s.open(ctx); err != nil {
 		return err
 	}
@@ -142,6 +150,11 @@ func (s *subscription) open(ctx context.Context) error {
 // round delivers what one listing of the log shows after the position.
 // progressed is false when there was nothing new.
 func (s *subscription) round(ctx context.Context) (progressed bool, err error) {
+	if s.erasures != nil {
+		if err := s.erasures.Poll(ctx); err != nil {
+			return false, err
+		}
+	}
 	view, err := ListLog(ctx, s.tbl, max(s.pos.Version-1, 0))
 	if err != nil {
 		return false, err
@@ -226,6 +239,9 @@ func (s *subscription) flush(ctx context.Context) error {
 		if s.o.Columns {
 			b.Columns = &s.cols
 		}
+		if err := s.reveal(ctx); err != nil {
+			return err
+		}
 		apply = func(ctx context.Context, tx pgx.Tx) error {
 			b.Tx = tx
 			if err := s.o.Upcasters.apply(b.Events); err != nil {
@@ -263,4 +279,20 @@ func (s *subscription) commit(ctx context.Context, next Checkpoint, apply func(c
 		}
 	}
 	return s.async.submit(next)
+}
+
+// reveal decrypts the pending events' personal fields (Options.Reveal).
+func (s *subscription) reveal(ctx context.Context) error {
+	if s.o.Reveal == nil {
+		return nil
+	}
+	for i := range s.batch {
+		ev := &s.batch[i]
+		p, erased, err := s.o.Reveal.Reveal(ctx, s.topic, ev.ID, ev.Payload)
+		if err != nil {
+			return fmt.Errorf("group %q topic %q: %w", s.group, s.topic, err)
+		}
+		ev.Payload, ev.Erased = p, erased
+	}
+	return nil
 }

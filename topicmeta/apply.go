@@ -61,6 +61,10 @@ func PersonalText(ps []PersonalColumn) string {
 	}
 	parts := make([]string, 0, len(ps))
 	for _, p := range ps {
+		if p.Type == "" {
+			parts = append(parts, p.Column+p.Pointer+" (keyed hash)")
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("%s%s (%s v%d)", p.Column, p.Pointer, p.Type, p.Version))
 	}
 	return strings.Join(parts, ", ")

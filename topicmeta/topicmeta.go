@@ -88,10 +88,12 @@ type Contract struct {
 	Compatibility string `json:"compatibility,omitempty"`
 }
 
-// PersonalColumn is a field a contract marks as personal data.
+// PersonalColumn is a field a contract marks as personal data. Type ""
+// is a whole column of every event: the key of a topic that stores it as
+// a keyed hash.
 type PersonalColumn struct {
-	Type    string `json:"type"`
-	Version int    `json:"version"`
+	Type    string `json:"type,omitempty"`
+	Version int    `json:"version,omitempty"`
 	Column  string `json:"column"`  // the table column holding it, e.g. "payload"
 	Pointer string `json:"pointer"` // JSON pointer within it, e.g. "/customer/email"
 }

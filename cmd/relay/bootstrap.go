@@ -34,6 +34,14 @@ func cmdBootstrap(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	defer flush()
 	opts := bootstrap.Options{Log: env2.log, Mappings: env2.mappings, Connections: *conns, Workers: *workers, Tracer: tel.Tracer}
+	priv, err := sf.pii.protector(ctx)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	defer priv.Close()
+	if priv != nil {
+		opts.Protector = priv.Protector
+	}
 	var res bootstrap.Result
 	if *doRecover {
 		res, err = bootstrap.Recover(ctx, cfg, store, opts)

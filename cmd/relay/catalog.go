@@ -34,8 +34,12 @@ func cmdCatalog(ctx context.Context, env *cliEnv, args []string) int {
 	schema := fs.String("schema", "", "schema to register the topics in; created if missing (default from "+envUCSchema+")")
 	replace := fs.Bool("replace", true, "bring a table whose description, columns or properties changed up to date by deleting and creating it again (the API has no update; in Databricks grants on the table itself are lost: grant on the schema); false only reports it")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	schemas := piiSchemasFlag(fs, env)
 	if code, ok := parseFlags(fs, args[1:]); !ok {
 		return code
+	}
+	if err := describePersonal(*schemas); err != nil {
+		return fail(env, exitUsage, err)
 	}
 	*ucURL, *cat, *schema = cmpOr(*ucURL, env.getenv(envUC)), cmpOr(*cat, env.getenv(envUCCatalog)), cmpOr(*schema, env.getenv(envUCSchema))
 	if *ucURL == "" || *cat == "" || *schema == "" {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/deltabus/deltabus/contract"
 	"github.com/deltabus/deltabus/daemon"
+	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
 	"github.com/deltabus/deltabus/subscribe/consume"
@@ -28,6 +29,8 @@ func cmdConsume(ctx context.Context, env *cliEnv, args []string) int {
 	logFormat := fs.String("log-format", envOr(env, "DELTABUS_LOG_FORMAT", "text"), "log format (stderr): text or json")
 	logLevel := fs.String("log-level", envOr(env, "DELTABUS_LOG_LEVEL", "warn"), "log level: debug, info, warn, error")
 	validate := fs.Bool("validate", false, "check every event against its contract in the store's registry: a refused event is printed with contract_violation set, and the command exits 1 at the end")
+	var pf piiFlags
+	pf.register(fs, env)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -48,6 +51,15 @@ func cmdConsume(ctx context.Context, env *cliEnv, args []string) int {
 	if *validate {
 		cfg.Contracts = contract.New(cfg.Store, contract.Options{Logger: cfg.Logger})
 		go cfg.Contracts.Run(ctx)
+	}
+	if pf.kek != "" { // decrypt personal fields: the KEK and SELECT on the key table
+		pf.source = env.getenv("DELTABUS_SOURCE")
+		ks, err := pii.OpenKeys(ctx, pf.config(), true)
+		if err != nil {
+			return fail(env, exitUsage, err)
+		}
+		defer ks.Close()
+		cfg.Reveal = pii.NewRevealer(ks)
 	}
 	if err := consume.Run(ctx, cfg, env.stdout); err != nil {
 		return fail(env, exitFailure, err)

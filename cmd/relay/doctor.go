@@ -26,6 +26,7 @@ func cmdDoctor(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitUsage, fmt.Errorf("--mapping: %w", err))
 	}
 	o.Source, o.Store, o.Slot, o.Publication, o.AppID, o.Mappings = sf.source, sf.store, sf.slot, sf.publication, sf.appID, mappings
+	o.PII = sf.pii.config()
 	rep := doctor.Run(ctx, o)
 	if *asJSON {
 		_ = rep.PrintJSON(env.stdout)

@@ -20,6 +20,7 @@ type sourceFlags struct {
 	source, store, slot, publication, mapping string
 	appID                                     string
 	logFormat, logLevel                       string
+	pii                                       piiFlags
 	env                                       *cliEnv
 }
 
@@ -35,6 +36,7 @@ func (f *sourceFlags) register(fs *flag.FlagSet, env *cliEnv) {
 		"outbox column mapping: a preset (deltabus, debezium) or field=column pairs, e.g. topic=aggregatetype,key=aggregateid")
 	fs.StringVar(&f.logFormat, "log-format", envOr(env, "DELTABUS_LOG_FORMAT", "text"), "log format: text or json")
 	fs.StringVar(&f.logLevel, "log-level", envOr(env, "DELTABUS_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
+	f.pii.register(fs, env)
 }
 
 // resolve fills what the command line left empty from the environment;
@@ -46,6 +48,7 @@ func (f *sourceFlags) resolve() {
 	if f.store == "" {
 		f.store = f.env.getenv("DELTABUS_STORE")
 	}
+	f.pii.source = f.source
 }
 
 func envOr(env *cliEnv, key, def string) string {

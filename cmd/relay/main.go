@@ -64,6 +64,9 @@ func init() {
 		"topics":  {"list topics with owner, description, retention, sources, contracts and personal columns; `topics describe` sets owner and description", cmdTopics},
 		"catalog": {"`catalog sync`: register every topic in Unity Catalog as an external Delta table (idempotent)", cmdCatalog},
 
+		"keys":  {"keys init --kek-file F: write a new key-encryption key (KEK) for personal data", cmdKeys},
+		"erase": {"erase a data subject: delete its keys (its stored fields become unreadable), its outbox rows, record it in _erasures", cmdErase},
+
 		"healthcheck": {"exit 0 if the relay at --addr (DELTABUS_METRICS_ADDR) is streaming (GET /readyz), 1 otherwise", cmdHealthcheck},
 	}
 }
@@ -118,6 +121,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "DELTABUS_STORE (file:///path or s3://bucket/prefix), DELTABUS_SLOT, DELTABUS_PUBLICATION,")
 	fmt.Fprintln(w, "DELTABUS_S3_ENDPOINT, DELTABUS_S3_PATH_STYLE, AWS_* credentials;")
 	fmt.Fprintln(w, "DELTABUS_UNITY_CATALOG, _CATALOG, _SCHEMA and _TOKEN: relay run registers new topics in Unity Catalog;")
+	fmt.Fprintln(w, "DELTABUS_PII_SCHEMAS, DELTABUS_KEK, DELTABUS_KEYS for personal data (docs/personal-data.md);")
 	fmt.Fprintln(w, "OTEL_EXPORTER_OTLP_ENDPOINT and the other standard OTEL_* variables export traces and metrics by OTLP/HTTP.")
 }
 

@@ -47,6 +47,14 @@ func cmdRebuild(ctx context.Context, env *cliEnv, args []string) int {
 	defer flush()
 	opts := bootstrap.RebuildOptions{Options: bootstrap.Options{Log: se.log, Mappings: se.mappings, Connections: *conns, Tracer: tel.Tracer},
 		PauseWait: *pauseWait, CommitWait: *commitWait}
+	priv, err := sf.pii.protector(ctx)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	defer priv.Close()
+	if priv != nil {
+		opts.Protector = priv.Protector
+	}
 	res, err := bootstrap.Rebuild(ctx, daemon.BootstrapConfig(se.cfg), se.store, *name, opts)
 	if err != nil {
 		code := exitFailure

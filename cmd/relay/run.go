@@ -85,8 +85,12 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitUsage, err)
 	}
 	defer flush()
-	r, store, err := daemon.New(ctx, cfg, daemon.Options{Log: log, Mappings: mappings, Meter: tel.Meter, Tracer: tel.Tracer, Contracts: co})
+	r, store, err := daemon.New(ctx, cfg, daemon.Options{Log: log, Mappings: mappings, Meter: tel.Meter, Tracer: tel.Tracer,
+		PII: sf.pii.config(), Contracts: co})
 	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	if err := describePersonal(sf.pii.schemas); err != nil { // the topics' personal columns, for governance and the page
 		return fail(env, exitUsage, err)
 	}
 	if *every > 0 {

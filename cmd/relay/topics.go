@@ -24,8 +24,12 @@ func cmdTopics(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlagSet(env, "topics", "[--json] | describe --topic T [--owner O] [--description D]")
 	storeURL := fs.String("store", "", "store URL: file:///path or s3://bucket/prefix (default from DELTABUS_STORE)")
 	asJSON := fs.Bool("json", false, "print JSON: every topic with its owner, description, table, retention, columns, sources, contracts and personal columns")
+	schemas := piiSchemasFlag(fs, env)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if err := describePersonal(*schemas); err != nil {
+		return fail(env, exitUsage, err)
 	}
 	store, code, ok := openStoreFlag(ctx, env, *storeURL)
 	if !ok {
@@ -121,11 +125,15 @@ func cmdTopicsDescribe(ctx context.Context, env *cliEnv, args []string) int {
 	var owner, desc optString
 	fs.Var(&owner, "owner", "the owning team or person, e.g. team-checkout (\"\" clears it)")
 	fs.Var(&desc, "description", "what the topic carries and for whom: the table's description in every Delta reader and in Unity Catalog (\"\" clears it)")
+	schemas := piiSchemasFlag(fs, env)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if *name == "" || (!owner.set && !desc.set) {
 		return fail(env, exitUsage, usererr.New(nil, "want --topic T and at least one of --owner and --description"))
+	}
+	if err := describePersonal(*schemas); err != nil {
+		return fail(env, exitUsage, err)
 	}
 	store, code, ok := openStoreFlag(ctx, env, *storeURL)
 	if !ok {

@@ -72,3 +72,40 @@ func TestTopicsDescribeBeforeTheTable(t *testing.T) {
 		t.Fatalf("sync of a store without tables: %d %q %q", code, out, errOut)
 	}
 }
+
+// TestTopicsListPersonalColumns: relay topics lists each topic's personal
+// columns from --pii-schemas (DELTABUS_PII_SCHEMAS), in text and JSON; a
+// bad schema directory is one line, exit 2.
+func TestTopicsListPersonalColumns(t *testing.T) {
+	schemas := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(schemas, "orders", "OrderCreated"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	schema := `{"x-deltabus-subject":"/customer/id","properties":{"customer":{"properties":{"id":{"type":"string"},` +
+		`"email":{"type":"string","x-deltabus-pii":true},"name":{"confluent:tags":["PII"]}}}}}`
+	if err := os.WriteFile(filepath.Join(schemas, "orders", "OrderCreated", "1.json"), []byte(schema), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"DELTABUS_STORE": "file://" + t.TempDir()}
+	if code, out, errOut := runWithEnv(t, vars, "topics", "describe", "--topic", "orders", "--owner", "team-checkout"); code != 0 {
+		t.Fatalf("describe: %d %q %q", code, out, errOut)
+	}
+	want := "payload/customer/email (OrderCreated v1), payload/customer/name (OrderCreated v1)"
+	code, out, errOut := runWithEnv(t, vars, "topics", "--pii-schemas", schemas)
+	if code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("topics --pii-schemas: %d %q %q", code, out, errOut)
+	}
+	vars["DELTABUS_PII_SCHEMAS"] = schemas
+	code, out, errOut = runWithEnv(t, vars, "topics", "--json")
+	if code != 0 || !strings.Contains(out, `"pointer": "/customer/email"`) || !strings.Contains(out, `"column": "payload"`) {
+		t.Fatalf("topics --json: %d %q %q", code, out, errOut)
+	}
+	delete(vars, "DELTABUS_PII_SCHEMAS")
+	if code, out, _ = runWithEnv(t, vars, "topics"); code != 0 || strings.Contains(out, "customer/email") {
+		t.Fatalf("topics without schemas still lists the last command's: %q", out)
+	}
+	code, out, errOut = runWithEnv(t, vars, "topics", "--pii-schemas", filepath.Join(schemas, "missing"))
+	if code != exitUsage || out != "" || strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("a missing schema directory: %d %q %q", code, out, errOut)
+	}
+}

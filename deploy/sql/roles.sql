@@ -9,6 +9,16 @@
 --                       REPLICATION, SELECT on the outbox.
 --   deltabus_janitor    `relay janitor`: SELECT, DELETE on the outbox.
 --   deltabus_reconcile  `relay reconcile`: SELECT on the outbox.
+--   deltabus_keyreader  NOLOGIN group for consumers that decrypt personal data
+--                       (`relay consume` with DELTABUS_KEK): SELECT on the key
+--                       tables (schema deltabus), nothing else. GRANT it to
+--                       the consumer's own login role.
+--   deltabus_eraser     NOLOGIN group for `relay erase`: SELECT, DELETE on
+--                       deltabus.subject_keys, SELECT on deltabus.key_root, and
+--                       SELECT, DELETE on the outboxes (the subject's rows).
+--                       GRANT it to the login of whoever handles erasures.
+--   deltabus_relay also gets SELECT, INSERT on the key tables (a new subject's
+--   key); deltabus_janitor and deltabus_reconcile get nothing there.
 --
 -- Tables that deltabus_migrate creates later (another outbox schema or table)
 -- get the same grants through its default privileges. Idempotent: a second run
@@ -86,16 +96,18 @@ BEGIN
     END IF;
 
     FOR r IN SELECT * FROM (VALUES
-            ('deltabus_migrate',   'NOREPLICATION'),
-            ('deltabus_relay',     'REPLICATION'),
-            ('deltabus_janitor',   'NOREPLICATION'),
-            ('deltabus_reconcile', 'NOREPLICATION')) AS r(name, replication)
+            ('deltabus_migrate',   'NOREPLICATION', 'LOGIN'),
+            ('deltabus_relay',     'REPLICATION',   'LOGIN'),
+            ('deltabus_janitor',   'NOREPLICATION', 'LOGIN'),
+            ('deltabus_reconcile', 'NOREPLICATION', 'LOGIN'),
+            ('deltabus_keyreader', 'NOREPLICATION', 'NOLOGIN'),
+            ('deltabus_eraser',    'NOREPLICATION', 'NOLOGIN')) AS r(name, replication, login)
     LOOP
         IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = r.name) THEN
             EXECUTE format('CREATE ROLE %I', r.name);
         END IF;
-        EXECUTE format('ALTER ROLE %I WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS INHERIT %s',
-                       r.name, r.replication);
+        EXECUTE format('ALTER ROLE %I WITH %s NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS INHERIT %s',
+                       r.name, r.login, r.replication);
     END LOOP;
 
     -- CREATE on the database: the publication (PostgreSQL 15 requires it) and
@@ -121,6 +133,13 @@ BEGIN
         GRANT SELECT ON TABLES TO deltabus_relay, deltabus_reconcile;
     ALTER DEFAULT PRIVILEGES FOR ROLE deltabus_migrate
         GRANT SELECT, DELETE ON TABLES TO deltabus_janitor;
+    -- The eraser deletes a subject's outbox rows; the key tables' own
+    -- grants are set where they are created (migrations/sql/create_keys.sql)
+    -- and below.
+    ALTER DEFAULT PRIVILEGES FOR ROLE deltabus_migrate
+        GRANT USAGE ON SCHEMAS TO deltabus_eraser, deltabus_keyreader;
+    ALTER DEFAULT PRIVILEGES FOR ROLE deltabus_migrate
+        GRANT SELECT, DELETE ON TABLES TO deltabus_eraser;
     IF producer <> '' THEN
         EXECUTE format('ALTER DEFAULT PRIVILEGES FOR ROLE deltabus_migrate GRANT USAGE ON SCHEMAS TO %I', producer);
         EXECUTE format('ALTER DEFAULT PRIVILEGES FOR ROLE deltabus_migrate GRANT INSERT ON TABLES TO %I', producer);
@@ -134,9 +153,10 @@ BEGIN
         SELECT outbox WHERE outbox IS NOT NULL
         UNION SELECT c.oid::regclass FROM pg_class c
               WHERE c.relowner = 'deltabus_migrate'::regrole AND c.relkind IN ('r', 'p')
+                AND c.relnamespace NOT IN (SELECT oid FROM pg_namespace WHERE nspname = 'deltabus') -- the key tables: below
     LOOP
         EXECUTE format('GRANT SELECT ON %s TO deltabus_relay, deltabus_reconcile', tbl);
-        EXECUTE format('GRANT SELECT, DELETE ON %s TO deltabus_janitor', tbl);
+        EXECUTE format('GRANT SELECT, DELETE ON %s TO deltabus_janitor, deltabus_eraser', tbl);
         IF producer <> '' THEN
             EXECUTE format('GRANT INSERT ON %s TO %I', tbl, producer);
         END IF;
@@ -147,6 +167,15 @@ BEGIN
             EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I', sch, producer);
         END IF;
     END LOOP;
+    -- The key tables of personal data, when relay migrate made them already.
+    IF to_regclass('deltabus.subject_keys') IS NOT NULL AND to_regclass('deltabus.key_root') IS NOT NULL THEN
+        GRANT USAGE ON SCHEMA deltabus TO deltabus_relay, deltabus_keyreader, deltabus_eraser;
+        REVOKE ALL ON deltabus.key_root, deltabus.subject_keys FROM PUBLIC, deltabus_janitor, deltabus_reconcile, deltabus_eraser, deltabus_keyreader;
+        GRANT SELECT, INSERT ON deltabus.key_root, deltabus.subject_keys TO deltabus_relay;
+        GRANT SELECT ON deltabus.key_root, deltabus.subject_keys TO deltabus_keyreader;
+        GRANT SELECT ON deltabus.key_root TO deltabus_eraser;
+        GRANT SELECT, DELETE ON deltabus.subject_keys TO deltabus_eraser;
+    END IF;
     IF outbox IS NOT NULL THEN
         SELECT pg_get_userbyid(relowner) INTO tbl_owner FROM pg_class WHERE oid = outbox;
         IF tbl_owner <> 'deltabus_migrate' THEN

@@ -23,6 +23,7 @@ import (
 
 	"github.com/deltabus/deltabus/contract"
 	"github.com/deltabus/deltabus/pgsource"
+	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
 	"github.com/deltabus/deltabus/subscribe/pgcheckpoint"
@@ -44,6 +45,9 @@ type Config struct {
 	Logger        *slog.Logger
 	// Contracts, when set, checks every event against its contract.
 	Contracts *contract.Cache
+	// Reveal, when set, decrypts personal fields (subscribe.Options.Reveal);
+	// each line then lists the erased fields' pointers in "erased".
+	Reveal *pii.Revealer
 }
 
 // ViolationsError ends a consume that printed events their contracts
@@ -98,7 +102,8 @@ func Run(ctx context.Context, cfg Config, w io.Writer) error {
 		return bw.Flush()
 	}
 	err = subscribe.Subscribe(ctx, cfg.Store, cfg.Topic, cfg.Group, h, subscribe.Options{
-		Checkpoints: cps, Follow: cfg.Follow, BatchSize: cfg.BatchSize, PollInterval: cfg.PollInterval, Logger: cfg.Logger})
+		Checkpoints: cps, Follow: cfg.Follow, BatchSize: cfg.BatchSize, PollInterval: cfg.PollInterval, Logger: cfg.Logger,
+		Reveal: cfg.Reveal})
 	if cfg.Follow && ctx.Err() != nil {
 		err = nil
 	}
@@ -150,7 +155,8 @@ type line struct {
 	Offset        int64           `json:"offset"`
 	// ContractViolation is set by --validate for an event its contract
 	// refuses.
-	ContractViolation string `json:"contract_violation,omitempty"`
+	ContractViolation string   `json:"contract_violation,omitempty"`
+	Erased            []string `json:"erased,omitempty"` // pointers of fields whose subject was erased (null in payload)
 }
 
 // WriteLine writes e as one JSON line. Payload and headers are nested JSON
@@ -166,7 +172,8 @@ func writeLine(w io.Writer, e *subscribe.Event, violation string) error {
 	}
 	b, err := json.Marshal(line{EventID: e.ID, Topic: e.Topic, Key: e.Key, Type: e.Type, SchemaVersion: e.SchemaVersion,
 		Payload: nested(e.Payload), Headers: headers, OccurredAt: stamp(e.OccurredAt), CommitLSN: e.CommitLSN,
-		Seq: e.Seq, Xid: e.Xid, CommitTime: stamp(e.CommitTime), Source: e.Source, Version: e.Version, Offset: e.Offset, ContractViolation: violation})
+		Seq: e.Seq, Xid: e.Xid, CommitTime: stamp(e.CommitTime), Source: e.Source, Version: e.Version, Offset: e.Offset,
+		Erased: e.Erased, ContractViolation: violation})
 	if err != nil {
 		return fmt.Errorf("encode event %s: %w", e.ID, err)
 	}

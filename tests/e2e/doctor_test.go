@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -227,4 +228,53 @@ func TestDoctorConditionalWrites(t *testing.T) {
 		t.Fatalf("exit %d, want 1", code)
 	}
 	wantFail(t, lines, "conditional_write", "accepted a second put-if-absent", "ignores conditional writes")
+}
+
+// TestDoctorPersonalData: with --pii-schemas marking personal data, doctor
+// checks the KEK and the key table (issue 31): all hold before the first
+// start (no root yet) and after it (the KEK opens the root); a missing KEK,
+// another KEK, a role without the key table's privileges and a database
+// without the key table each fail with the fix, and doctor creates no root.
+func TestDoctorPersonalData(t *testing.T) {
+	db := doctorServer(t)
+	schemas := t.TempDir()
+	os.MkdirAll(filepath.Join(schemas, "customers", "updated"), 0o755)
+	os.WriteFile(filepath.Join(schemas, "customers", "updated", "1.json"), []byte(customerSchema), 0o644)
+	kek, other := filepath.Join(t.TempDir(), "kek.json"), filepath.Join(t.TempDir(), "other.json")
+	for _, f := range []string{kek, other} {
+		if code, _, errOut := runCLI(t, nil, "keys", "init", "--kek-file", f); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	if code, out, errOut := runCLI(t, []string{"DELTABUS_SOURCE=" + asRole(db, "deltabus_migrate")}, "migrate", "--key-tables"); code != 0 {
+		t.Fatalf("relay migrate --key-tables: exit %d\n%s%s", code, out, errOut)
+	}
+	url, _ := localStore(t)
+	base := []string{"DELTABUS_SOURCE=" + asRole(db, "deltabus_relay"), "DELTABUS_STORE=" + url, "DELTABUS_PII_SCHEMAS=" + schemas}
+	env := append(base[:len(base):len(base)], "DELTABUS_KEK=file://"+kek)
+	code, lines, rep := runDoctor(t, env)
+	if code != 0 || !rep.OK || len(lines["kek"]) != 1 || !strings.Contains(strings.Join(lines["key_table"], ""), "no root key yet") {
+		t.Fatalf("before the first start: exit %d, %v", code, lines)
+	}
+	var roots int
+	if err := pgxQueryRow(t, db.DSN, "SELECT count(*) FROM deltabus.key_root", &roots); err != nil || roots != 0 {
+		t.Fatalf("doctor made %d roots (%v)", roots, err)
+	}
+	_, lines, _ = runDoctor(t, base)
+	wantFail(t, lines, "kek", "DELTABUS_KEK is not set", "relay keys init")
+	p := startRelay(t, env)
+	waitSlotActive(t, db.DSN, "deltabus", p)
+	if err := p.stop(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if code, lines, _ = runDoctor(t, env); code != 0 || !strings.Contains(strings.Join(lines["key_table"], ""), "opens with DELTABUS_KEK") {
+		t.Fatalf("after the first start: exit %d, %v", code, lines)
+	}
+	_, lines, _ = runDoctor(t, append(base[:len(base):len(base)], "DELTABUS_KEK=file://"+other))
+	wantFail(t, lines, "key_table", "cannot decrypt the key table's root key", "set DELTABUS_KEK to that KEK")
+	_, lines, _ = runDoctor(t, append(env[:len(env):len(env)], "DELTABUS_KEYS="+asRole(db, "deltabus_janitor")))
+	wantFail(t, lines, "key_table", "may not SELECT from it", "roles.sql")
+	bare := pgtest.NewDB(t)
+	_, lines, _ = runDoctor(t, append(env[:len(env):len(env)], "DELTABUS_KEYS="+bare.DSN))
+	wantFail(t, lines, "key_table", "missing", "run `relay migrate`")
 }

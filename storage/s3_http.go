@@ -70,9 +70,11 @@ const idleConnTimeout = 30 * time.Second
 // default) notice a dead server within bounds of its own, below the stall
 // watchdog: every connection dials with TCP keepalives and
 // TCP_USER_TIMEOUT (package keepalive: unacknowledged writes fail after
-// 30 s, not the kernel's fifteen minutes), the dial and the wait for the
-// response headers each time out after stall, and idle pooled connections
-// are closed after idleConnTimeout. Another RoundTripper (a test's) is
+// 30 s, not the kernel's fifteen minutes), the dial times out after stall
+// and the wait for the response headers after twice that (a backstop: the
+// stall watchdog ends a silent attempt first, with its StallError, which
+// a timeout equal to the watchdog's raced and sometimes beat), and idle
+// pooled connections are closed after idleConnTimeout. Another RoundTripper (a test's) is
 // returned as it is.
 func hardenTransport(rt http.RoundTripper, stall time.Duration) http.RoundTripper {
 	t, ok := rt.(*http.Transport)
@@ -81,7 +83,7 @@ func hardenTransport(rt http.RoundTripper, stall time.Duration) http.RoundTrippe
 	}
 	t = t.Clone()
 	t.DialContext = keepalive.Default.Dialer(stall).DialContext
-	t.ResponseHeaderTimeout = stall
+	t.ResponseHeaderTimeout = 2 * stall
 	if t.IdleConnTimeout == 0 || t.IdleConnTimeout > idleConnTimeout {
 		t.IdleConnTimeout = idleConnTimeout
 	}

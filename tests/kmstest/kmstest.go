@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +30,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deltabus/deltabus/tests/procserver"
 )
 
 // Module is the local-kms version scripts/deps.sh installs.
@@ -124,7 +125,7 @@ var errNoBinary = errors.New("no local-kms binary and DELTABUS_TEST_KMS is not s
 func start() (*Server, error) {
 	if ep := os.Getenv("DELTABUS_TEST_KMS"); ep != "" {
 		s := &Server{Endpoint: strings.TrimRight(ep, "/")}
-		if err := waitReady(s.Endpoint, nil, 10*time.Second); err != nil {
+		if err := procserver.WaitHTTP(s.Endpoint, nil, 10*time.Second); err != nil {
 			return nil, fmt.Errorf("DELTABUS_TEST_KMS %s: %w", ep, err)
 		}
 		return s, nil
@@ -194,7 +195,7 @@ func startBinary(bin string) (*Server, error) {
 	}
 	s := &Server{Endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, dir: dir, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(s.done) }()
-	if err := waitReady(s.Endpoint, s.done, 15*time.Second); err != nil {
+	if err := procserver.WaitHTTP(s.Endpoint, s.done, 15*time.Second); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "local-kms.log"))
 		s.stop()
 		return nil, fmt.Errorf("local-kms on port %d: %w\n%s", port, err, log)
@@ -202,35 +203,5 @@ func startBinary(bin string) (*Server, error) {
 	return s, nil
 }
 
-// waitReady polls until the endpoint answers HTTP (any status).
-func waitReady(endpoint string, done <-chan struct{}, timeout time.Duration) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		resp, err := client.Get(endpoint + "/")
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-done:
-			return errors.New("process exited before answering")
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("no answer within %v", timeout)
-}
-
-func (s *Server) stop() {
-	if s.cmd == nil {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(5 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.done
-	}
-	os.RemoveAll(s.dir)
-}
+// stop kills a started server and removes its directory.
+func (s *Server) stop() { procserver.Stop(s.cmd, s.done, s.dir) }

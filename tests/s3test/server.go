@@ -1,10 +1,8 @@
 package s3test
 
 import (
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -12,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/deltabus/deltabus/tests/procserver"
 )
 
 // Test credentials of the versitygw the harness starts.
@@ -102,7 +102,7 @@ func externalServer(raw string) (*server, error) {
 		accessKey: u.User.Username(),
 		secretKey: secret,
 	}
-	if err := waitReady(s.endpoint, nil, 10*time.Second); err != nil {
+	if err := procserver.WaitHTTP(s.endpoint, nil, 10*time.Second); err != nil {
 		return nil, fmt.Errorf("DELTABUS_TEST_S3 server %s: %w", s.endpoint, err)
 	}
 	return s, nil
@@ -136,7 +136,7 @@ func startVersitygw(bin string) (*server, error) {
 	s := &server{endpoint: "http://" + addr, accessKey: AccessKey, secretKey: SecretKey,
 		cmd: cmd, dir: dir, done: make(chan struct{})}
 	go func() { cmd.Wait(); close(s.done) }()
-	if err := waitReady(s.endpoint, s.done, 15*time.Second); err != nil {
+	if err := procserver.WaitHTTP(s.endpoint, s.done, 15*time.Second); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "versitygw.log"))
 		s.stop()
 		return nil, fmt.Errorf("versitygw on %s: %w\n%s", addr, err, log)
@@ -164,37 +164,5 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// waitReady polls endpoint until it answers HTTP (any status: an anonymous
-// request gets 403), the process exits (done closes) or timeout passes.
-func waitReady(endpoint string, done <-chan struct{}, timeout time.Duration) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		resp, err := client.Get(endpoint + "/")
-		if err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-done:
-			return errors.New("process exited before answering")
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("no answer within %v", timeout)
-}
-
 // stop kills a started server and removes its directory.
-func (s *server) stop() {
-	if s.cmd == nil {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(5 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.done
-	}
-	os.RemoveAll(s.dir)
-}
+func (s *server) stop() { procserver.Stop(s.cmd, s.done, s.dir) }

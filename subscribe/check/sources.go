@@ -33,6 +33,10 @@ func (ts *topicState) sourceReads(ctx context.Context, r *Row, databases map[str
 	read := map[string]delta.Txn{}
 	if pos := r.Version - 1; pos >= ts.snap.Version {
 		read = ts.snap.Txns
+	} else if pos >= 0 && ts.view != nil && pos < ts.view.First {
+		// Retention passed the group's position: what it read of each
+		// source is gone with the log; the row's breach says so.
+		return nil
 	} else if pos >= 0 {
 		snap, ok := ts.atVersion[pos]
 		if !ok {

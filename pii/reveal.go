@@ -132,16 +132,9 @@ func (s *scanner) members(i int, envs *[]span) (int, error) {
 			return 0, err
 		}
 		s.toks = s.toks[:len(s.toks)-1]
-		if i = s.ws(i); i >= len(s.b) {
-			return 0, errSyntax
-		}
-		switch s.b[i] {
-		case ',':
-			i = s.ws(i + 1)
-		case '}':
-			return i + 1, nil
-		default:
-			return 0, errSyntax
+		var done bool
+		if i, done, err = s.next(i, '}'); done || err != nil {
+			return i, err
 		}
 	}
 }
@@ -158,16 +151,9 @@ func (s *scanner) elements(i int, envs *[]span) (int, error) {
 			return 0, err
 		}
 		s.toks = s.toks[:len(s.toks)-1]
-		if i = s.ws(i); i >= len(s.b) {
-			return 0, errSyntax
-		}
-		switch s.b[i] {
-		case ',':
-			i = s.ws(i + 1)
-		case ']':
-			return i + 1, nil
-		default:
-			return 0, errSyntax
+		var done bool
+		if i, done, err = s.next(i, ']'); done || err != nil {
+			return i, err
 		}
 	}
 }

@@ -220,17 +220,9 @@ func (s *scanner) object(i int, m *matcher) (int, error) {
 		if child != nil {
 			s.toks = s.toks[:len(s.toks)-1]
 		}
-		i = s.ws(i)
-		if i >= len(s.b) {
-			return 0, errSyntax
-		}
-		switch s.b[i] {
-		case ',':
-			i = s.ws(i + 1)
-		case '}':
-			return i + 1, nil
-		default:
-			return 0, errSyntax
+		var done bool
+		if i, done, err = s.next(i, '}'); done || err != nil {
+			return i, err
 		}
 	}
 }
@@ -281,19 +273,27 @@ func (s *scanner) array(i int, m *matcher) (int, error) {
 		if child != nil {
 			s.toks = s.toks[:len(s.toks)-1]
 		}
-		i = s.ws(i)
-		if i >= len(s.b) {
-			return 0, errSyntax
-		}
-		switch s.b[i] {
-		case ',':
-			i = s.ws(i + 1)
-		case ']':
-			return i + 1, nil
-		default:
-			return 0, errSyntax
+		var done bool
+		if i, done, err = s.next(i, ']'); done || err != nil {
+			return i, err
 		}
 	}
+}
+
+// next reads what follows a member or an element: a comma (next is the
+// following one's start) or the closing bracket (done, next just past it);
+// anything else is a syntax error.
+func (s *scanner) next(i int, closing byte) (next int, done bool, err error) {
+	if i = s.ws(i); i >= len(s.b) {
+		return 0, false, errSyntax
+	}
+	switch s.b[i] {
+	case ',':
+		return s.ws(i + 1), false, nil
+	case closing:
+		return i + 1, true, nil
+	}
+	return 0, false, errSyntax
 }
 
 // pointer appends the current value's pointer to s.ptr and returns it

@@ -7,9 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pglogrepl"
-
-	pg "github.com/deltabus/deltabus/decoding/pgoutputtest"
 	"github.com/deltabus/deltabus/migrations"
 	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/pii/classify"
@@ -28,31 +25,6 @@ func piiBenchPayload(n int) string {
 	return fmt.Sprintf(`{"order_id": %d, "customer": "customer-%d", "email": "customer-%d@example.com", "name": "Customer Number %d", "amount": 12.5, "currency": "EUR", "lines": [{"sku": "sku-77", "qty": 3}], "note": "a realistic order created event with some padding text"}`, n, c, c, c)
 }
 
-// piiFrames is streamFrames with piiBenchPayload.
-func piiFrames(txs, rows int) ([][]byte, pglogrepl.LSN) {
-	topics := []string{"orders", "payments", "tenants", "ingestion", "quality"}
-	var frames [][]byte
-	lsn := pglogrepl.LSN(0x1000)
-	send := func(m []byte) {
-		lsn += 0x100
-		frames = append(frames, pg.XLogData(lsn, m))
-	}
-	send(pg.Relation(1, "public", "outbox", pg.OutboxColumns()))
-	n, now := 0, time.Now()
-	for x := range txs {
-		commit := lsn + pglogrepl.LSN(0x100*(rows+2))
-		send(pg.Begin(commit, now, uint32(1000+x)))
-		for range rows {
-			n++
-			id := fmt.Sprintf("00000000-0000-4000-8000-%012d", n)
-			send(pg.Insert(1, pg.OutboxTuple(id, topics[n%len(topics)], piiBenchPayload(n))...))
-		}
-		lsn = commit - 0x100
-		send(pg.Commit(commit, commit+0x10, now))
-	}
-	return frames, lsn + 0x10
-}
-
 // BenchmarkPipelinePersonal is BenchmarkPipeline's 1,000-row transactions
 // with two personal fields in every event (100 subjects over 5 topics, so
 // 500 data keys, created in the key table of a real PostgreSQL on the first
@@ -60,7 +32,7 @@ func piiFrames(txs, rows int) ([][]byte, pglogrepl.LSN) {
 // encryption in relay CPU per event (issue 28's bound: at most 1.3 times).
 func BenchmarkPipelinePersonal(b *testing.B) {
 	TuneRuntime()
-	frames, end := piiFrames(20, 1000)
+	frames, end := framesOf(20, 1000, piiBenchPayload)
 	events := 20 * 1000
 	prot := benchProtector(b)
 	var plain time.Duration

@@ -70,6 +70,11 @@ const benchPayload = `{"order_id": 123456, "customer": "customer-4242", "amount"
 
 // streamFrames builds txs transactions of rows rows each over 5 topics.
 func streamFrames(txs, rows int) ([][]byte, pglogrepl.LSN) {
+	return framesOf(txs, rows, func(int) string { return benchPayload })
+}
+
+// framesOf is streamFrames with payload(n) as the n-th event's payload.
+func framesOf(txs, rows int, payload func(n int) string) ([][]byte, pglogrepl.LSN) {
 	topics := []string{"orders", "payments", "tenants", "ingestion", "quality"}
 	var frames [][]byte
 	lsn := pglogrepl.LSN(0x1000)
@@ -85,7 +90,7 @@ func streamFrames(txs, rows int) ([][]byte, pglogrepl.LSN) {
 		for range rows {
 			n++
 			id := fmt.Sprintf("00000000-0000-4000-8000-%012d", n)
-			send(pg.Insert(1, pg.OutboxTuple(id, topics[n%len(topics)], benchPayload)...))
+			send(pg.Insert(1, pg.OutboxTuple(id, topics[n%len(topics)], payload(n))...))
 		}
 		lsn = commit - 0x100
 		send(pg.Commit(commit, commit+0x10, now))

@@ -39,9 +39,25 @@ func (s *S3) putBody(ctx context.Context, key string, p payload, ifAbsent bool) 
 	if ifAbsent {
 		in.IfNoneMatch = aws.String("*")
 	}
-	_, err := s.client.PutObject(ctx, in, p.replay)
-	return err
+	for attempt := 1; ; attempt++ {
+		_, err := s.client.PutObject(ctx, in, p.replay)
+		if err == nil || apiCode(err) != codeLostFolder || attempt == maxPutAttempts {
+			return err
+		}
+		if err := sleepCtx(ctx, backoff(attempt)); err != nil {
+			return err
+		}
+		in.Body = p.reader()
+	}
 }
+
+// codeLostFolder is what an S3 server backed by a file system (versitygw's
+// posix backend) answers when a put's parent folder is removed under it: a
+// delete of a folder's last object removes the folder, and a concurrent
+// put into it fails. Nothing was written, so the put is tried again (a key
+// that really is a folder fails the same way each time and is returned).
+// AWS S3 never answers it.
+const codeLostFolder = "ExistingObjectIsDirectory"
 
 // PutIfAbsent implements Store with PutObject + "If-None-Match: *".
 //

@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"AmbiguousPutIfAbsent", testAmbiguousPutIfAbsent},
 		{"Sub", testSub},
 		{"OpenObject", testOpenObject},
+		{"PutBesideDelete", testPutBesideDelete},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newStore(t)) })

@@ -49,11 +49,21 @@ func TestPersonalDataErasure(t *testing.T) {
 		if code, out, errOut := runCLI(t, nil, "keys", "init", "--kek-file", kek); code != 0 || !strings.Contains(out, "wrote KEK") {
 			t.Fatalf("relay keys init: %d %s %s", code, out, errOut)
 		}
-		personalDataErasure(t, []string{"DELTABUS_KEK=file://" + kek})
+		personalDataErasure(t, []string{"DELTABUS_KEK=file://" + kek}, false)
+	})
+	// The contract registered in the store's registry, as users do, not
+	// given as a directory: the relay, the bootstrap, erase and consumers
+	// read its marks from there.
+	t.Run("kek-file-registry", func(t *testing.T) {
+		kek := filepath.Join(t.TempDir(), "kek.json")
+		if code, out, errOut := runCLI(t, nil, "keys", "init", "--kek-file", kek); code != 0 || !strings.Contains(out, "wrote KEK") {
+			t.Fatalf("relay keys init: %d %s %s", code, out, errOut)
+		}
+		personalDataErasure(t, []string{"DELTABUS_KEK=file://" + kek}, true)
 	})
 	t.Run("local-kms", func(t *testing.T) {
 		srv := kmstest.Get(t)
-		personalDataErasure(t, append(srv.Env(), "DELTABUS_KEK="+srv.KEKURI()))
+		personalDataErasure(t, append(srv.Env(), "DELTABUS_KEK="+srv.KEKURI()), false)
 	})
 }
 
@@ -64,7 +74,7 @@ type piiEvent struct {
 	hasPersonal bool
 }
 
-func personalDataErasure(t *testing.T, kekEnv []string) {
+func personalDataErasure(t *testing.T, kekEnv []string, viaRegistry bool) {
 	ctx := context.Background()
 	db := pgtest.NewDB(t)
 	dir := t.TempDir()
@@ -72,8 +82,13 @@ func personalDataErasure(t *testing.T, kekEnv []string) {
 	schemas := t.TempDir()
 	os.MkdirAll(filepath.Join(schemas, "customers", "updated"), 0o755)
 	os.WriteFile(filepath.Join(schemas, "customers", "updated", "1.json"), []byte(customerSchema), 0o644)
-	os.WriteFile(filepath.Join(schemas, "customers", "topic.json"), []byte(`{"pseudonymize_key":true}`), 0o644)
-	env := append([]string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + storeURL, "DELTABUS_PII_SCHEMAS=" + schemas}, kekEnv...)
+	env := append([]string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + storeURL}, kekEnv...)
+	if viaRegistry {
+		registerCustomerContract(t, env, filepath.Join(schemas, "customers", "updated", "1.json"))
+	} else {
+		os.WriteFile(filepath.Join(schemas, "customers", "topic.json"), []byte(`{"pseudonymize_key":true}`), 0o644)
+		env = append(env, "DELTABUS_PII_SCHEMAS="+schemas)
+	}
 	if code, out, errOut := runCLI(t, env, "migrate"); code != 0 || !strings.Contains(out, "created key tables") {
 		t.Fatalf("relay migrate: %d\n%s%s", code, out, errOut)
 	}
@@ -170,6 +185,18 @@ func personalDataErasure(t *testing.T, kekEnv []string) {
 	noSecretsInStore(t, dir, secrets)
 	if err := relay.stop(30 * time.Second); err != nil {
 		t.Fatalf("relay stop: %v\n%s", err, relay.tail())
+	}
+}
+
+// registerCustomerContract registers the personal-data test's contract
+// in the store's registry and makes its topic pseudonymise keys.
+func registerCustomerContract(t *testing.T, env []string, schema string) {
+	t.Helper()
+	if code, out, errOut := runCLI(t, env, "contract", "register", "--topic", "customers", "--type", "updated", "--version", "1", "--schema", schema); code != 0 {
+		t.Fatalf("relay contract register: %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI(t, env, "contract", "policy", "--topic", "customers", "--pseudonymize-key=true"); code != 0 || !strings.Contains(out, "pseudonymize-key") {
+		t.Fatalf("relay contract policy: %d\n%s%s", code, out, errOut)
 	}
 }
 

@@ -25,7 +25,7 @@ const Redacted = `{"x-deltabus-redacted":1}`
 type Protector struct {
 	cls      classify.Classifier
 	keys     *keys.Store // nil: no KEK configured (keyStore)
-	matchers sync.Map // *classify.Classification -> *matcher
+	matchers sync.Map    // *classify.Classification -> *matcher
 }
 
 // NewProtector returns a Protector over cls's classifications and the key

@@ -286,7 +286,14 @@ func withoutKEK(env []string) []string {
 // file and the Delta logs through DuckDB, and fails on any secret in clear.
 func noSecretsInStore(t *testing.T, dir string, secrets []string) {
 	t.Helper()
-	var parquet []string
+	parquet := noSecretBytes(t, dir, secrets)
+	duckdbNoSecrets(t, dir, parquet, secrets)
+}
+
+// noSecretBytes reads every file under dir as bytes, fails on any secret
+// in clear, and returns the Parquet files.
+func noSecretBytes(t *testing.T, dir string, secrets []string) (parquet []string) {
+	t.Helper()
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -311,6 +318,13 @@ func noSecretsInStore(t *testing.T, dir string, secrets []string) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	return parquet
+}
+
+// duckdbNoSecrets reads the Parquet files and the Delta logs under dir
+// through DuckDB and fails on any secret in clear.
+func duckdbNoSecrets(t *testing.T, dir string, parquet, secrets []string) {
+	t.Helper()
 	pkg := duckdbtest.Dir(t)
 	tmp := t.TempDir()
 	os.WriteFile(filepath.Join(tmp, "files.txt"), []byte(strings.Join(parquet, "\n")), 0o600)

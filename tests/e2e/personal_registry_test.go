@@ -70,7 +70,7 @@ func TestPersonalContractRegisteredWhileRunning(t *testing.T) {
 		register(t, env, "updated", 1, customerSchema) // a type the relay has not met
 		writeCustomer(t, db.DSN, "updated", 1, 1, 1)
 		v2 := strings.Replace(customerSchema, `"tier":{"type":"string"}`, `"tier":{"type":["string","null"]}`, 1) // widened: BACKWARD
-		register(t, env, "updated", 2, v2) // a version the relay has not met
+		register(t, env, "updated", 2, v2)                                                                        // a version the relay has not met
 		writeCustomer(t, db.DSN, "updated", 2, 2, 2)
 		waitDrained(t, db.DSN, "deltabus", time.Minute)
 

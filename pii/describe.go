@@ -51,8 +51,11 @@ type memoized struct {
 const memoTTL = 5 * time.Second
 
 // Set makes c the classifications Describe reads instead of the registry
-// (nil: the registry's).
+// (nil: the registry's, read afresh).
 func (p *Columns) Set(c Classifications) {
+	p.mu.Lock()
+	p.memo = nil
+	p.mu.Unlock()
 	if c == nil {
 		p.cls.Store(nil)
 		return

@@ -55,9 +55,9 @@ func (f *piiFlags) protector(ctx context.Context, store storage.Store) (*pii.Set
 
 // personalColumns is the topicmeta.Provider of personal columns for every
 // command that describes topics (relay topics, relay topics describe,
-// relay catalog sync, relay run's governance and page); each sets what
-// its --pii-schemas names.
-var personalColumns = &pii.Columns{}
+// relay catalog sync, relay run's governance and page): the registry's of
+// the store each describes, or what its --pii-schemas names.
+var personalColumns = &pii.Columns{Registry: registryOf}
 
 func init() { topicmeta.Register(personalColumns) }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"sync"
 
 	"github.com/deltabus/deltabus/contract"
 	"github.com/deltabus/deltabus/pii"
@@ -41,10 +42,27 @@ func (f *piiFlags) configFor(store storage.Store) pii.Config {
 	return c
 }
 
-// registryOf is the contract registry of a store as a one-shot command
-// reads it: on demand, no background polling.
+// registryOf is the contract registry of a store as a command reads it:
+// on demand, no background polling. One cache per store serves the
+// process, so schemas are read and compiled once (Classifications lists
+// the registry again on every call).
 func registryOf(store storage.Store) pii.Registry {
-	return contract.New(store, contract.Options{Poll: -1})
+	registries.Lock()
+	defer registries.Unlock()
+	if c, ok := registries.m[store.String()]; ok {
+		return c
+	}
+	if registries.m == nil || len(registries.m) >= 16 {
+		registries.m = map[string]*contract.Cache{}
+	}
+	c := contract.New(store, contract.Options{Poll: -1})
+	registries.m[store.String()] = c
+	return c
+}
+
+var registries struct {
+	sync.Mutex
+	m map[string]*contract.Cache
 }
 
 // protector opens the Protector over store's contract registry (or the

@@ -368,7 +368,7 @@ func (w *unitWriter) boundMemory() error {
 
 func (w *unitWriter) addDeadLetter(dl *outbox.DeadLetter) error {
 	if p := w.j.opts.Protector; p != nil {
-		if err := p.DeadLetter(dl); err != nil { // before its identity: what the table holds is redacted
+		if err := p.DeadLetter(w.ctx, dl); err != nil { // before its identity: what the table holds is redacted
 			return fmt.Errorf("redact a dead letter of topic %q: %w", dl.Topic, err)
 		}
 		if dl.SourceTable == "" {

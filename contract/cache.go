@@ -81,6 +81,7 @@ type Cache struct {
 	topics   map[string]*topicState
 	schemas  map[string]*Schema // by key
 	relisted map[subjectKey]time.Time
+	sighted  map[subjectKey]struct{} // classified once (personal.go)
 	gen      atomic.Uint64
 	none     atomic.Bool // loaded, and the registry holds nothing
 	static   bool

@@ -32,6 +32,11 @@ type Policy struct {
 	OnViolation string `json:"onViolation,omitempty"`
 	// Strict refuses event types that have no contract.
 	Strict bool `json:"strict,omitempty"`
+	// PseudonymizeKey stores a keyed hash of the topic's key column
+	// instead of the key, for topics whose keys identify people (package
+	// pii): the same key always gives the same hash, so partitioning and
+	// per-key order still hold.
+	PseudonymizeKey bool `json:"pseudonymizeKey,omitempty"`
 }
 
 // Holds reports whether the policy holds the topic on a violation.
@@ -195,6 +200,9 @@ func (r *Registry) judge(ctx context.Context, reg Registration, write bool) (Out
 	}
 	if err != nil {
 		return Outcome{}, usererr.New(err, "cannot judge version %d of %s/%s under %s: %v", reg.Version, reg.Topic, reg.Type, out.Mode, err)
+	}
+	if len(prev) > 0 {
+		diffs = append(diffs, personalDiffs(mustClassify(prev[len(prev)-1]), mustClassify(reg.Schema))...)
 	}
 	if len(diffs) > 0 {
 		return Outcome{}, &IncompatibleError{Topic: reg.Topic, Type: reg.Type, Version: reg.Version, Mode: out.Mode, Differences: diffs}

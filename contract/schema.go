@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/deltabus/deltabus/pii/classify"
 )
 
 // MaxSchemaBytes is the largest schema a contract may have. A contract is
@@ -30,10 +32,15 @@ type Schema struct {
 	raw         []byte
 	sch         *jsonschema.Schema
 	fast        *node // the byte-level validator (fast.go)
+	personal    *classify.Classification
 }
 
 // Raw returns the schema as registered. The caller must not modify it.
 func (s *Schema) Raw() []byte { return s.raw }
+
+// Personal returns what the schema marks as personal data and where its
+// data subject is (nil: nothing). The caller must not modify it.
+func (s *Schema) Personal() *classify.Classification { return s.personal }
 
 // SchemaError is a schema that cannot be a contract: malformed JSON, not a
 // JSON Schema of a supported draft, or a reference outside the document.
@@ -92,6 +99,11 @@ func Compile(topic, typ string, version int32, raw []byte) (*Schema, error) {
 	}
 	s := &Schema{Topic: topic, Type: typ, Version: version, Draft: draft, raw: raw, sch: sch}
 	s.fast = newFastCompiler().compile(sch)
+	// A mark the relay could not act on is refused here, at registration,
+	// not met by the relay with an event in hand (package classify).
+	if s.personal, err = classify.Parse(raw); err != nil {
+		return nil, schemaErr("personal data: %v", err)
+	}
 	return s, nil
 }
 

@@ -42,9 +42,10 @@ type Options struct {
 	// Contracts tunes the relay's view of the event contracts registered
 	// in the store (package contract); its Logger and Metrics are set here.
 	Contracts contract.Options
-	// PII, when it names a schema directory, encrypts the personal fields
-	// its schemas mark, in the stream and in the first-start bootstrap
-	// (package pii); the relay then follows the _erasures records.
+	// PII encrypts the personal fields the store's contracts mark (or, when
+	// it names a schema directory, its schemas), in the stream and in the
+	// first-start bootstrap (package pii); with a KEK the relay follows
+	// the _erasures records. Its Registry is set here.
 	PII pii.Config
 }
 
@@ -82,6 +83,8 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (*relay.Relay, sto
 	if opts.PII.Source == "" {
 		opts.PII.Source = cfg.Source
 	}
+	contracts := contract.New(store, co)
+	opts.PII.Registry = contracts // one cache validates and classifies
 	priv, err := pii.OpenProtector(ctx, opts.PII)
 	if err != nil {
 		return nil, nil, err
@@ -91,12 +94,16 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (*relay.Relay, sto
 	}
 	r := relay.New(cfg, store, sinkFor, opts.Mappings, opts.Log, m)
 	r.Tracer = opts.Tracer
-	r.Contracts = contract.New(store, co)
+	r.Contracts = contracts
 	bo := bootstrap.Options{Log: opts.Log, Mappings: opts.Mappings, Metrics: opts.Meter, Tracer: opts.Tracer}
 	if priv != nil {
 		r.Protector, bo.Protector = priv.Protector, priv.Protector
 		pii.WatchErasures(ctx, store, priv.Keys, ErasurePoll, opts.Log)
-		opts.Log.Info("personal data: fields the schemas mark are encrypted", "schemas", opts.PII.SchemasDir, "keys", priv.Keys != nil)
+		from := "the contract registry"
+		if opts.PII.SchemasDir != "" {
+			from = opts.PII.SchemasDir
+		}
+		opts.Log.Info("personal data: fields the contracts mark are encrypted", "contracts", from, "keys", priv.Keys != nil)
 	}
 	r.FirstStart = bootstrap.FirstStart(BootstrapConfig(cfg), store, bo)
 	return r, store, nil

@@ -2,7 +2,10 @@ package pii
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/deltabus/deltabus/pii/classify"
 	"github.com/deltabus/deltabus/storage"
@@ -11,8 +14,8 @@ import (
 
 // Classifications is what the topic description needs from a source of
 // classifications: every classified contract and the topics whose key is
-// pseudonymised. classify.Static (--pii-schemas) is one; the contract
-// registry will be the other (DESIGN.md, personal data).
+// pseudonymised. classify.Static is one (--pii-schemas, and what the
+// contract registry's Classifications returns).
 type Classifications interface {
 	Contracts() []classify.Contract
 	PseudonymizeKey(topic string) bool
@@ -22,16 +25,37 @@ type Classifications interface {
 // personal leaf its contracts mark (column "payload", the leaf's JSON
 // pointer, "*" for every element or member) per event type and version,
 // and the key column when the topic pseudonymises it. It lists where
-// personal data is, never a value. Register it once; Set swaps the
-// classifications a command read.
+// personal data is, never a value. Register it once. Its classifications
+// are the registry's of the store Describe is given (through Registry),
+// unless Set gave others (a command's --pii-schemas).
 type Columns struct {
+	// Registry opens the contract registry of a store (contract.New); nil:
+	// only what Set gave is listed.
+	Registry func(storage.Store) Registry
+
 	cls atomic.Pointer[classifications]
+
+	mu   sync.Mutex
+	memo map[string]memoized // by store, for memoTTL
 }
 
 type classifications struct{ Classifications }
 
-// Set makes c the classifications Describe reads (nil: none).
+type memoized struct {
+	cls Classifications
+	at  time.Time
+}
+
+// memoTTL is how long one reading of a registry serves Describe: a command
+// describing every topic lists the registry once, not once per topic.
+const memoTTL = 5 * time.Second
+
+// Set makes c the classifications Describe reads instead of the registry
+// (nil: the registry's, read afresh).
 func (p *Columns) Set(c Classifications) {
+	p.mu.Lock()
+	p.memo = nil
+	p.mu.Unlock()
 	if c == nil {
 		p.cls.Store(nil)
 		return
@@ -40,16 +64,37 @@ func (p *Columns) Set(c Classifications) {
 }
 
 // Describe implements topicmeta.Provider.
-func (p *Columns) Describe(_ context.Context, _ storage.Store, in *topicmeta.Info) error {
-	in.PersonalColumns = PersonalColumns(p.current(), in.Topic)
+func (p *Columns) Describe(ctx context.Context, store storage.Store, in *topicmeta.Info) error {
+	c, err := p.current(ctx, store)
+	if err != nil {
+		return fmt.Errorf("personal columns of topic %s: %w", in.Topic, err)
+	}
+	in.PersonalColumns = PersonalColumns(c, in.Topic)
 	return nil
 }
 
-func (p *Columns) current() Classifications {
+func (p *Columns) current(ctx context.Context, store storage.Store) (Classifications, error) {
 	if c := p.cls.Load(); c != nil {
-		return c.Classifications
+		return c.Classifications, nil
 	}
-	return nil
+	if p.Registry == nil || store == nil {
+		return nil, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	key := store.String()
+	if m, ok := p.memo[key]; ok && time.Since(m.at) < memoTTL {
+		return m.cls, nil
+	}
+	cls, err := p.Registry(store).Classifications(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if p.memo == nil || len(p.memo) > 16 {
+		p.memo = map[string]memoized{}
+	}
+	p.memo[key] = memoized{cls: cls, at: time.Now()}
+	return cls, nil
 }
 
 // PersonalColumns lists the topic's personal columns c knows of: the

@@ -144,7 +144,7 @@ func waitForRelay(ctx context.Context, conn *pgx.Conn, slot string, wait time.Du
 // every classified (topic, type, version) (of req.Topic, when set).
 func deleteOutboxRows(ctx context.Context, conn *pgx.Conn, req EraseRequest) (int64, error) {
 	if req.Schemas == nil {
-		return 0, errors.New("no schemas given (--pii-schemas): the subject pointers of the outbox rows are unknown")
+		return 0, errors.New("no contracts (neither the store's registry nor --pii-schemas): the subject pointers of the outbox rows are unknown")
 	}
 	table := req.Outbox
 	if table == "" {

@@ -186,7 +186,7 @@ func TestProtectDeadLetters(t *testing.T) {
 	// A dead letter the router made (a bad id, say) of a personal topic.
 	dl := &outbox.DeadLetter{Event: *event("not-a-uuid", `{"customer":{"id":"c-1","email":"ada@example.com"}}`),
 		Reason: "id is not a uuid", RawRow: `{"id":"not-a-uuid","payload":"{\"customer\":{\"email\":\"ada@example.com\"}}","extra":"ada@example.com"}`}
-	if err := f.p.DeadLetter(dl); err != nil {
+	if err := f.p.DeadLetter(t.Context(), dl); err != nil {
 		t.Fatal(err)
 	}
 	noSecret(t, "payload", dl.Payload)
@@ -195,12 +195,12 @@ func TestProtectDeadLetters(t *testing.T) {
 		t.Fatalf("redaction took more than the personal fields: %s", dl.Payload)
 	}
 	again := *dl
-	f.p.DeadLetter(&again)
+	f.p.DeadLetter(t.Context(), &again)
 	if again.RawRow != dl.RawRow {
 		t.Fatal("redaction is not deterministic")
 	}
 	other := &outbox.DeadLetter{Event: outbox.Event{Topic: "orders", Payload: `{"a":1}`}, RawRow: `{"x":1}`}
-	f.p.DeadLetter(other)
+	f.p.DeadLetter(t.Context(), other)
 	if other.RawRow != `{"x":1}` {
 		t.Fatal("a dead letter of a topic without personal data was changed")
 	}

@@ -24,15 +24,16 @@ const Redacted = `{"x-deltabus-redacted":1}`
 // Protector encrypts the personal leaves of events.
 type Protector struct {
 	cls      classify.Classifier
-	keys     *keys.Store
-	matchers sync.Map // *classify.Classification -> *matcher
+	keys     *keys.Store // nil: no KEK configured (keyStore)
+	matchers sync.Map    // *classify.Classification -> *matcher
 }
 
-// NewProtector returns a Protector; ks may be nil only when cls marks
-// nothing (cls.Any() is false).
+// NewProtector returns a Protector over cls's classifications and the key
+// table ks. ks may be nil (no KEK configured): an event that needs a key
+// then fails with ErrNoKEK, so it waits and is never written in clear.
 func NewProtector(cls classify.Classifier, ks *keys.Store) (*Protector, error) {
-	if cls.Any() && ks == nil {
-		return nil, errors.New("contracts mark personal data but no key table is open")
+	if cls == nil {
+		return nil, errors.New("pii: no classifier")
 	}
 	return &Protector{cls: cls, keys: ks}, nil
 }
@@ -75,18 +76,18 @@ const (
 )
 
 // key returns the subject's hash and data key of topic.
-func (p *Protector) key(ctx context.Context, sc *Scratch, topic string, subject []byte) (envelope.Subject, tink.AEAD, error) {
-	if sc.calls++; sc.keys == nil || sc.calls&1023 == 0 && time.Now().After(sc.resetAt) || sc.gen != p.keys.Generation() || len(sc.keys) >= scratchKeys {
-		sc.keys, sc.gen, sc.resetAt = make(map[scratchKey]scratchEntry), p.keys.Generation(), time.Now().Add(scratchTTL)
+func (p *Protector) key(ctx context.Context, ks *keys.Store, sc *Scratch, topic string, subject []byte) (envelope.Subject, tink.AEAD, error) {
+	if sc.calls++; sc.keys == nil || sc.calls&1023 == 0 && time.Now().After(sc.resetAt) || sc.gen != ks.Generation() || len(sc.keys) >= scratchKeys {
+		sc.keys, sc.gen, sc.resetAt = make(map[scratchKey]scratchEntry), ks.Generation(), time.Now().Add(scratchTTL)
 	}
 	if e, ok := sc.keys[scratchKey{topic, unsafe.String(unsafe.SliceData(subject), len(subject))}]; ok {
 		return e.sub, e.aead, nil
 	}
-	sub, err := p.keys.SubjectHash(subject)
+	sub, err := ks.SubjectHash(subject)
 	if err != nil {
 		return sub, nil, err
 	}
-	a, err := p.keys.DataKey(ctx, topic, sub, true)
+	a, err := ks.DataKey(ctx, topic, sub, true)
 	if err != nil {
 		return sub, nil, fmt.Errorf("topic %q: the key of a data subject: %w", topic, err)
 	}
@@ -103,12 +104,19 @@ func (p *Protector) key(ctx context.Context, sc *Scratch, topic string, subject 
 //
 // ev may be an outbox.View: Event replaces fields, never writes into them.
 func (p *Protector) Event(ctx context.Context, ev *outbox.Event, sc *Scratch) (dl *outbox.DeadLetter, err error) {
-	c, cerr := p.cls.Classify(ev.Topic, ev.Type, ev.SchemaVersion)
-	if cerr != nil {
+	c, cerr := p.cls.Classify(ctx, ev.Topic, ev.Type, ev.SchemaVersion)
+	switch {
+	case errors.Is(cerr, classify.ErrUnknownVersion):
 		return p.deadLetter(ev, cerr.Error(), Redacted), nil
+	case cerr != nil:
+		return nil, fmt.Errorf("classify topic %q type %q version %d: %w", ev.Topic, ev.Type, ev.SchemaVersion, cerr)
 	}
 	if p.cls.PseudonymizeKey(ev.Topic) {
-		if ev.Key, err = p.keys.PseudonymizeKey(ev.Topic, ev.Key); err != nil {
+		ks, err := p.keyStore(ctx, keyTopicText(ev.Topic))
+		if err != nil {
+			return nil, err
+		}
+		if ev.Key, err = ks.PseudonymizeKey(ev.Topic, ev.Key); err != nil {
 			return nil, err
 		}
 	}
@@ -130,7 +138,11 @@ func (p *Protector) Event(ctx context.Context, ev *outbox.Event, sc *Scratch) (d
 	if len(f.spans) == 0 {
 		return nil, nil
 	}
-	sub, a, err := p.key(ctx, sc, ev.Topic, f.subject)
+	ks, err := p.keyStore(ctx, contractText(ev.Topic, ev.Type, ev.SchemaVersion))
+	if err != nil {
+		return nil, err
+	}
+	sub, a, err := p.key(ctx, ks, sc, ev.Topic, f.subject)
 	if err != nil {
 		return nil, err
 	}
@@ -199,17 +211,24 @@ func redactedRaw(ev *outbox.Event) string {
 // data: the personal leaves of its payload (the whole payload when they
 // cannot be told), its key on topics that pseudonymise keys, and its raw
 // row, replaced by the redacted fields. Other dead letters are left alone.
-func (p *Protector) DeadLetter(dl *outbox.DeadLetter) error {
+func (p *Protector) DeadLetter(ctx context.Context, dl *outbox.DeadLetter) error {
 	if dl.Topic == "" || outbox.ValidTopic(dl.Topic) != nil {
 		return nil // no topic, no contract: nothing says it is personal
 	}
-	c, cerr := p.cls.Classify(dl.Topic, dl.Type, dl.SchemaVersion)
+	c, cerr := p.cls.Classify(ctx, dl.Topic, dl.Type, dl.SchemaVersion)
+	if cerr != nil && !errors.Is(cerr, classify.ErrUnknownVersion) {
+		return fmt.Errorf("classify topic %q type %q version %d: %w", dl.Topic, dl.Type, dl.SchemaVersion, cerr)
+	}
 	pseudo := p.cls.PseudonymizeKey(dl.Topic)
 	if cerr == nil && !c.HasPersonal() && !pseudo {
 		return nil
 	}
 	if pseudo && dl.Key != "" {
-		k, err := p.keys.PseudonymizeKey(dl.Topic, dl.Key)
+		ks, err := p.keyStore(ctx, keyTopicText(dl.Topic))
+		if err != nil {
+			return err
+		}
+		k, err := ks.PseudonymizeKey(dl.Topic, dl.Key)
 		if err != nil {
 			return err
 		}

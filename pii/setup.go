@@ -2,6 +2,7 @@ package pii
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -12,14 +13,25 @@ import (
 )
 
 // Config is where a relay's, a consumer's or `relay erase`'s personal
-// data settings come from (DELTABUS_PII_SCHEMAS, DELTABUS_KEK,
-// DELTABUS_KEYS).
+// data settings come from: the contract registry (Registry), or
+// DELTABUS_PII_SCHEMAS instead of it, DELTABUS_KEK and DELTABUS_KEYS.
 type Config struct {
-	SchemasDir string // contracts as files (classify.ReadDir); "" = none
+	SchemasDir string // contracts as files (classify.ReadDir), used instead of Registry; "" = none
 	KEK        string // file:///path or aws-kms://arn:...
 	KeysDSN    string // the key table's database; "" = the source
 	Source     string // the source DSN, the default of KeysDSN
 	Keys       keys.Options
+	// Registry is the store's contract registry (contract.Cache); nil
+	// when the command has no store.
+	Registry Registry
+}
+
+// Registry is the contract registry as personal data reads it
+// (contract.Cache): each event's classification live, as the registry
+// grows, and everything registered now.
+type Registry interface {
+	classify.Classifier
+	Classifications(ctx context.Context) (*classify.Static, error)
 }
 
 func (c Config) keysDSN() string {
@@ -29,12 +41,33 @@ func (c Config) keysDSN() string {
 	return c.Source
 }
 
+// Classifications returns what marks personal data now: the schema
+// directory when one is given, else the registry's contracts (nil when
+// there is neither). Every error is one line naming the fix.
+func (c Config) Classifications(ctx context.Context) (*classify.Static, error) {
+	switch {
+	case c.SchemasDir != "":
+		cls, err := classify.ReadDir(c.SchemasDir)
+		if err != nil {
+			return nil, usererr.New(err, "DELTABUS_PII_SCHEMAS: %v", err)
+		}
+		return cls, nil
+	case c.Registry != nil:
+		cls, err := c.Registry.Classifications(ctx)
+		if err != nil {
+			return nil, usererr.New(err, "read the personal-data marks of the contract registry: %v", err)
+		}
+		return cls, nil
+	}
+	return nil, nil
+}
+
 // Setup is what Open returns: the classifier and, when personal data is
 // marked, the key table.
 type Setup struct {
 	Classifier classify.Classifier
-	Keys       *keys.Store // nil when nothing is marked
-	Protector  *Protector  // nil when nothing is marked
+	Keys       *keys.Store // nil when no KEK is configured
+	Protector  *Protector
 }
 
 // Close closes the key table.
@@ -44,33 +77,55 @@ func (s *Setup) Close() {
 	}
 }
 
-// OpenProtector reads the schemas and, when they mark personal data,
-// opens the KEK and the key table (creating its root on first use). It
-// returns nil when no schema directory is configured. Every error is one
-// line naming the fix: events are never written in clear because a key
-// is unavailable.
+// OpenProtector returns the Protector of c: over the schema directory when
+// one is given, else over the contract registry, whose contracts it follows
+// as they are registered. It opens the KEK and the key table when a KEK is
+// configured, and refuses to start without one when a contract already
+// marks personal data; a contract registered later without a KEK makes its
+// events wait (ErrNoKEK). It returns nil when there is neither a schema
+// directory nor a registry. Every error is one line naming the fix: events
+// are never written in clear because a key is unavailable.
 func OpenProtector(ctx context.Context, c Config) (*Setup, error) {
-	if c.SchemasDir == "" {
-		return nil, nil
+	snap, err := c.Classifications(ctx)
+	if err != nil || snap == nil {
+		return nil, err
 	}
-	cls, err := classify.ReadDir(c.SchemasDir)
-	if err != nil {
-		return nil, usererr.New(err, "DELTABUS_PII_SCHEMAS: %v", err)
-	}
-	s := &Setup{Classifier: cls}
-	if !cls.Any() {
-		s.Protector, _ = NewProtector(cls, nil)
-		return s, nil
+	s := &Setup{Classifier: c.Registry}
+	where := "the contract registry"
+	if c.SchemasDir != "" {
+		s.Classifier, where = snap, "the schemas in "+c.SchemasDir
 	}
 	if c.KEK == "" {
-		return nil, usererr.New(nil, "the schemas in %s mark personal data but DELTABUS_KEK is not set, and events with personal data are never written in clear: "+
-			"set DELTABUS_KEK=file:///path/kek.json (`relay keys init --kek-file /path/kek.json` writes one) or DELTABUS_KEK=aws-kms://arn:...", c.SchemasDir)
+		if snap.Any() {
+			return nil, usererr.New(nil, "%s mark personal data (%s) but DELTABUS_KEK is not set, and events with personal data are never written in clear: "+
+				"set DELTABUS_KEK=file:///path/kek.json (`relay keys init --kek-file /path/kek.json` writes one) or DELTABUS_KEK=aws-kms://arn:...", where, firstMarked(snap))
+		}
+		s.Protector, _ = NewProtector(s.Classifier, nil)
+		return s, nil
+	}
+	if c.SchemasDir != "" && !snap.Any() {
+		s.Protector, _ = NewProtector(s.Classifier, nil)
+		return s, nil
 	}
 	if s.Keys, err = openKeys(ctx, c, false); err != nil {
 		return nil, err
 	}
-	s.Protector, _ = NewProtector(cls, s.Keys)
+	s.Protector, _ = NewProtector(s.Classifier, s.Keys)
 	return s, nil
+}
+
+// firstMarked names the first contract (or topic) of cls that marks
+// personal data, for messages.
+func firstMarked(cls *classify.Static) string {
+	for _, k := range cls.Contracts() {
+		if k.HasPersonal() {
+			return fmt.Sprintf("topic %s type %s version %d", k.Topic, k.Type, k.Version)
+		}
+	}
+	for _, t := range cls.KeyTopics() {
+		return fmt.Sprintf("topic %s pseudonymises its keys", t)
+	}
+	return "none"
 }
 
 // OpenKeys opens the KEK and the key table (read-only for consumers).

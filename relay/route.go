@@ -79,7 +79,7 @@ func (s *session) deadLetter(ctx context.Context, row *decoding.Row, dl *outbox.
 		return nil
 	}
 	if p := s.r.Protector; p != nil {
-		if err := p.DeadLetter(dl); err != nil {
+		if err := p.DeadLetter(ctx, dl); err != nil {
 			return fmt.Errorf("redact a dead letter of topic %q: %w", dl.Topic, err)
 		}
 	}

@@ -34,7 +34,7 @@ func cmdBootstrap(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	defer flush()
 	opts := bootstrap.Options{Log: env2.log, Mappings: env2.mappings, Connections: *conns, Workers: *workers, Tracer: tel.Tracer}
-	priv, err := sf.pii.protector(ctx)
+	priv, err := sf.pii.protector(ctx, store)
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}

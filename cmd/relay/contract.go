@@ -332,6 +332,9 @@ func policyText(p contract.Policy) string {
 	if p.Strict {
 		s += ", strict"
 	}
+	if p.PseudonymizeKey {
+		s += ", pseudonymize-key"
+	}
 	return s
 }
 
@@ -435,13 +438,14 @@ func cmdContractCheck(ctx context.Context, env *cliEnv, args []string) int {
 }
 
 func cmdContractPolicy(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet(env, "contract policy", "--topic T [--on-violation dead-letter|hold] [--strict=true|false]")
+	fs := newFlagSet(env, "contract policy", "--topic T [--on-violation dead-letter|hold] [--strict=true|false] [--pseudonymize-key=true|false]")
 	var rf registryFlags
 	rf.register(fs, true)
 	topic := fs.String("topic", "", "topic")
 	onViolation := fs.String("on-violation", "", "what the relay does with an event its contract refuses: dead-letter (to _dead_letter with the reason, the default) or hold (the topic waits at the event until the registry admits it; the slot is held there)")
-	var strict optionalBool
+	var strict, pseudo optionalBool
 	fs.Var(&strict, "strict", "refuse event types that have no contract (true or false)")
+	fs.Var(&pseudo, "pseudonymize-key", "store a keyed hash of the topic's key column instead of the key, for keys that identify people (true or false; needs DELTABUS_KEK; applies to events relayed from then on)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -456,12 +460,15 @@ func cmdContractPolicy(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return contractFail(env, err)
 	}
-	if *onViolation != "" || strict.set {
+	if *onViolation != "" || strict.set || pseudo.set {
 		if *onViolation != "" {
 			p.OnViolation = *onViolation
 		}
 		if strict.set {
 			p.Strict = strict.v
+		}
+		if pseudo.set {
+			p.PseudonymizeKey = pseudo.v
 		}
 		if err := reg.SetPolicy(ctx, *topic, p); err != nil {
 			return contractFail(env, err)

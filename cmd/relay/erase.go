@@ -9,9 +9,7 @@ import (
 
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pii"
-	"github.com/deltabus/deltabus/pii/classify"
 	"github.com/deltabus/deltabus/pii/keys"
-	"github.com/deltabus/deltabus/usererr"
 )
 
 // cmdKeys: `relay keys init --kek-file F` writes a new KEK.
@@ -61,13 +59,10 @@ func cmdErase(ctx context.Context, env *cliEnv, args []string) int {
 	if !ok {
 		return code
 	}
-	cfg := sf.pii.config()
-	var schemas *classify.Static
-	if cfg.SchemasDir != "" {
-		var err error
-		if schemas, err = classify.ReadDir(cfg.SchemasDir); err != nil {
-			return fail(env, exitUsage, usererr.New(err, "--pii-schemas: %v", err))
-		}
+	cfg := sf.pii.configFor(se.store)
+	schemas, err := cfg.Classifications(ctx) // the subject pointers of the outbox rows
+	if err != nil {
+		return fail(env, exitUsage, err)
 	}
 	ks, err := pii.OpenKeys(ctx, cfg, false)
 	if err != nil {

@@ -3,15 +3,20 @@ package main
 import (
 	"context"
 	"flag"
+	"sync"
 
+	"github.com/deltabus/deltabus/contract"
 	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/pii/classify"
+	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/topicmeta"
 	"github.com/deltabus/deltabus/usererr"
 )
 
-// piiFlags name the personal-data settings: the schemas that mark personal
-// fields, the KEK and the key table's database.
+// piiFlags name the personal-data settings: the KEK, the key table's
+// database, and --pii-schemas, schemas used instead of the store's
+// contract registry (whose x-deltabus-pii marks are what normally says
+// which fields are personal).
 type piiFlags struct {
 	schemas, kek, keys string
 	source             string // the source DSN (resolve sets it): the key table's default database
@@ -19,7 +24,7 @@ type piiFlags struct {
 
 func (f *piiFlags) register(fs *flag.FlagSet, env *cliEnv) {
 	fs.StringVar(&f.schemas, "pii-schemas", env.getenv("DELTABUS_PII_SCHEMAS"),
-		"directory of event schemas laid out as DIR/<topic>/<type>/<version>.json whose x-deltabus-pii fields are encrypted (env DELTABUS_PII_SCHEMAS; see docs/personal-data.md)")
+		"directory of event schemas laid out as DIR/<topic>/<type>/<version>.json whose x-deltabus-pii fields are encrypted, used instead of the store's contract registry (env DELTABUS_PII_SCHEMAS; for tests and single-service setups: register contracts instead, see docs/personal-data.md)")
 	fs.StringVar(&f.kek, "kek", env.getenv("DELTABUS_KEK"), "key-encryption key: file:///path/kek.json or aws-kms://arn:... (env DELTABUS_KEK)")
 	fs.StringVar(&f.keys, "keys", env.getenv("DELTABUS_KEYS"), "PostgreSQL DSN of the key table, when not the source database (env DELTABUS_KEYS)")
 }
@@ -28,22 +33,54 @@ func (f *piiFlags) config() pii.Config {
 	return pii.Config{SchemasDir: f.schemas, KEK: f.kek, KeysDSN: f.keys, Source: f.source}
 }
 
-// protector opens the Protector the flags name (nil when no schemas are
-// given); close it when done.
-func (f *piiFlags) protector(ctx context.Context) (*pii.Setup, error) {
-	return pii.OpenProtector(ctx, f.config())
+// configFor is config with the contract registry of store.
+func (f *piiFlags) configFor(store storage.Store) pii.Config {
+	c := f.config()
+	if store != nil {
+		c.Registry = registryOf(store)
+	}
+	return c
+}
+
+// registryOf is the contract registry of a store as a command reads it:
+// on demand, no background polling. One cache per store serves the
+// process, so schemas are read and compiled once (Classifications lists
+// the registry again on every call).
+func registryOf(store storage.Store) pii.Registry {
+	registries.Lock()
+	defer registries.Unlock()
+	if c, ok := registries.m[store.String()]; ok {
+		return c
+	}
+	if registries.m == nil || len(registries.m) >= 16 {
+		registries.m = map[string]*contract.Cache{}
+	}
+	c := contract.New(store, contract.Options{Poll: -1})
+	registries.m[store.String()] = c
+	return c
+}
+
+var registries struct {
+	sync.Mutex
+	m map[string]*contract.Cache
+}
+
+// protector opens the Protector over store's contract registry (or the
+// --pii-schemas directory); close it when done.
+func (f *piiFlags) protector(ctx context.Context, store storage.Store) (*pii.Setup, error) {
+	return pii.OpenProtector(ctx, f.configFor(store))
 }
 
 // personalColumns is the topicmeta.Provider of personal columns for every
 // command that describes topics (relay topics, relay topics describe,
-// relay catalog sync, relay run's governance and page); each sets what
-// its --pii-schemas names.
-var personalColumns = &pii.Columns{}
+// relay catalog sync, relay run's governance and page): the registry's of
+// the store each describes, or what its --pii-schemas names.
+var personalColumns = &pii.Columns{Registry: registryOf}
 
 func init() { topicmeta.Register(personalColumns) }
 
-// describePersonal reads the schemas of dir ("" = none) into the topics'
-// personal columns.
+// describePersonal reads the schemas of dir into the topics' personal
+// columns ("": the store's contract registry's).
 func describePersonal(dir string) error {
 	if dir == "" {
 		personalColumns.Set(nil)

@@ -47,7 +47,7 @@ func cmdRebuild(ctx context.Context, env *cliEnv, args []string) int {
 	defer flush()
 	opts := bootstrap.RebuildOptions{Options: bootstrap.Options{Log: se.log, Mappings: se.mappings, Connections: *conns, Tracer: tel.Tracer},
 		PauseWait: *pauseWait, CommitWait: *commitWait}
-	priv, err := sf.pii.protector(ctx)
+	priv, err := sf.pii.protector(ctx, se.store)
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}

@@ -108,4 +108,16 @@ func TestTopicsListPersonalColumns(t *testing.T) {
 	if code != exitUsage || out != "" || strings.Count(errOut, "\n") != 1 {
 		t.Fatalf("a missing schema directory: %d %q %q", code, out, errOut)
 	}
+	// Registered in the store's registry, the contract's marks are listed
+	// with no flag, and so is the topic's pseudonymised key.
+	file := filepath.Join(schemas, "orders", "OrderCreated", "1.json")
+	if code, out, errOut := runWithEnv(t, vars, "contract", "register", "--topic", "orders", "--type", "OrderCreated", "--version", "1", "--schema", file); code != 0 {
+		t.Fatalf("contract register: %d %q %q", code, out, errOut)
+	}
+	if code, out, errOut := runWithEnv(t, vars, "contract", "policy", "--topic", "orders", "--pseudonymize-key=true"); code != 0 {
+		t.Fatalf("contract policy: %d %q %q", code, out, errOut)
+	}
+	if code, out, errOut = runWithEnv(t, vars, "topics"); code != 0 || !strings.Contains(out, "key (keyed hash), "+want) {
+		t.Fatalf("topics with the contract registered: %d %q %q", code, out, errOut)
+	}
 }

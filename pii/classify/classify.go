@@ -27,6 +27,7 @@
 package classify
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,6 +100,20 @@ type Classification struct {
 // HasPersonal reports whether c marks any personal data.
 func (c *Classification) HasPersonal() bool { return c != nil && len(c.Personal) > 0 }
 
+// Covers reports whether c marks q personal: q, or a path above it, or a
+// pattern matching it, is one of c's personal leaves.
+func (c *Classification) Covers(q Path) bool {
+	if c == nil {
+		return false
+	}
+	for _, p := range c.Personal {
+		if covers(p, q) {
+			return true
+		}
+	}
+	return false
+}
+
 // ParsePointer splits an RFC 6901 pointer into unescaped tokens.
 func ParsePointer(p string) ([]string, error) {
 	if p == "" {
@@ -122,15 +137,24 @@ func ParsePointer(p string) ([]string, error) {
 // subject.
 func Parse(schema []byte) (*Classification, error) {
 	var root any
-	if err := json.Unmarshal(schema, &root); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(schema))
+	dec.UseNumber() // a bound such as 1e400 is valid JSON Schema, not a float64
+	if err := dec.Decode(&root); err != nil {
 		return nil, fmt.Errorf("schema is not JSON: %w", err)
 	}
 	w := &walker{root: root}
-	if err := w.walk(root, nil, 0); err != nil {
-		return nil, err
+	// A document without a mark anywhere and without a subject marks
+	// nothing, whatever its references (they are followed only to find
+	// marks): a contract that has nothing to do with personal data is
+	// never refused for it.
+	obj, _ := root.(map[string]any)
+	if _, named := obj[SubjectKeyword]; named || hasMark(root, 0) {
+		if err := w.walk(root, nil, 0); err != nil {
+			return nil, err
+		}
 	}
 	c := &Classification{Personal: prune(w.found)}
-	if obj, ok := root.(map[string]any); ok {
+	if obj != nil {
 		if raw, ok := obj[SubjectKeyword]; ok {
 			s, ok := raw.(string)
 			if !ok || s == "" {

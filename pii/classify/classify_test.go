@@ -125,16 +125,16 @@ func TestReadDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, err := s.Classify("customers", "signed_up", 2); err != nil || !slices.Equal(paths(c), []string{"/email", "/name"}) {
+	if c, err := s.Classify(t.Context(), "customers", "signed_up", 2); err != nil || !slices.Equal(paths(c), []string{"/email", "/name"}) {
 		t.Fatalf("v2: %v %v", c, err)
 	}
-	if _, err := s.Classify("customers", "signed_up", 3); err == nil || !strings.Contains(err.Error(), "no schema for this version") {
+	if _, err := s.Classify(t.Context(), "customers", "signed_up", 3); err == nil || !strings.Contains(err.Error(), "no schema for this version") {
 		t.Fatalf("unknown version of a personal type: %v", err)
 	}
-	if c, err := s.Classify("orders", "placed", 1); c != nil || err != nil {
+	if c, err := s.Classify(t.Context(), "orders", "placed", 1); c != nil || err != nil {
 		t.Fatalf("orders: %v %v", c, err)
 	}
-	if c, err := s.Classify("orders", "placed", 7); c != nil || err != nil {
+	if c, err := s.Classify(t.Context(), "orders", "placed", 7); c != nil || err != nil {
 		t.Fatalf("unknown version of a type without personal data: %v %v", c, err)
 	}
 	if !s.PseudonymizeKey("customers") || s.PseudonymizeKey("orders") || !s.Any() {

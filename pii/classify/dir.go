@@ -2,6 +2,7 @@ package classify
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,18 +17,18 @@ import (
 // Classifier tells, for an event's (topic, type, schema_version), which
 // parts of its payload are personal and where its subject is. It is safe
 // for concurrent use and cheap per call (the relay asks once per event).
+// Static is one; the contract registry (contract.Cache) is the other.
 type Classifier interface {
 	// Classify returns the classification of one contract: nil when its
 	// schema marks no personal data, ErrUnknownVersion (wrapped) when the
 	// type has classified versions but not this one: the event cannot be
-	// told apart from personal data and must not be written in clear.
-	Classify(topic, typ string, version int32) (*Classification, error)
+	// told apart from personal data and must not be written in clear. Any
+	// other error means the classification could not be read (a registry
+	// that cannot be listed): the event waits.
+	Classify(ctx context.Context, topic, typ string, version int32) (*Classification, error)
 	// PseudonymizeKey reports whether the topic's key column identifies
 	// people, so the relay stores a keyed hash of it instead.
 	PseudonymizeKey(topic string) bool
-	// Any reports whether any contract marks personal data or any topic
-	// pseudonymises its key: the relay then needs the key table and KEK.
-	Any() bool
 }
 
 // ErrUnknownVersion: a type with personal data in some versions has an
@@ -64,7 +65,7 @@ func (s *Static) Add(topic, typ string, version int32, c *Classification) {
 func (s *Static) SetPseudonymizeKey(topic string) { s.keyTopics[topic] = true }
 
 // Classify implements Classifier.
-func (s *Static) Classify(topic, typ string, version int32) (*Classification, error) {
+func (s *Static) Classify(_ context.Context, topic, typ string, version int32) (*Classification, error) {
 	if c, ok := s.byContract[contractKey{topic, typ, version}]; ok {
 		return c, nil
 	}
@@ -77,7 +78,18 @@ func (s *Static) Classify(topic, typ string, version int32) (*Classification, er
 // PseudonymizeKey implements Classifier.
 func (s *Static) PseudonymizeKey(topic string) bool { return s.keyTopics[topic] }
 
-// Any implements Classifier.
+// KeyTopics lists the topics that pseudonymise their keys, sorted.
+func (s *Static) KeyTopics() []string {
+	out := make([]string, 0, len(s.keyTopics))
+	for t := range s.keyTopics {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Any reports whether any contract marks personal data or any topic
+// pseudonymises its key: the relay then needs the key table and KEK.
 func (s *Static) Any() bool { return len(s.piiTypes) > 0 || len(s.keyTopics) > 0 }
 
 // TopicSettings is DIR/<topic>/topic.json.

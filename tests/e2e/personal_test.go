@@ -49,11 +49,21 @@ func TestPersonalDataErasure(t *testing.T) {
 		if code, out, errOut := runCLI(t, nil, "keys", "init", "--kek-file", kek); code != 0 || !strings.Contains(out, "wrote KEK") {
 			t.Fatalf("relay keys init: %d %s %s", code, out, errOut)
 		}
-		personalDataErasure(t, []string{"DELTABUS_KEK=file://" + kek})
+		personalDataErasure(t, []string{"DELTABUS_KEK=file://" + kek}, false)
+	})
+	// The contract registered in the store's registry, as users do, not
+	// given as a directory: the relay, the bootstrap, erase and consumers
+	// read its marks from there.
+	t.Run("kek-file-registry", func(t *testing.T) {
+		kek := filepath.Join(t.TempDir(), "kek.json")
+		if code, out, errOut := runCLI(t, nil, "keys", "init", "--kek-file", kek); code != 0 || !strings.Contains(out, "wrote KEK") {
+			t.Fatalf("relay keys init: %d %s %s", code, out, errOut)
+		}
+		personalDataErasure(t, []string{"DELTABUS_KEK=file://" + kek}, true)
 	})
 	t.Run("local-kms", func(t *testing.T) {
 		srv := kmstest.Get(t)
-		personalDataErasure(t, append(srv.Env(), "DELTABUS_KEK="+srv.KEKURI()))
+		personalDataErasure(t, append(srv.Env(), "DELTABUS_KEK="+srv.KEKURI()), false)
 	})
 }
 
@@ -64,7 +74,7 @@ type piiEvent struct {
 	hasPersonal bool
 }
 
-func personalDataErasure(t *testing.T, kekEnv []string) {
+func personalDataErasure(t *testing.T, kekEnv []string, viaRegistry bool) {
 	ctx := context.Background()
 	db := pgtest.NewDB(t)
 	dir := t.TempDir()
@@ -72,8 +82,13 @@ func personalDataErasure(t *testing.T, kekEnv []string) {
 	schemas := t.TempDir()
 	os.MkdirAll(filepath.Join(schemas, "customers", "updated"), 0o755)
 	os.WriteFile(filepath.Join(schemas, "customers", "updated", "1.json"), []byte(customerSchema), 0o644)
-	os.WriteFile(filepath.Join(schemas, "customers", "topic.json"), []byte(`{"pseudonymize_key":true}`), 0o644)
-	env := append([]string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + storeURL, "DELTABUS_PII_SCHEMAS=" + schemas}, kekEnv...)
+	env := append([]string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + storeURL}, kekEnv...)
+	if viaRegistry {
+		registerCustomerContract(t, env, filepath.Join(schemas, "customers", "updated", "1.json"))
+	} else {
+		os.WriteFile(filepath.Join(schemas, "customers", "topic.json"), []byte(`{"pseudonymize_key":true}`), 0o644)
+		env = append(env, "DELTABUS_PII_SCHEMAS="+schemas)
+	}
 	if code, out, errOut := runCLI(t, env, "migrate"); code != 0 || !strings.Contains(out, "created key tables") {
 		t.Fatalf("relay migrate: %d\n%s%s", code, out, errOut)
 	}
@@ -173,6 +188,18 @@ func personalDataErasure(t *testing.T, kekEnv []string) {
 	}
 }
 
+// registerCustomerContract registers the personal-data test's contract
+// in the store's registry and makes its topic pseudonymise keys.
+func registerCustomerContract(t *testing.T, env []string, schema string) {
+	t.Helper()
+	if code, out, errOut := runCLI(t, env, "contract", "register", "--topic", "customers", "--type", "updated", "--version", "1", "--schema", schema); code != 0 {
+		t.Fatalf("relay contract register: %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runCLI(t, env, "contract", "policy", "--topic", "customers", "--pseudonymize-key=true"); code != 0 || !strings.Contains(out, "pseudonymize-key") {
+		t.Fatalf("relay contract policy: %d\n%s%s", code, out, errOut)
+	}
+}
+
 // consumeLine is one line of relay consume.
 type consumeLine map[string]any
 
@@ -259,7 +286,14 @@ func withoutKEK(env []string) []string {
 // file and the Delta logs through DuckDB, and fails on any secret in clear.
 func noSecretsInStore(t *testing.T, dir string, secrets []string) {
 	t.Helper()
-	var parquet []string
+	parquet := noSecretBytes(t, dir, secrets)
+	duckdbNoSecrets(t, dir, parquet, secrets)
+}
+
+// noSecretBytes reads every file under dir as bytes, fails on any secret
+// in clear, and returns the Parquet files.
+func noSecretBytes(t *testing.T, dir string, secrets []string) (parquet []string) {
+	t.Helper()
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -284,6 +318,13 @@ func noSecretsInStore(t *testing.T, dir string, secrets []string) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	return parquet
+}
+
+// duckdbNoSecrets reads the Parquet files and the Delta logs under dir
+// through DuckDB and fails on any secret in clear.
+func duckdbNoSecrets(t *testing.T, dir string, parquet, secrets []string) {
+	t.Helper()
 	pkg := duckdbtest.Dir(t)
 	tmp := t.TempDir()
 	os.WriteFile(filepath.Join(tmp, "files.txt"), []byte(strings.Join(parquet, "\n")), 0o600)

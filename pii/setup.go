@@ -85,10 +85,20 @@ func (s *Setup) Close() {
 // events wait (ErrNoKEK). It returns nil when there is neither a schema
 // directory nor a registry. Every error is one line naming the fix: events
 // are never written in clear because a key is unavailable.
+//
+// A registry that cannot be read now (a store that is down at start, a
+// contract that does not compile) does not stop it: the relay meets the
+// same error per event, in its session, where it waits and retries (a
+// standby rides it out); only a positive finding refuses the start.
 func OpenProtector(ctx context.Context, c Config) (*Setup, error) {
 	snap, err := c.Classifications(ctx)
-	if err != nil || snap == nil {
+	switch {
+	case err != nil && c.SchemasDir != "":
 		return nil, err
+	case err != nil:
+		snap = classify.NewStatic() // unknown: the live Classify decides, event by event
+	case snap == nil:
+		return nil, nil
 	}
 	s := &Setup{Classifier: c.Registry}
 	where := "the contract registry"

@@ -18,16 +18,11 @@ import (
 
 // writeCustomer commits one event of the personal-data test's contract
 // (subject c-S) and one of a topic without contracts.
-func writeCustomer(t *testing.T, dsn, typ string, version int32, s, n int) {
+func writeCustomer(t *testing.T, conn *pgx.Conn, typ string, version int32, s, n int) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	payload := fmt.Sprintf(`{"customer_id":"c-%d","email":%q,"profile":{"name":%q,"tier":"gold"}}`, s, piiEmail(s, n), piiName(s, n))
-	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		return outbox.Write(ctx, tx, outbox.NewEvent{Topic: "customers", Key: "k", Type: typ, SchemaVersion: version, Payload: json.RawMessage(payload)},
 			outbox.NewEvent{Topic: "orders", Key: "o", Type: "placed", Payload: json.RawMessage(`{"total":1}`)})
 	})
@@ -64,14 +59,15 @@ func TestPersonalContractRegisteredWhileRunning(t *testing.T) {
 		}
 		relay := startRelay(t, env, "--maintenance", "0")
 		waitSlotActive(t, db.DSN, "deltabus", relay)
-		writeCustomer(t, db.DSN, "plain", 1, 9, 0) // a type without a contract: in clear, as it should be
+		conn := db.Conn(t)
+		writeCustomer(t, conn, "plain", 1, 9, 0) // a type without a contract: in clear, as it should be
 		waitDrained(t, db.DSN, "deltabus", time.Minute)
 
 		register(t, env, "updated", 1, customerSchema) // a type the relay has not met
-		writeCustomer(t, db.DSN, "updated", 1, 1, 1)
+		writeCustomer(t, conn, "updated", 1, 1, 1)
 		v2 := strings.Replace(customerSchema, `"tier":{"type":"string"}`, `"tier":{"type":["string","null"]}`, 1) // widened: BACKWARD
 		register(t, env, "updated", 2, v2)                                                                        // a version the relay has not met
-		writeCustomer(t, db.DSN, "updated", 2, 2, 2)
+		writeCustomer(t, conn, "updated", 2, 2, 2)
 		waitDrained(t, db.DSN, "deltabus", time.Minute)
 
 		noSecretsInStore(t, dir, []string{piiEmail(1, 1), piiName(1, 1), piiEmail(2, 2), piiName(2, 2)})
@@ -102,7 +98,7 @@ func TestPersonalContractRegisteredWhileRunning(t *testing.T) {
 		relay := startRelay(t, env, "--maintenance", "0", "--metrics-addr", addr)
 		waitSlotActive(t, db.DSN, "deltabus", relay)
 		register(t, env, "updated", 1, customerSchema)
-		writeCustomer(t, db.DSN, "updated", 1, 1, 1)
+		writeCustomer(t, db.Conn(t), "updated", 1, 1, 1)
 		deadline := time.Now().Add(30 * time.Second)
 		for !strings.Contains(relay.output(), "DELTABUS_KEK is not set") {
 			if time.Now().After(deadline) {

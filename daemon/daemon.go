@@ -99,11 +99,12 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (*relay.Relay, sto
 	if priv != nil {
 		r.Protector, bo.Protector = priv.Protector, priv.Protector
 		pii.WatchErasures(ctx, store, priv.Keys, ErasurePoll, opts.Log)
-		from := "the contract registry"
-		if opts.PII.SchemasDir != "" {
-			from = opts.PII.SchemasDir
+		switch {
+		case opts.PII.SchemasDir != "":
+			opts.Log.Info("personal data: fields the schemas mark are encrypted", "schemas", opts.PII.SchemasDir, "keys", priv.Keys != nil)
+		case priv.Keys != nil:
+			opts.Log.Info("personal data: fields the registered contracts mark are encrypted")
 		}
-		opts.Log.Info("personal data: fields the contracts mark are encrypted", "contracts", from, "keys", priv.Keys != nil)
 	}
 	r.FirstStart = bootstrap.FirstStart(BootstrapConfig(cfg), store, bo)
 	return r, store, nil

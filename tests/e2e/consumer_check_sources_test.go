@@ -3,6 +3,7 @@ package e2e
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deltabus/deltabus/subscribe/check"
 	"github.com/deltabus/deltabus/tests/pgtest"
@@ -34,8 +35,12 @@ func TestCheckConsumersPerSource(t *testing.T) {
 		}
 	}
 	produceUntilVersion(t, dsns[0], store, "orders", 3)
+	// The last events produced may land after version 3: the group reads
+	// the first source whole only once its relay has committed them all.
+	waitDrained(t, dsns[0], "deltabus", time.Minute)
 	consume()
 	produceUntilVersion(t, dsns[1], store, "orders", latestVersion(t, store, "orders")+3)
+	waitDrained(t, dsns[1], "deltabus", time.Minute)
 
 	bySource := func() map[string]check.SourceRead {
 		t.Helper()

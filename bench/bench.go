@@ -56,7 +56,10 @@ type Options struct {
 	Only       string        // comma-separated subset: batch,single,big,topics,latency,startup,fanin,memory
 	// MemoryStore is the store URL under which the memory run makes a
 	// table root per shape (s3://bucket/prefix); "" is a local temp dir.
-	MemoryStore    string
+	MemoryStore string
+	// MemoryShapes is a comma-separated subset of the memory run's shapes
+	// (one_tx,backlog,topics_300_then_1000,topics_10000); "" runs them all.
+	MemoryShapes   string
 	RecvlogicalBin string
 	RelayArgs      string // extra flags for the measured `relay run`
 	LatencyStore   string // store URL for the latency run (default: a temp dir)

@@ -55,7 +55,16 @@ func memoryShapes(big int) []memoryShape {
 // memory drains each shape with a relay started after the load (so a
 // backlog, as after an outage) and reports its peak RSS against the goal.
 func (b *bench) memory(ctx context.Context) error {
+	want := map[string]bool{}
+	for _, n := range strings.Split(b.o.MemoryShapes, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			want[n] = true
+		}
+	}
 	for _, sh := range memoryShapes(b.o.Big) {
+		if len(want) > 0 && !want[sh.name] {
+			continue
+		}
 		if err := b.memoryShape(ctx, sh); err != nil {
 			return fmt.Errorf("%s: %w", sh.name, err)
 		}
@@ -104,6 +113,7 @@ func (b *bench) memoryShape(ctx context.Context, sh memoryShape) error {
 	}
 	b.res.Memory = append(b.res.Memory, MemoryResult{Name: name, Store: where, Rows: sh.rows, Transactions: len(sh.sql),
 		Seconds: d.secs, PeakRSS: d.rss})
+	fmt.Fprintf(b.out, "# memory %s (%s): drained in %.1fs, relay CPU %.1fs\n", sh.name, where, d.secs, d.cpu)
 	fmt.Fprintf(b.out, "%s_peak_rss relay=%.0fMiB reference=%dMiB ratio=%.2f\n", name, d.rss, memoryGoalMiB, d.rss/memoryGoalMiB)
 	return nil
 }

@@ -412,3 +412,43 @@ func TestStopAtBehindTheStartEndsAtOnce(t *testing.T) {
 		t.Errorf("acknowledged %s, want the start 0/5000", got)
 	}
 }
+
+// While the last commit before a stop is in progress, the session keeps
+// sending status updates: a commit of thousands of new tables outlasted
+// wal_sender_timeout, the walsender closed the connection and the final
+// acknowledgement was lost (relay bench --only memory, 10,000 topics).
+func TestStopAtKeepsAcknowledgingDuringTheLastCommit(t *testing.T) {
+	const stopAt = pglogrepl.LSN(0x2000)
+	mem := sinktest.NewMemory()
+	release := make(chan struct{})
+	mem.BeforeCommit = func(ctx context.Context, _ string, _ int64) error {
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	h := newHarness(t, mem, 0x1000, func(c *Config) { c.StopAt, c.StatusInterval = stopAt, 20*time.Millisecond })
+	for h.src.lsn < stopAt {
+		h.src.tx("orders")
+	}
+	time.Sleep(150 * time.Millisecond) // received to StopAt; the commit waits for release
+	h.conn.mu.Lock()
+	before := h.conn.acks
+	h.conn.mu.Unlock()
+	time.Sleep(300 * time.Millisecond)
+	h.conn.mu.Lock()
+	during := h.conn.acks - before
+	h.conn.mu.Unlock()
+	close(release)
+	if err := h.ended(3 * time.Second); err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if during < 3 {
+		t.Errorf("%d status updates in 300ms of a commit in progress (status interval 20ms), want several", during)
+	}
+	if got := h.conn.ack(); got < stopAt {
+		t.Errorf("acknowledged %s, want at least %s", got, stopAt)
+	}
+}

@@ -423,11 +423,35 @@ func (s *session) finish(ctx context.Context) error {
 	if err := s.maybeHandoff(ctx, true); err != nil {
 		return err
 	}
+	if err := s.awaitCommits(ctx); err != nil {
+		return err
+	}
 	if err := s.com.close(); err != nil {
 		return err
 	}
 	s.advanceIdle()
 	return s.sendStatus(ctx)
+}
+
+// awaitCommits waits for the batches handed over to be durable, sending a
+// status update at least every StatusInterval and whenever a commit makes
+// more durable. A commit of thousands of new tables can outlast
+// wal_sender_timeout: a walsender that hears nothing that long ends the
+// connection, and the final acknowledgement is lost (the relay exited 0
+// with its slot behind --stop-at). When ctx ends it leaves the rest to
+// committer.close, as before.
+func (s *session) awaitCommits(ctx context.Context) error {
+	for !s.com.idle() && ctx.Err() == nil {
+		if time.Since(s.lastStatus) >= s.r.cfg.StatusInterval || s.com.durableLSN() != s.ackedFrom {
+			if err := s.sendStatus(ctx); err != nil {
+				return err
+			}
+		}
+		if err := s.com.waitIdle(ctx, 50*time.Millisecond); err != nil && ctx.Err() == nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // reachedStopAt reports whether the session has received (or holds

@@ -32,6 +32,7 @@ func cmdBench(ctx context.Context, env *cliEnv, args []string) int {
 	fs.StringVar(&o.FaninStore, "fanin-store", "", "fan-in run: base store URL, e.g. s3://bucket/prefix (default: a local temp dir)")
 	fs.StringVar(&o.FaninName, "fanin-name", "fanin", "name of the fan-in lines and JSON results (fanin_s3: fanin_s3_2_...)")
 	fs.StringVar(&o.MemoryStore, "memory-store", "", "store URL under which the memory run makes a table per shape, e.g. s3://bucket/prefix (default: a local temp dir)")
+	fs.StringVar(&o.MemoryShapes, "memory-shapes", "", "memory run: comma-separated subset of its shapes: one_tx,backlog,topics_300_then_1000,topics_10000 (default all)")
 	fs.StringVar(&o.LatencyStore, "latency-store", "", "store URL for the latency run, e.g. s3://bucket/prefix (default: a local temp dir)")
 	fs.StringVar(&o.LatencyName, "latency-name", "latency", "name of the latency run's lines and JSON result (latency_s3: latency_s3_p50, ...)")
 	jsonOut := fs.String("json", "", "also write the figures as JSON to this file (bench/charts draws them)")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"time"
 
 	"github.com/google/uuid"
@@ -175,49 +174,6 @@ func (w *FileWriter) SpillFiles() error {
 		}
 	}
 	return nil
-}
-
-// BoundPending keeps the memory of many writers (topics) under budget,
-// whatever their number: while their pending rows and in-memory encoded
-// files total more, it takes the writer holding the most and writes its
-// in-memory files to the store (when they are the larger part), encodes
-// its pending rows as a row group (128 KiB or more, which the next round may
-// then write out), or stages fewer rows in a local temporary file until
-// the writer next encodes (a tiny row group's Parquet metadata would cost
-// more memory than its rows). Files smaller than 64 KiB are never written
-// early, so a batch over a great many topics may exceed the budget by that
-// much per topic rather than hold a temporary file for each. A writer
-// holds at most two temporary files (a spilled file, its stage).
-func BoundPending(budget int64, writers iter.Seq[*FileWriter]) error {
-	for {
-		var total, most int64
-		var largest *FileWriter
-		for w := range writers {
-			m := w.MemoryBytes()
-			total += m
-			if largest == nil || m > most {
-				largest, most = w, m
-			}
-		}
-		if total <= budget || largest == nil {
-			return nil
-		}
-		pending, buffered := largest.PendingBytes(), largest.BufferedBytes()
-		var err error
-		switch {
-		case buffered >= pending && buffered >= minSpill:
-			err = largest.SpillFiles()
-		case pending >= minRowGroup:
-			err = largest.FlushRowGroup()
-		case pending > 0:
-			err = largest.stageRows()
-		default:
-			return nil // only small in-memory files left: nothing worth a temporary file
-		}
-		if err != nil {
-			return fmt.Errorf("bound memory of %s: %w", largest.store, err)
-		}
-	}
 }
 
 // FlushRowGroup encodes the pending rows now, as a row group of the open

@@ -14,9 +14,9 @@ import (
 // data subject, /customer): ~270 bytes, like relay's
 // BenchmarkPipelinePersonal. Every relay drains the same WAL; the
 // personal one's store registers personalContract, which marks the two
-// fields, and its process gets the same schema through
-// DELTABUS_PII_SCHEMAS, a KEK file (`relay keys init`) and the key table
-// in the source database (`relay migrate --key-tables`).
+// fields (the relay reads them from its registry, as in production: no
+// --pii-schemas), and its process gets a KEK file (`relay keys init`) and
+// the key table in the source database (`relay migrate --key-tables`).
 const personalSubjects = 1000
 
 // personalPayloadSQL is payloadSQL with an email and a name, and the
@@ -42,32 +42,20 @@ const personalContract = `{"type":"object","x-deltabus-subject":"/customer","req
 	"note":{"type":"string","maxLength":200}},"additionalProperties":false}`
 
 // personalSetup is what the personal relays of a drain share: the KEK
-// file and the schema directory, under dir.
-type personalSetup struct{ dir, kek, schemas string }
+// file, in dir.
+type personalSetup struct{ dir, kek string }
 
 // env is the personal relay's environment.
-func (p personalSetup) env() []string {
-	return []string{"DELTABUS_KEK=file://" + p.kek, "DELTABUS_PII_SCHEMAS=" + p.schemas}
-}
+func (p personalSetup) env() []string { return []string{"DELTABUS_KEK=file://" + p.kek} }
 
-// setupPersonal writes a KEK with `relay keys init`, lays personalContract
-// out as a --pii-schemas directory and creates the key table in the
-// source database with `relay migrate --key-tables`.
+// setupPersonal writes a KEK with `relay keys init` and creates the key
+// table in the source database with `relay migrate --key-tables`.
 func (b *bench) setupPersonal(ctx context.Context, dsn string) (personalSetup, error) {
 	dir, err := os.MkdirTemp("", "deltabus-bench-personal-")
 	if err != nil {
 		return personalSetup{}, err
 	}
-	p := personalSetup{dir: dir, kek: filepath.Join(dir, "kek.json"), schemas: filepath.Join(dir, "schemas")}
-	for _, t := range benchTopics {
-		d := filepath.Join(p.schemas, t, "Created")
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return p, err
-		}
-		if err := os.WriteFile(filepath.Join(d, "1.json"), []byte(personalContract), 0o644); err != nil {
-			return p, err
-		}
-	}
+	p := personalSetup{dir: dir, kek: filepath.Join(dir, "kek.json")}
 	if err := b.relayCommand(ctx, nil, "keys", "init", "--kek-file", p.kek); err != nil {
 		return p, err
 	}

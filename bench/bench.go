@@ -18,6 +18,12 @@
 // the run's own resolution: on a shared machine the same drain varies by a
 // quarter from one run to the next, mostly in the walsender's CPU time.
 //
+// With Options.Contracts (on by default) each round of a drain also times
+// a relay whose store holds a contract for every event; with
+// Options.Personal the 1,000-row drain's events carry an email and a name
+// and each round also times a relay that encrypts both (personal.go): CPU
+// per event plain, contracts only and personal, same rounds.
+//
 // The relay runs with --stop-at, so that it exits by itself at the drain's
 // end as pg_recvlogical does at --endpos: nothing polls the database while
 // a drain is timed. The start-up figures time both tools from exec to exit
@@ -92,6 +98,11 @@ type Options struct {
 	// cost of validating every event, against the relay without
 	// contracts and pg_recvlogical, in the same run.
 	Contracts bool
+	// Personal gives the 1,000-row drain's events two personal fields
+	// (an email and a name) and also times, in each round, a relay that
+	// encrypts them (lines suffixed _personal): its CPU per event against
+	// the relay with contracts only and pg_recvlogical (personal.go).
+	Personal bool
 }
 
 func (o Options) want(name string) bool {

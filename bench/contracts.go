@@ -33,10 +33,11 @@ func checkAllValid(dir string) error {
 	return nil
 }
 
-// registerContracts registers payloadContract for every topic's type in
+// registerContracts registers schema (payloadContract, or with personal
+// data personalContract or its unmarked twin) for every topic's type in
 // the store at dir, before the drain: every event the drain reads is then
 // checked against it.
-func registerContracts(ctx context.Context, dir string) error {
+func registerContracts(ctx context.Context, dir, schema string) error {
 	if !strings.Contains(dir, "://") {
 		dir = "file://" + dir
 	}
@@ -46,7 +47,7 @@ func registerContracts(ctx context.Context, dir string) error {
 	}
 	reg := contract.NewRegistry(st, nil)
 	for _, t := range benchTopics {
-		if _, err := reg.Register(ctx, contract.Registration{Topic: t, Type: "Created", Version: 1, Schema: []byte(payloadContract)}); err != nil {
+		if _, err := reg.Register(ctx, contract.Registration{Topic: t, Type: "Created", Version: 1, Schema: []byte(schema)}); err != nil {
 			return fmt.Errorf("register the benchmark's contract of %s: %w", t, err)
 		}
 	}

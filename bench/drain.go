@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,9 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/deltabus/deltabus/catalog"
-	"github.com/deltabus/deltabus/storage"
 )
 
 // payloadSQL builds a ~213-byte JSON payload per row, like the measurements
@@ -31,14 +27,18 @@ const insertRowsSQL = `INSERT INTO outbox (topic, key, type, payload)
 
 // drainBatched: events in 1000-row transactions, relay vs pg_recvlogical.
 func (b *bench) drainBatched(ctx context.Context) error {
-	return b.drain(ctx, "drain_1000row_tx", b.o.Events, func(ctx context.Context, dsn string) error {
+	rows := insertRowsSQL
+	if b.o.Personal {
+		rows = insertPersonalRowsSQL
+	}
+	return b.drain(ctx, "drain_1000row_tx", b.o.Events, b.o.Personal, func(ctx context.Context, dsn string) error {
 		conn, err := pgx.Connect(ctx, dsn)
 		if err != nil {
 			return err
 		}
 		defer conn.Close(ctx)
 		for i := 0; i < b.o.Events; i += 1000 {
-			if _, err := conn.Exec(ctx, insertRowsSQL, i, min(i+999, b.o.Events-1)); err != nil {
+			if _, err := conn.Exec(ctx, rows, i, min(i+999, b.o.Events-1)); err != nil {
 				return err
 			}
 		}
@@ -48,7 +48,7 @@ func (b *bench) drainBatched(ctx context.Context) error {
 
 // drainSingle: single-row transactions (the usual outbox shape).
 func (b *bench) drainSingle(ctx context.Context) error {
-	return b.drain(ctx, "drain_single_row_tx", b.o.Single, func(ctx context.Context, dsn string) error {
+	return b.drain(ctx, "drain_single_row_tx", b.o.Single, false, func(ctx context.Context, dsn string) error {
 		return loadSingle(ctx, dsn, b.o.Single, 4, 0, 0)
 	})
 }
@@ -92,13 +92,22 @@ func loadSingle(ctx context.Context, dsn string, n, workers, rate int, d time.Du
 // drain loads `events` rows after every slot exists, then times
 // pg_recvlogical and the relay draining the same WAL: Options.Rounds
 // times each, unloaded and (Options.Loaded) beside a CPU hog, alternating
-// which goes first so that the machine's drift falls on both.
-func (b *bench) drain(ctx context.Context, name string, events int, load func(context.Context, string) error) error {
+// which goes first so that the machine's drift falls on both. With
+// personal, each round also times a relay that encrypts two personal
+// fields of every event (personal.go).
+func (b *bench) drain(ctx context.Context, name string, events int, personal bool, load func(context.Context, string) error) error {
 	dsn, drop, err := b.freshDB(ctx)
 	if err != nil {
 		return err
 	}
 	defer drop()
+	var ps personalSetup
+	if personal {
+		if ps, err = b.setupPersonal(ctx, dsn); err != nil {
+			return err
+		}
+		defer os.RemoveAll(ps.dir)
+	}
 	kinds := []drainKind{{suffix: ""}}
 	if b.o.Loaded {
 		kinds = append(kinds, drainKind{suffix: "_loaded", hog: true})
@@ -117,7 +126,17 @@ func (b *bench) drain(ctx context.Context, name string, events int, load func(co
 				if err := b.createRelaySlot(ctx, dsn, v.cstore, v.cslot); err != nil {
 					return err
 				}
-				if err := registerContracts(ctx, v.cstore); err != nil {
+				if err := registerContracts(ctx, v.cstore, contractOf(personal)); err != nil {
+					return err
+				}
+			}
+			if personal {
+				v.pslot, v.pstore, v.penv = fmt.Sprintf("personal%s_%d", kinds[k].suffix, i), b.storeDir(name+kinds[k].suffix+"_personal"), ps.env()
+				defer os.RemoveAll(v.pstore)
+				if err := b.createRelaySlot(ctx, dsn, v.pstore, v.pslot); err != nil {
+					return err
+				}
+				if err := registerContracts(ctx, v.pstore, personalContract); err != nil {
 					return err
 				}
 			}
@@ -163,12 +182,17 @@ type drainKind struct {
 // drainVariant is one round: the relay's slot and store, pg_recvlogical's
 // slot.
 // With Options.Contracts, cslot and cstore are a relay's whose store
-// holds a contract for every event (registerContracts).
-type drainVariant struct{ slot, ref, ctl, store, cslot, cstore string }
+// holds a contract for every event (registerContracts); with personal
+// data, pslot and pstore are a relay's that encrypts two fields of every
+// event, in environment penv (personal.go).
+type drainVariant struct {
+	slot, ref, ctl, store, cslot, cstore, pslot, pstore string
+	penv                                                []string
+}
 
 // round is what one round measured: the relay, pg_recvlogical, the
-// control and the relay with contracts.
-type round struct{ rel, ref, ctl, con drained }
+// control, the relay with contracts and the relay with personal data.
+type round struct{ rel, ref, ctl, con, per drained }
 
 // drainKind runs a kind's rounds and prints its figures: the medians of
 // the rounds when there are several.
@@ -177,8 +201,8 @@ func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end
 		stop := hogCore()
 		defer stop()
 	}
-	var rels, refs, cons []drained
-	var ratios, controls, conRatios []float64
+	var rels, refs, cons, pers []drained
+	var ratios, controls, conRatios, perRatios []float64
 	for i, v := range k.rounds {
 		r, err := b.drainRound(ctx, dsn, end, v, i%2 == 1)
 		if err != nil {
@@ -197,6 +221,11 @@ func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end
 				name, i+1, r.con.secs, r.con.cpu, r.con.server, ref.secs/r.con.secs)
 			cons, conRatios = append(cons, r.con), append(conRatios, ref.secs/r.con.secs)
 		}
+		if v.pslot != "" {
+			fmt.Fprintf(b.out, "# %s round %d personal: relay encrypting two personal fields of every event %.1fs wall, %.2fs CPU, walsender %.2fs CPU (ratio %.2f)\n",
+				name, i+1, r.per.secs, r.per.cpu, r.per.server, ref.secs/r.per.secs)
+			pers, perRatios = append(pers, r.per), append(perRatios, ref.secs/r.per.secs)
+		}
 		rels, refs, ratios = append(rels, rel), append(refs, ref), append(ratios, ref.secs/rel.secs)
 	}
 	if len(controls) > 0 {
@@ -204,7 +233,7 @@ func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end
 			name, Median(controls), joinRatios(controls))
 	}
 	rel, ref := medianDrain(rels), medianDrain(refs)
-	b.res.Drains = append(b.res.Drains, drainResult(name, events, k.hog, rel, ref, ratios, controls))
+	res := drainResult(name, events, k.hog, rel, ref, ratios, controls)
 	// The ratio is the median of the rounds' own: each compares two
 	// drains that ran one after the other.
 	fmt.Fprintf(b.out, "%s relay=%.0fev/s reference=%.0fev/s ratio=%.2f\n", name, float64(events)/rel.secs, float64(events)/ref.secs, Median(ratios))
@@ -218,7 +247,12 @@ func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end
 		b.linef(name+"_contracts_cpu_per_event", per(con.cpu), per(ref.cpu), "us")
 		fmt.Fprintf(b.out, "# %s: relay CPU per event with a contract on every event %.2f us, without %.2f us (%+.0f%%), same run\n",
 			name, per(con.cpu), per(rel.cpu), (con.cpu/rel.cpu-1)*100)
+		res.Contracts = ptr(side(events, con, Median(conRatios)))
 	}
+	if len(pers) > 0 {
+		res.Personal, res.PersonalOverContracts = b.personalLines(name, events, rel, ref, cons, pers, perRatios)
+	}
+	b.res.Drains = append(b.res.Drains, res)
 	return nil
 }
 
@@ -228,6 +262,14 @@ func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end
 func (b *bench) drainRound(ctx context.Context, dsn, end string, v drainVariant, relayFirst bool) (r round, err error) {
 	steps := []func() error{
 		func() (err error) { r.rel, err = b.relayDrain(ctx, dsn, v.store, v.slot, end); return err },
+	}
+	if v.pslot != "" {
+		steps = append(steps, func() (err error) {
+			if r.per, err = b.relayDrainEnv(ctx, dsn, v.pstore, v.pslot, end, v.penv); err != nil {
+				return err
+			}
+			return checkPersonal(v.pstore)
+		})
 	}
 	if v.cslot != "" {
 		steps = append(steps, func() (err error) {
@@ -291,7 +333,7 @@ func (b *bench) storeDir(name string) string {
 // createRelaySlot lets the relay make its slot (first start) on the empty
 // outbox, then stops it: the slot then holds the WAL of the load.
 func (b *bench) createRelaySlot(ctx context.Context, dsn, store, slot string) error {
-	p, err := b.startRelay(dsn, store, slot)
+	p, err := b.startRelay(dsn, store, slot, nil)
 	if err != nil {
 		return err
 	}
@@ -304,7 +346,7 @@ func (b *bench) createRelaySlot(ctx context.Context, dsn, store, slot string) er
 	return waitSlot(ctx, dsn, slot, false, time.Minute)
 }
 
-func (b *bench) startRelay(dsn, store, slot string, extra ...string) (*exec.Cmd, error) {
+func (b *bench) startRelay(dsn, store, slot string, env []string, extra ...string) (*exec.Cmd, error) {
 	if !strings.Contains(store, "://") {
 		store = "file://" + store
 	}
@@ -312,7 +354,7 @@ func (b *bench) startRelay(dsn, store, slot string, extra ...string) (*exec.Cmd,
 	// /metrics and /debug/pprof for profiling a run.
 	args := append([]string{"run", "--metrics-addr", os.Getenv("DELTABUS_BENCH_METRICS"), "--log-level", "warn", "--slot", slot}, append(extra, strings.Fields(b.o.RelayArgs)...)...)
 	cmd := exec.Command(b.self, args...)
-	cmd.Env = append(os.Environ(), "DELTABUS_SOURCE="+dsn, "DELTABUS_STORE="+store)
+	cmd.Env = append(append(os.Environ(), "DELTABUS_SOURCE="+dsn, "DELTABUS_STORE="+store), env...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd, cmd.Start()
@@ -337,9 +379,14 @@ func (b *bench) recvlogical(ctx context.Context, dsn, slot, end string) (drained
 // waits on (a query every 10 ms cost its backend 2-3% of the walsender's
 // CPU, in the relay's rounds only).
 func (b *bench) relayDrain(ctx context.Context, dsn, store, slot, end string) (drained, error) {
+	return b.relayDrainEnv(ctx, dsn, store, slot, end, nil)
+}
+
+// relayDrainEnv is relayDrain with env added to the relay's environment.
+func (b *bench) relayDrainEnv(ctx context.Context, dsn, store, slot, end string, env []string) (drained, error) {
 	start := time.Now()
 	server := walsenderCPU(ctx, dsn, slot)
-	p, err := b.startRelay(dsn, store, slot, "--stop-at", end)
+	p, err := b.startRelay(dsn, store, slot, env, "--stop-at", end)
 	if err != nil {
 		server()
 		return drained{}, err
@@ -363,98 +410,6 @@ func (b *bench) relayDrain(ctx context.Context, dsn, store, slot, end string) (d
 		rss = float64(ru.Maxrss) / 1024 // KiB on Linux
 	}
 	return drained{secs: secs, cpu: (st.UserTime() + st.SystemTime()).Seconds(), rss: rss, server: srv}, nil
-}
-
-// confirmed reports whether slot confirmed lsn.
-func confirmed(ctx context.Context, dsn, slot, lsn string) (ok bool, err error) {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return false, err
-	}
-	defer conn.Close(ctx)
-	err = conn.QueryRow(ctx, `SELECT coalesce(confirmed_flush_lsn >= $1::pg_lsn, false) FROM pg_replication_slots WHERE slot_name = $2`, lsn, slot).Scan(&ok)
-	return ok, err
-}
-
-// cpuSeconds reads a process's user+system CPU time.
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100 // clock ticks (USER_HZ = 100)
-}
-
-func execSQL(ctx context.Context, dsn, sql string, args ...any) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, sql, args...)
-	return err
-}
-
-func walInsertLSN(ctx context.Context, dsn string) (string, error) {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close(ctx)
-	var lsn string
-	err = conn.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn)
-	return lsn, err
-}
-
-// waitFirstStart waits until the relay's slot is active and its first-start
-// bootstrap has finished (the relay marker exists in the store).
-func waitFirstStart(ctx context.Context, dsn, store, slot string) error {
-	if err := waitSlot(ctx, dsn, slot, true, time.Minute); err != nil {
-		return err
-	}
-	if !strings.Contains(store, "://") {
-		store = "file://" + store
-	}
-	st, err := storage.Open(ctx, store, storage.S3Options{})
-	if err != nil {
-		return err
-	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if markers, err := catalog.ListMarkers(ctx, st); err == nil && slices.ContainsFunc(markers, func(m catalog.Marker) bool { return m.Slot == slot }) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("relay did not finish its first start")
-		}
-	}
-}
-
-// waitSlot waits until the slot exists and is active (or inactive).
-func waitSlot(ctx context.Context, dsn, slot string, active bool, timeout time.Duration) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		var got *bool
-		if err := conn.QueryRow(ctx, `SELECT bool_or(active) FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&got); err != nil {
-			return err
-		}
-		if got != nil && *got == active {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("slot %s did not become active=%v", slot, active)
 }
 
 // Median is the median of v (the mean of the middle two of an even

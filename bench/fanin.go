@@ -281,7 +281,7 @@ func (f *faninRun) start(s *faninSource, extra []string) error {
 		return err
 	}
 	s.metrics = fmt.Sprintf("127.0.0.1:%d", port)
-	p, err := f.b.startRelay(s.dsn, s.store, "deltabus", append([]string{"--metrics-addr", s.metrics}, extra...)...)
+	p, err := f.b.startRelay(s.dsn, s.store, "deltabus", nil, append([]string{"--metrics-addr", s.metrics}, extra...)...)
 	if err != nil {
 		return err
 	}

@@ -64,7 +64,7 @@ func (b *bench) latency(ctx context.Context) error {
 	if b.o.LatencyStore != "" {
 		dir = b.o.LatencyStore // e.g. s3://bucket/prefix, with DELTABUS_S3_* and AWS_* in the environment
 	}
-	p, err := b.startRelay(dsn, dir, "deltabus")
+	p, err := b.startRelay(dsn, dir, "deltabus", nil)
 	if err != nil {
 		return err
 	}

@@ -87,7 +87,30 @@ type DrainResult struct {
 	// Controls are pg_recvlogical against itself in each round: how far
 	// a ratio moves by chance in this run.
 	Controls []float64 `json:"controls,omitempty"`
+	// Contracts is the relay with a contract on every event, Personal
+	// the relay encrypting two personal fields of every event (also
+	// under a contract), in the same rounds; Ratio is theirs over
+	// pg_recvlogical, like the drain's.
+	Contracts *SideDrain `json:"contracts,omitempty"`
+	Personal  *SideDrain `json:"personal,omitempty"`
+	// PersonalOverContracts is the personal relay's CPU per event over
+	// the contracts-only relay's (issue 28's bound: at most 1.3).
+	PersonalOverContracts float64 `json:"personalOverContractsCpu,omitempty"`
 }
+
+// SideDrain is a variant of the relay in a drain's rounds: its figures
+// and its throughput ratio to pg_recvlogical (median of the rounds').
+type SideDrain struct {
+	Drain
+	Ratio float64 `json:"ratio"`
+}
+
+func side(events int, d drained, ratio float64) SideDrain {
+	return SideDrain{Drain: Drain{EventsPerSec: float64(events) / d.secs, CPUPerEvent: d.cpu / float64(events) * 1e6,
+		CPUWithWalsender: (d.cpu + d.server) / float64(events) * 1e6, PeakRSS: d.rss}, Ratio: ratio}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // Drain is what one side of a drain cost, medians of the rounds.
 type Drain struct {

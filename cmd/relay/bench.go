@@ -24,6 +24,7 @@ func cmdBench(ctx context.Context, env *cliEnv, args []string) int {
 	fs.IntVar(&o.Rounds, "rounds", 3, "time each drain this many times, relay and pg_recvlogical in turn (which goes first alternating); the figures are the medians")
 	fs.BoolVar(&o.Control, "control", true, "also time a second pg_recvlogical in each round (# ... control lines): two runs of the same tool, the resolution of the ratios")
 	fs.BoolVar(&o.Contracts, "contracts", true, "also time, in each round, a relay whose store holds a contract for every event (lines suffixed _contracts): the cost of validating every event")
+	fs.BoolVar(&o.Personal, "personal", true, "give the 1000-row drain's events an email and a name and also time, in each round, a relay that encrypts both (lines suffixed _personal): the cost of personal data against contracts only")
 	fs.StringVar(&o.Only, "only", "", "comma-separated subset: batch,single,big,topics,latency,startup,fanin,memory")
 	fs.StringVar(&o.FaninSources, "fanin-sources", "2,4", "fan-in run: counts of sources (PostgreSQL clusters) sharing five topics, comma-separated")
 	fs.IntVar(&o.FaninEvents, "fanin-events", 20_000, "fan-in drain: single-row transactions per source")

@@ -90,16 +90,7 @@ func TestHungCommitDoesNotBlockStop(t *testing.T) {
 
 // Readiness turns false when events are pending and no commit succeeds.
 func TestNotReadyWhileCommitsStall(t *testing.T) {
-	mem := sinktest.NewMemory()
-	release := make(chan struct{})
-	mem.BeforeCommit = func(ctx context.Context, _ string, _ int64) error {
-		select {
-		case <-release:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	mem, release := blockedCommits()
 	h := newHarness(t, mem, 0x1000, func(c *Config) { c.ReadyStall = 200 * time.Millisecond })
 	if ok, why := h.r.Ready(); !ok {
 		t.Fatalf("not ready while idle: %s", why)
@@ -419,16 +410,7 @@ func TestStopAtBehindTheStartEndsAtOnce(t *testing.T) {
 // acknowledgement was lost (relay bench --only memory, 10,000 topics).
 func TestStopAtKeepsAcknowledgingDuringTheLastCommit(t *testing.T) {
 	const stopAt = pglogrepl.LSN(0x2000)
-	mem := sinktest.NewMemory()
-	release := make(chan struct{})
-	mem.BeforeCommit = func(ctx context.Context, _ string, _ int64) error {
-		select {
-		case <-release:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	mem, release := blockedCommits()
 	h := newHarness(t, mem, 0x1000, func(c *Config) { c.StopAt, c.StatusInterval = stopAt, 20*time.Millisecond })
 	for h.src.lsn < stopAt {
 		h.src.tx("orders")
@@ -451,4 +433,20 @@ func TestStopAtKeepsAcknowledgingDuringTheLastCommit(t *testing.T) {
 	if got := h.conn.ack(); got < stopAt {
 		t.Errorf("acknowledged %s, want at least %s", got, stopAt)
 	}
+}
+
+// blockedCommits returns a memory sink whose commits wait until release is
+// closed (or their context ends).
+func blockedCommits() (*sinktest.Memory, chan struct{}) {
+	mem := sinktest.NewMemory()
+	release := make(chan struct{})
+	mem.BeforeCommit = func(ctx context.Context, _ string, _ int64) error {
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return mem, release
 }

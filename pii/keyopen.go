@@ -1,11 +1,9 @@
 package pii
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
-	"github.com/deltabus/deltabus/pii/keys"
 	"github.com/deltabus/deltabus/usererr"
 )
 
@@ -16,21 +14,19 @@ import (
 // says so.
 var ErrNoKEK = errors.New("a contract marks personal data but DELTABUS_KEK is not set")
 
-// keyStore returns the key table, or ErrNoKEK naming what needs it (why).
-func (p *Protector) keyStore(_ context.Context, why func() string) (*keys.Store, error) {
-	if p.keys != nil {
-		return p.keys, nil
-	}
-	return nil, usererr.Retry(ErrNoKEK, "%s marks personal data but DELTABUS_KEK is not set, and personal data is never written in clear: the events wait; "+
-		"set DELTABUS_KEK=file:///path/kek.json (`relay keys init --kek-file /path/kek.json` writes one) or DELTABUS_KEK=aws-kms://arn:..., run `relay migrate`, and restart the relay", why())
+// noKEK is the error of an event that needs a key when no KEK is
+// configured; what names what needs it (contractText, keyTopicText).
+func noKEK(what string) error {
+	return usererr.Retry(ErrNoKEK, "%s marks personal data but DELTABUS_KEK is not set, and personal data is never written in clear: the events wait; "+
+		"set DELTABUS_KEK=file:///path/kek.json (`relay keys init --kek-file /path/kek.json` writes one) or DELTABUS_KEK=aws-kms://arn:..., run `relay migrate`, and restart the relay", what)
 }
 
 // contractText names an event's contract in messages.
-func contractText(topic, typ string, version int32) func() string {
-	return func() string { return fmt.Sprintf("the contract of topic %q type %q version %d", topic, typ, version) }
+func contractText(topic, typ string, version int32) string {
+	return fmt.Sprintf("the contract of topic %q type %q version %d", topic, typ, version)
 }
 
 // keyTopicText names a topic that pseudonymises keys in messages.
-func keyTopicText(topic string) func() string {
-	return func() string { return fmt.Sprintf("the policy of topic %q (pseudonymize-key)", topic) }
+func keyTopicText(topic string) string {
+	return fmt.Sprintf("the policy of topic %q (pseudonymize-key)", topic)
 }

@@ -24,7 +24,7 @@ const Redacted = `{"x-deltabus-redacted":1}`
 // Protector encrypts the personal leaves of events.
 type Protector struct {
 	cls      classify.Classifier
-	keys     *keys.Store // nil: no KEK configured (keyStore)
+	keys     *keys.Store // nil: no KEK configured (noKEK)
 	matchers sync.Map    // *classify.Classification -> *matcher
 }
 
@@ -76,18 +76,18 @@ const (
 )
 
 // key returns the subject's hash and data key of topic.
-func (p *Protector) key(ctx context.Context, ks *keys.Store, sc *Scratch, topic string, subject []byte) (envelope.Subject, tink.AEAD, error) {
-	if sc.calls++; sc.keys == nil || sc.calls&1023 == 0 && time.Now().After(sc.resetAt) || sc.gen != ks.Generation() || len(sc.keys) >= scratchKeys {
-		sc.keys, sc.gen, sc.resetAt = make(map[scratchKey]scratchEntry), ks.Generation(), time.Now().Add(scratchTTL)
+func (p *Protector) key(ctx context.Context, sc *Scratch, topic string, subject []byte) (envelope.Subject, tink.AEAD, error) {
+	if sc.calls++; sc.keys == nil || sc.calls&1023 == 0 && time.Now().After(sc.resetAt) || sc.gen != p.keys.Generation() || len(sc.keys) >= scratchKeys {
+		sc.keys, sc.gen, sc.resetAt = make(map[scratchKey]scratchEntry), p.keys.Generation(), time.Now().Add(scratchTTL)
 	}
 	if e, ok := sc.keys[scratchKey{topic, unsafe.String(unsafe.SliceData(subject), len(subject))}]; ok {
 		return e.sub, e.aead, nil
 	}
-	sub, err := ks.SubjectHash(subject)
+	sub, err := p.keys.SubjectHash(subject)
 	if err != nil {
 		return sub, nil, err
 	}
-	a, err := ks.DataKey(ctx, topic, sub, true)
+	a, err := p.keys.DataKey(ctx, topic, sub, true)
 	if err != nil {
 		return sub, nil, fmt.Errorf("topic %q: the key of a data subject: %w", topic, err)
 	}
@@ -112,11 +112,10 @@ func (p *Protector) Event(ctx context.Context, ev *outbox.Event, sc *Scratch) (d
 		return nil, fmt.Errorf("classify topic %q type %q version %d: %w", ev.Topic, ev.Type, ev.SchemaVersion, cerr)
 	}
 	if p.cls.PseudonymizeKey(ev.Topic) {
-		ks, err := p.keyStore(ctx, keyTopicText(ev.Topic))
-		if err != nil {
-			return nil, err
+		if p.keys == nil {
+			return nil, noKEK(keyTopicText(ev.Topic))
 		}
-		if ev.Key, err = ks.PseudonymizeKey(ev.Topic, ev.Key); err != nil {
+		if ev.Key, err = p.keys.PseudonymizeKey(ev.Topic, ev.Key); err != nil {
 			return nil, err
 		}
 	}
@@ -138,11 +137,10 @@ func (p *Protector) Event(ctx context.Context, ev *outbox.Event, sc *Scratch) (d
 	if len(f.spans) == 0 {
 		return nil, nil
 	}
-	ks, err := p.keyStore(ctx, contractText(ev.Topic, ev.Type, ev.SchemaVersion))
-	if err != nil {
-		return nil, err
+	if p.keys == nil {
+		return nil, noKEK(contractText(ev.Topic, ev.Type, ev.SchemaVersion))
 	}
-	sub, a, err := p.key(ctx, ks, sc, ev.Topic, f.subject)
+	sub, a, err := p.key(ctx, sc, ev.Topic, f.subject)
 	if err != nil {
 		return nil, err
 	}
@@ -224,11 +222,10 @@ func (p *Protector) DeadLetter(ctx context.Context, dl *outbox.DeadLetter) error
 		return nil
 	}
 	if pseudo && dl.Key != "" {
-		ks, err := p.keyStore(ctx, keyTopicText(dl.Topic))
-		if err != nil {
-			return err
+		if p.keys == nil {
+			return noKEK(keyTopicText(dl.Topic))
 		}
-		k, err := ks.PseudonymizeKey(dl.Topic, dl.Key)
+		k, err := p.keys.PseudonymizeKey(dl.Topic, dl.Key)
 		if err != nil {
 			return err
 		}

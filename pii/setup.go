@@ -91,37 +91,48 @@ func (s *Setup) Close() {
 // same error per event, in its session, where it waits and retries (a
 // standby rides it out); only a positive finding refuses the start.
 func OpenProtector(ctx context.Context, c Config) (*Setup, error) {
-	snap, err := c.Classifications(ctx)
+	var s *Setup
 	switch {
-	case err != nil && c.SchemasDir != "":
-		return nil, err
-	case err != nil:
-		snap = classify.NewStatic() // unknown: the live Classify decides, event by event
-	case snap == nil:
+	case c.SchemasDir != "":
+		cls, err := c.Classifications(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s = &Setup{Classifier: cls}
+		if !cls.Any() {
+			s.Protector, _ = NewProtector(cls, nil) // nothing marked: no key table needed
+			return s, nil
+		}
+		if c.KEK == "" {
+			return nil, noKEKAtStart("the schemas in "+c.SchemasDir, cls)
+		}
+	case c.Registry != nil:
+		s = &Setup{Classifier: c.Registry}
+		if c.KEK == "" {
+			// Read only to refuse early: unreadable, the live Classify decides.
+			if cls, err := c.Registry.Classifications(ctx); err == nil && cls.Any() {
+				return nil, noKEKAtStart("the contract registry", cls)
+			}
+			s.Protector, _ = NewProtector(s.Classifier, nil)
+			return s, nil
+		}
+	default:
 		return nil, nil
 	}
-	s := &Setup{Classifier: c.Registry}
-	where := "the contract registry"
-	if c.SchemasDir != "" {
-		s.Classifier, where = snap, "the schemas in "+c.SchemasDir
-	}
-	if c.KEK == "" {
-		if snap.Any() {
-			return nil, usererr.New(nil, "%s mark personal data (%s) but DELTABUS_KEK is not set, and events with personal data are never written in clear: "+
-				"set DELTABUS_KEK=file:///path/kek.json (`relay keys init --kek-file /path/kek.json` writes one) or DELTABUS_KEK=aws-kms://arn:...", where, firstMarked(snap))
-		}
-		s.Protector, _ = NewProtector(s.Classifier, nil)
-		return s, nil
-	}
-	if c.SchemasDir != "" && !snap.Any() {
-		s.Protector, _ = NewProtector(s.Classifier, nil)
-		return s, nil
-	}
-	if s.Keys, err = openKeys(ctx, c, false); err != nil {
+	ks, err := openKeys(ctx, c, false)
+	if err != nil {
 		return nil, err
 	}
-	s.Protector, _ = NewProtector(s.Classifier, s.Keys)
+	s.Keys = ks
+	s.Protector, _ = NewProtector(s.Classifier, ks)
 	return s, nil
+}
+
+// noKEKAtStart refuses a start without a KEK when where's contracts (cls)
+// already mark personal data.
+func noKEKAtStart(where string, cls *classify.Static) error {
+	return usererr.New(nil, "%s mark personal data (%s) but DELTABUS_KEK is not set, and events with personal data are never written in clear: "+
+		"set DELTABUS_KEK=file:///path/kek.json (`relay keys init --kek-file /path/kek.json` writes one) or DELTABUS_KEK=aws-kms://arn:...", where, firstMarked(cls))
 }
 
 // firstMarked names the first contract (or topic) of cls that marks

@@ -29,8 +29,8 @@ type Classifications interface {
 // are the registry's of the store Describe is given (through Registry),
 // unless Set gave others (a command's --pii-schemas).
 type Columns struct {
-	// Registry opens the contract registry of a store (contract.New); nil:
-	// only what Set gave is listed.
+	// Registry opens the contract registry of a store (contract.New), once
+	// per store; nil: only what Set gave is listed.
 	Registry func(storage.Store) Registry
 
 	cls atomic.Pointer[classifications]
@@ -41,7 +41,10 @@ type Columns struct {
 
 type classifications struct{ Classifications }
 
+// memoized is one store's registry, opened once (so its schemas are read
+// and compiled once), and its last reading.
 type memoized struct {
+	reg Registry
 	cls Classifications
 	at  time.Time
 }
@@ -54,7 +57,10 @@ const memoTTL = 5 * time.Second
 // (nil: the registry's, read afresh).
 func (p *Columns) Set(c Classifications) {
 	p.mu.Lock()
-	p.memo = nil
+	for k, m := range p.memo {
+		m.cls = nil // read again; the opened registry stays
+		p.memo[k] = m
+	}
 	p.mu.Unlock()
 	if c == nil {
 		p.cls.Store(nil)
@@ -83,17 +89,22 @@ func (p *Columns) current(ctx context.Context, store storage.Store) (Classificat
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	key := store.String()
-	if m, ok := p.memo[key]; ok && time.Since(m.at) < memoTTL {
+	m, ok := p.memo[key]
+	if ok && m.cls != nil && time.Since(m.at) < memoTTL {
 		return m.cls, nil
 	}
-	cls, err := p.Registry(store).Classifications(ctx)
+	if !ok {
+		m.reg = p.Registry(store)
+	}
+	cls, err := m.reg.Classifications(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if p.memo == nil || len(p.memo) > 16 {
 		p.memo = map[string]memoized{}
 	}
-	p.memo[key] = memoized{cls: cls, at: time.Now()}
+	m.cls, m.at = cls, time.Now()
+	p.memo[key] = m
 	return cls, nil
 }
 

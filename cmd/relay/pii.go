@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"sync"
 
 	"github.com/deltabus/deltabus/contract"
 	"github.com/deltabus/deltabus/pii"
@@ -43,26 +42,9 @@ func (f *piiFlags) configFor(store storage.Store) pii.Config {
 }
 
 // registryOf is the contract registry of a store as a command reads it:
-// on demand, no background polling. One cache per store serves the
-// process, so schemas are read and compiled once (Classifications lists
-// the registry again on every call).
+// on demand, no background polling.
 func registryOf(store storage.Store) pii.Registry {
-	registries.Lock()
-	defer registries.Unlock()
-	if c, ok := registries.m[store.String()]; ok {
-		return c
-	}
-	if registries.m == nil || len(registries.m) >= 16 {
-		registries.m = map[string]*contract.Cache{}
-	}
-	c := contract.New(store, contract.Options{Poll: -1})
-	registries.m[store.String()] = c
-	return c
-}
-
-var registries struct {
-	sync.Mutex
-	m map[string]*contract.Cache
+	return contract.New(store, contract.Options{Poll: -1})
 }
 
 // protector opens the Protector over store's contract registry (or the

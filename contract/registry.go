@@ -160,7 +160,8 @@ func (r *Registry) judge(ctx context.Context, reg Registration, write bool) (Out
 	if err := CheckSubject(reg.Topic, reg.Type, reg.Version); err != nil {
 		return Outcome{}, err
 	}
-	if _, err := Compile(reg.Topic, reg.Type, reg.Version, reg.Schema); err != nil {
+	next, err := Compile(reg.Topic, reg.Type, reg.Version, reg.Schema)
+	if err != nil {
 		return Outcome{}, usererr.New(err, "%v", err)
 	}
 	sub, err := r.subject(ctx, reg.Topic, reg.Type)
@@ -202,7 +203,7 @@ func (r *Registry) judge(ctx context.Context, reg Registration, write bool) (Out
 		return Outcome{}, usererr.New(err, "cannot judge version %d of %s/%s under %s: %v", reg.Version, reg.Topic, reg.Type, out.Mode, err)
 	}
 	if len(prev) > 0 {
-		diffs = append(diffs, personalDiffs(mustClassify(prev[len(prev)-1]), mustClassify(reg.Schema))...)
+		diffs = append(diffs, personalDiffs(mustClassify(prev[len(prev)-1]), next.Personal())...)
 	}
 	if len(diffs) > 0 {
 		return Outcome{}, &IncompatibleError{Topic: reg.Topic, Type: reg.Type, Version: reg.Version, Mode: out.Mode, Differences: diffs}

@@ -37,8 +37,11 @@ func streamer(t *testing.T, dsn, topic string) (stop func() int) {
 		}
 		defer conn.Close(context.Background())
 		for ctx.Err() == nil {
+			// Each transaction runs to its end: one cancelled mid-COMMIT may
+			// have committed with an error returned, and n would miss it.
 			ev := outbox.NewEvent{Topic: topic, Key: fmt.Sprintf("k%d", n%7), Type: "Streamed", Payload: map[string]int{"n": n}}
-			if pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return outbox.Write(ctx, tx, ev) }) == nil {
+			bg := context.Background()
+			if pgx.BeginFunc(bg, conn, func(tx pgx.Tx) error { return outbox.Write(bg, tx, ev) }) == nil {
 				n++
 			}
 			time.Sleep(10 * time.Millisecond)

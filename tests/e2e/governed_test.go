@@ -37,13 +37,16 @@ func streamer(t *testing.T, dsn, topic string) (stop func() int) {
 		}
 		defer conn.Close(context.Background())
 		for ctx.Err() == nil {
-			// Each transaction runs to its end: one cancelled mid-COMMIT may
-			// have committed with an error returned, and n would miss it.
+			// Each transaction runs to its end, not cut by stop: one cancelled
+			// mid-COMMIT may have committed with an error returned, and n
+			// would miss it. Its own deadline keeps a silent server from
+			// hanging the test.
 			ev := outbox.NewEvent{Topic: topic, Key: fmt.Sprintf("k%d", n%7), Type: "Streamed", Payload: map[string]int{"n": n}}
-			bg := context.Background()
-			if pgx.BeginFunc(bg, conn, func(tx pgx.Tx) error { return outbox.Write(bg, tx, ev) }) == nil {
+			txCtx, txCancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if pgx.BeginFunc(txCtx, conn, func(tx pgx.Tx) error { return outbox.Write(txCtx, tx, ev) }) == nil {
 				n++
 			}
+			txCancel()
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()

@@ -10,8 +10,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/tink-crypto/tink-go/v2/tink"
-
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pii/classify"
 	"github.com/deltabus/deltabus/pii/envelope"
@@ -63,10 +61,7 @@ type Scratch struct {
 
 type scratchKey struct{ topic, subject string }
 
-type scratchEntry struct {
-	sub  envelope.Subject
-	aead tink.AEAD
-}
+type scratchEntry struct{ s envelope.Sealer }
 
 // Bounds of a Scratch's key cache: far below the key store's own, whose
 // TTL and erasure records still apply within scratchTTL.
@@ -75,24 +70,25 @@ const (
 	scratchTTL  = 10 * time.Second
 )
 
-// key returns the subject's hash and data key of topic.
-func (p *Protector) key(ctx context.Context, sc *Scratch, topic string, subject []byte) (envelope.Subject, tink.AEAD, error) {
+// key returns the sealer of the subject's values in topic (its data key).
+func (p *Protector) key(ctx context.Context, sc *Scratch, topic string, subject []byte) (envelope.Sealer, error) {
 	if sc.calls++; sc.keys == nil || sc.calls&1023 == 0 && time.Now().After(sc.resetAt) || sc.gen != p.keys.Generation() || len(sc.keys) >= scratchKeys {
 		sc.keys, sc.gen, sc.resetAt = make(map[scratchKey]scratchEntry), p.keys.Generation(), time.Now().Add(scratchTTL)
 	}
 	if e, ok := sc.keys[scratchKey{topic, unsafe.String(unsafe.SliceData(subject), len(subject))}]; ok {
-		return e.sub, e.aead, nil
+		return e.s, nil
 	}
 	sub, err := p.keys.SubjectHash(subject)
 	if err != nil {
-		return sub, nil, err
+		return envelope.Sealer{}, err
 	}
 	a, err := p.keys.DataKey(ctx, topic, sub, true)
 	if err != nil {
-		return sub, nil, fmt.Errorf("topic %q: the key of a data subject: %w", topic, err)
+		return envelope.Sealer{}, fmt.Errorf("topic %q: the key of a data subject: %w", topic, err)
 	}
-	sc.keys[scratchKey{topic, string(subject)}] = scratchEntry{sub: sub, aead: a}
-	return sub, a, nil
+	s := envelope.NewSealer(a, sub)
+	sc.keys[scratchKey{topic, string(subject)}] = scratchEntry{s}
+	return s, nil
 }
 
 // Event protects ev in place: its payload's personal leaves become
@@ -140,7 +136,7 @@ func (p *Protector) Event(ctx context.Context, ev *outbox.Event, sc *Scratch) (d
 	if p.keys == nil {
 		return nil, noKEK(contractText(ev.Topic, ev.Type, ev.SchemaVersion))
 	}
-	sub, a, err := p.key(ctx, sc, ev.Topic, f.subject)
+	sealer, err := p.key(ctx, sc, ev.Topic, f.subject)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +145,7 @@ func (p *Protector) Event(ctx context.Context, ev *outbox.Event, sc *Scratch) (d
 	for _, sp := range f.spans {
 		buf = append(buf, payload[last:sp.start]...)
 		sc.ad = envelope.AssociatedData(sc.ad[:0], ev.Topic, ev.ID, sp.pointer)
-		if buf, err = envelope.Seal(buf, a, sub, payload[sp.start:sp.end], sc.ad); err != nil {
+		if buf, err = sealer.Seal(buf, payload[sp.start:sp.end], sc.ad); err != nil {
 			return nil, err
 		}
 		last = sp.end

@@ -52,3 +52,22 @@ func cpuTime() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkScan is the scan alone (finding BenchmarkProtectorEvent's two
+// personal leaves and its subject in the payload).
+func BenchmarkScan(b *testing.B) {
+	c, err := classify.Parse([]byte(`{"x-deltabus-subject":"/customer","properties":{"customer":{"type":"string"},
+  "email":{"type":"string","x-deltabus-pii":true},"name":{"type":"string","x-deltabus-pii":true}}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := compile(c)
+	payload := []byte(`{"order_id": 7, "customer": "customer-7", "email": "customer-7@example.com", "name": "Customer Number 7", "amount": 12.5, "currency": "EUR", "lines": [{"sku": "sku-77", "qty": 3}], "note": "a realistic order created event with some padding text"}`)
+	var s scanner
+	b.SetBytes(int64(len(payload)))
+	for b.Loop() {
+		if f, err := s.scan(payload, m); err != nil || len(f.spans) != 2 {
+			b.Fatal(f, err)
+		}
+	}
+}

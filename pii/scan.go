@@ -1,10 +1,10 @@
 package pii
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -122,12 +122,7 @@ func scan(b []byte, m *matcher) (found, error) {
 	return s.scan(b, m)
 }
 
-func (s *scanner) ws(i int) int {
-	for i < len(s.b) && (s.b[i] == ' ' || s.b[i] == '\t' || s.b[i] == '\n' || s.b[i] == '\r') {
-		i++
-	}
-	return i
-}
+func (s *scanner) ws(i int) int { return ws(s.b, i) }
 
 // value scans the value at i under m (nil: just skip it) and returns its end.
 func (s *scanner) value(i int, m *matcher) (int, error) {
@@ -171,7 +166,7 @@ func (s *scanner) subject(v []byte) {
 	s.f.subjects++
 	switch {
 	case v[0] == '"':
-		if inner := v[1 : len(v)-1]; !slices.Contains(inner, '\\') {
+		if inner := v[1 : len(v)-1]; bytes.IndexByte(inner, '\\') < 0 {
 			s.f.subject = inner
 			return
 		}
@@ -231,7 +226,7 @@ func (s *scanner) object(i int, m *matcher) (int, error) {
 // literal lit, and the name (aliasing lit unless it has escapes).
 func (m *matcher) member(lit []byte) (*matcher, []byte, error) {
 	inner := lit[1 : len(lit)-1]
-	if !slices.Contains(inner, '\\') {
+	if bytes.IndexByte(inner, '\\') < 0 {
 		if len(m.list) <= 8 { // a few names: comparing beats hashing (and ranging over a map)
 			for _, n := range m.list {
 				if len(n.name) == len(inner) && n.name == string(inner) {
@@ -318,54 +313,6 @@ func (s *scanner) pointer() string {
 	return unsafe.String(unsafe.SliceData(p), len(p))
 }
 
-// skip returns the end of the JSON value at i.
-func skip(b []byte, i int) (int, error) {
-	if i >= len(b) {
-		return 0, errSyntax
-	}
-	switch c := b[i]; {
-	case c == '"':
-		for j := i + 1; j < len(b); j++ {
-			switch b[j] {
-			case '\\':
-				j++
-			case '"':
-				return j + 1, nil
-			}
-		}
-		return 0, errSyntax
-	case c == '{' || c == '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				end, err := skip(b, j)
-				if err != nil {
-					return 0, err
-				}
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1, nil
-				}
-			}
-		}
-		return 0, errSyntax
-	default:
-		j := i
-		for j < len(b) && !delim[b[j]] {
-			j++
-		}
-		if j == i {
-			return 0, errSyntax
-		}
-		return j, nil
-	}
-}
-
 func isNull(v []byte) bool { return string(v) == "null" }
 
 func kindOf(c byte) string {
@@ -397,6 +344,3 @@ func unquote(lit []byte) (string, error) {
 	}
 	return s, nil
 }
-
-// delim marks the bytes that end a number or literal.
-var delim = [256]bool{' ': true, '\t': true, '\r': true, '\n': true, ',': true, ']': true, '}': true, ':': true}

@@ -75,13 +75,32 @@ func AssociatedData(dst []byte, topic, eventID, pointer string) []byte {
 
 // Seal appends the envelope of plaintext (a JSON value's text) to dst.
 func Seal(dst []byte, a tink.AEAD, sub Subject, plaintext, ad []byte) ([]byte, error) {
-	ct, err := a.Encrypt(plaintext, ad)
+	return NewSealer(a, sub).Seal(dst, plaintext, ad)
+}
+
+// A Sealer seals the values of one subject under one key: Seal without
+// encoding the subject again for every value.
+type Sealer struct {
+	a    tink.AEAD
+	head []byte // the envelope up to its ciphertext
+}
+
+// NewSealer returns the Sealer of sub's values under a.
+func NewSealer(a tink.AEAD, sub Subject) Sealer {
+	head := append(make([]byte, 0, len(prefix)+base64.RawURLEncoding.EncodedLen(SubjectLen)+len(ctMember)), prefix...)
+	head = base64.RawURLEncoding.AppendEncode(head, sub[:])
+	return Sealer{a: a, head: append(head, ctMember...)}
+}
+
+const ctMember = `","ct":"`
+
+// Seal appends the envelope of plaintext (a JSON value's text) to dst.
+func (s Sealer) Seal(dst, plaintext, ad []byte) ([]byte, error) {
+	ct, err := s.a.Encrypt(plaintext, ad)
 	if err != nil {
 		return dst, fmt.Errorf("encrypt a personal field: %w", err)
 	}
-	dst = append(dst, prefix...)
-	dst = base64.RawURLEncoding.AppendEncode(dst, sub[:])
-	dst = append(dst, `","ct":"`...)
+	dst = append(dst, s.head...)
 	dst = base64.RawURLEncoding.AppendEncode(dst, ct)
 	return append(dst, `"}`...), nil
 }
@@ -112,7 +131,7 @@ func Parse(value []byte) (Envelope, error) {
 	if !ok {
 		return e, fmt.Errorf("envelope of an unknown version (this reader knows version %d): %.40s", Version, value)
 	}
-	sub, rest, ok := bytes.Cut(rest, []byte(`","ct":"`))
+	sub, rest, ok := bytes.Cut(rest, []byte(ctMember))
 	if !ok {
 		return e, errors.New("malformed envelope: no ciphertext")
 	}

@@ -123,6 +123,19 @@ func (s *stage) restore(ch stagedChunk, b *pendingRows, ncols int) error {
 	return nil
 }
 
+// appendRows appends src's rows to b, in memory.
+func (b *pendingRows) appendRows(src *pendingRows, ncols int) {
+	if b.bufs == nil {
+		b.bufs = &rowBuffers{oneOff: true}
+	}
+	for c := range ncols {
+		s := &src.bufs.cols[c]
+		b.bufs.cols[c].appendChunk(s.data, s.offs, s.i32, s.i64, s.valid, s.bitmap, b.rows, src.rows)
+	}
+	b.rows += src.rows
+	b.rawSize += src.rawSize
+}
+
 func firstErr(errs ...error) error {
 	for _, err := range errs {
 		if err != nil {

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -91,6 +92,37 @@ func (c *pgReplication) Receive(ctx context.Context, until time.Time) (pgproto3.
 		return nil, nil // the wake-up deadline, or a Wake: nothing arrived
 	}
 	return nil, err
+}
+
+// streamEnder is a replicationConn that can end the stream as the
+// protocol does.
+type streamEnder interface {
+	EndStream(ctx context.Context) error
+}
+
+// endStreamTimeout bounds the wait for the server's answer to CopyDone.
+const endStreamTimeout = 10 * time.Second
+
+// EndStream ends the replication stream as pg_recvlogical --endpos does:
+// CopyDone, then the server's answer, discarding what it still sent. The
+// server has then applied every status update sent before, so the slot
+// confirms what the relay acknowledged when Run returns (closing the
+// socket instead left the walsender to read the last update after the
+// process had exited: a --stop-at run was seen with its slot 100 ms
+// behind).
+func (c *pgReplication) EndStream(ctx context.Context) error {
+	deadline := time.Now().Add(endStreamTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := c.Conn().SetDeadline(deadline); err != nil {
+		return fmt.Errorf("end the replication stream: %w", err)
+	}
+	c.until = deadline
+	if _, err := pglogrepl.SendStandbyCopyDone(ctx, c.PgConn); err != nil {
+		return fmt.Errorf("end the replication stream (the server's answer to CopyDone): %w", err)
+	}
+	return nil
 }
 
 func (c *pgReplication) Close(ctx context.Context) error {

@@ -430,7 +430,14 @@ func (s *session) finish(ctx context.Context) error {
 		return err
 	}
 	s.advanceIdle()
-	return s.sendStatus(ctx)
+	if err := s.sendStatus(ctx); err != nil {
+		return err
+	}
+	if e, ok := s.conn.(streamEnder); ok && s.r.cfg.StopAt != 0 {
+		// --stop-at promises the slot at or past it when Run returns.
+		return e.EndStream(ctx)
+	}
+	return nil
 }
 
 // awaitCommits waits for the batches handed over to be durable, sending a

@@ -53,15 +53,13 @@ type Scratch struct {
 	// keys caches, without locks, the data keys this caller used lately
 	// (by topic and subject id); dropped when the key store's generation
 	// moves (an erasure), when full, and every scratchTTL.
-	keys    map[scratchKey]scratchEntry
+	keys    map[scratchKey]envelope.Sealer
 	gen     uint64
 	resetAt time.Time
 	calls   int
 }
 
 type scratchKey struct{ topic, subject string }
-
-type scratchEntry struct{ s envelope.Sealer }
 
 // Bounds of a Scratch's key cache: far below the key store's own, whose
 // TTL and erasure records still apply within scratchTTL.
@@ -73,10 +71,10 @@ const (
 // key returns the sealer of the subject's values in topic (its data key).
 func (p *Protector) key(ctx context.Context, sc *Scratch, topic string, subject []byte) (envelope.Sealer, error) {
 	if sc.calls++; sc.keys == nil || sc.calls&1023 == 0 && time.Now().After(sc.resetAt) || sc.gen != p.keys.Generation() || len(sc.keys) >= scratchKeys {
-		sc.keys, sc.gen, sc.resetAt = make(map[scratchKey]scratchEntry), p.keys.Generation(), time.Now().Add(scratchTTL)
+		sc.keys, sc.gen, sc.resetAt = make(map[scratchKey]envelope.Sealer), p.keys.Generation(), time.Now().Add(scratchTTL)
 	}
-	if e, ok := sc.keys[scratchKey{topic, unsafe.String(unsafe.SliceData(subject), len(subject))}]; ok {
-		return e.s, nil
+	if s, ok := sc.keys[scratchKey{topic, unsafe.String(unsafe.SliceData(subject), len(subject))}]; ok {
+		return s, nil
 	}
 	sub, err := p.keys.SubjectHash(subject)
 	if err != nil {
@@ -87,7 +85,7 @@ func (p *Protector) key(ctx context.Context, sc *Scratch, topic string, subject 
 		return envelope.Sealer{}, fmt.Errorf("topic %q: the key of a data subject: %w", topic, err)
 	}
 	s := envelope.NewSealer(a, sub)
-	sc.keys[scratchKey{topic, string(subject)}] = scratchEntry{s}
+	sc.keys[scratchKey{topic, string(subject)}] = s
 	return s, nil
 }
 

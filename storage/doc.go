@@ -28,12 +28,16 @@
 //
 // # Local filesystem
 //
-// Keys map to files under the root directory. PutIfAbsent writes a hidden
-// temporary file (".<name>.<uuid>.tmp") in the target directory, fsyncs it,
-// hard-links it to the final name with link(2) (which fails with EEXIST
-// instead of overwriting), removes the temporary name and fsyncs the
-// directory. It never renames, because rename(2) overwrites. Put uses
-// temporary file + fsync + rename + directory fsync; Create writes the same
+// Keys map to files under the root directory. PutIfAbsent writes an
+// unnamed file (O_TMPFILE) in the target directory, fsyncs it, names it
+// with linkat(2) (which fails with EEXIST instead of overwriting) and
+// fsyncs the directory; a directory written often has its next unnamed
+// file made ahead of time, so the inode's allocation is off the commit's
+// path (local_spare_linux.go). Where O_TMPFILE is missing it writes a
+// hidden temporary file (".<name>.<uuid>.tmp"), links it and removes the
+// temporary name. It never renames, because rename(2) overwrites. Put
+// names the unnamed file (or writes the temporary file) and renames it
+// over the target, then fsyncs the directory; Create writes the same
 // kind of temporary file as the bytes come and Commit does the rest, so a
 // large data file is written once. Missing parent
 // directories are created and made durable. Temporary files are never listed;

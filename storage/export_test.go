@@ -23,3 +23,10 @@ func SetRetryLogEvery(s *S3, d time.Duration) {
 
 // DirSyncs returns how many directory fsyncs local stores made so far.
 func DirSyncs() int64 { return dirSyncs.Load() }
+
+// WithoutSpares makes l write named temporary files only, as on a file
+// system without O_TMPFILE.
+func WithoutSpares(l *Local) { l.spares.close(); l.spares = nil }
+
+// WaitSpares returns once l makes no spare in the background.
+func WaitSpares(l *Local) { l.spares.wait() }

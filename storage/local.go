@@ -16,7 +16,8 @@ import (
 // Local is a Store on a local filesystem directory. See the package
 // documentation for how writes are made atomic and durable.
 type Local struct {
-	root string // absolute, cleaned, OS separators
+	root   string    // absolute, cleaned, OS separators
+	spares *spareSet // nil: named temporary files only
 }
 
 var _ Store = (*Local)(nil)
@@ -38,7 +39,15 @@ func NewLocal(root string) (*Local, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("local store %q: not a directory", abs)
 	}
-	return &Local{root: abs}, nil
+	return &Local{root: abs, spares: newSpareSet()}, nil
+}
+
+// Close releases the unnamed spare files the store keeps open for its
+// next puts (local_spare_linux.go). The store stays usable; a process
+// that exits needs no Close.
+func (l *Local) Close() error {
+	l.spares.close()
+	return nil
 }
 
 // Root returns the absolute root directory.

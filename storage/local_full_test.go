@@ -44,6 +44,7 @@ func tmpfsLocal(t *testing.T, opts string) (*storage.Local, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { l.Close() }) // its spare files, before the unmount
 	return l, root
 }
 
@@ -121,10 +122,12 @@ func TestLocalDiskFull(t *testing.T) {
 
 // TestLocalNoInodes: with no inode left for the link (PutIfAbsent), the
 // temporary file (Create) or a directory, the error says the disk is full
-// and nothing is left behind.
+// and nothing is left behind. Named temporary files, as on a file system
+// without O_TMPFILE (TestLocalNoInodesUnnamed covers the unnamed ones).
 func TestLocalNoInodes(t *testing.T) {
 	// 4 inodes: the root directory, two objects, and one free.
 	l, root := tmpfsLocal(t, "size=1m,nr_inodes=4")
+	storage.WithoutSpares(l)
 	ctx := t.Context()
 	for _, k := range []string{"a", "b"} {
 		if err := l.Put(ctx, k, []byte(k)); err != nil {
@@ -153,6 +156,37 @@ func TestLocalNoInodes(t *testing.T) {
 	}
 	if err := l.PutIfAbsent(ctx, "a", []byte("again")); err != nil {
 		t.Fatalf("PutIfAbsent after freeing two inodes: %v", err)
+	}
+}
+
+// TestLocalNoInodesUnnamed: a put through an unnamed file (O_TMPFILE) needs
+// one inode, its directory's next spare never takes the one a put needs,
+// and with none left the put fails saying the disk is full, leaving
+// nothing behind.
+func TestLocalNoInodesUnnamed(t *testing.T) {
+	// 3 inodes: the root directory and two objects.
+	l, root := tmpfsLocal(t, "size=1m,nr_inodes=3")
+	ctx := t.Context()
+	for _, k := range []string{"a", "b"} { // b's put also asks for a spare, which finds no inode
+		if err := l.PutIfAbsent(ctx, k, []byte(k)); err != nil {
+			t.Fatalf("PutIfAbsent(%q): %v", k, err)
+		}
+		storage.WaitSpares(l)
+	}
+	wantNoSpace(t, "PutIfAbsent", l.PutIfAbsent(ctx, "c", []byte("c")), l)
+	wantNoSpace(t, "Put", l.Put(ctx, "c", []byte("c")), l)
+	if got := filesUnder(t, root); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("after failed puts the disk holds %q, want a and b", got)
+	}
+	if err := l.Delete(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.PutIfAbsent(ctx, "c", []byte("c")); err != nil {
+		t.Fatalf("PutIfAbsent after freeing an inode: %v", err)
+	}
+	storage.WaitSpares(l)
+	if got := filesUnder(t, root); !slices.Equal(got, []string{"b", "c"}) {
+		t.Fatalf("the disk holds %q, want b and c", got)
 	}
 }
 

@@ -110,6 +110,16 @@ func (l *Local) put(key string, data []byte, exclusive bool) error {
 	if err := l.mkdirs(dir); err != nil {
 		return err
 	}
+	if f, err := l.spares.take(dir); err != nil {
+		return err
+	} else if f != nil {
+		err := putUnnamed(f, dir, target, data, exclusive)
+		if err == nil || errors.Is(err, os.ErrExist) {
+			return err
+		}
+		// A spare made in a directory since replaced, or a failed write:
+		// one more try the named way, which reports the error plainly.
+	}
 	tmp := filepath.Join(dir, tempName(filepath.Base(target)))
 	if err := writeSynced(tmp, data); err != nil {
 		os.Remove(tmp)
@@ -131,6 +141,39 @@ func (l *Local) put(key string, data []byte, exclusive bool) error {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// putUnnamed writes data to the unnamed file f, fsyncs it and names it
+// target: linkat(2) when exclusive (os.ErrExist if taken), else linkat to a
+// temporary name and rename(2) over target. It closes f.
+func putUnnamed(f *os.File, dir, target string, data []byte, exclusive bool) error {
+	defer f.Close()
+	if err := writeAll(f, data); err != nil {
+		return err
+	}
+	if exclusive {
+		if err := linkUnnamed(f, target); err != nil {
+			return err
+		}
+		return syncDir(dir)
+	}
+	tmp := filepath.Join(dir, tempName(filepath.Base(target)))
+	if err := linkUnnamed(f, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
+}
+
+// writeAll writes data to f and fsyncs it.
+func writeAll(f *os.File, data []byte) error {
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // writeSynced creates path exclusively, writes data and fsyncs it.

@@ -41,6 +41,7 @@ func (b *batch) writer(name string) *topic.FileWriter {
 	if w == nil {
 		opts := b.s.opts.Files
 		opts.DeadLetter = name == outbox.DeadLetterTopic
+		opts.BufferHint = b.s.bufferHint(name)
 		w = topic.NewFileWriter(b.s.sub(name), opts)
 		b.writers[name] = w
 	}
@@ -107,6 +108,7 @@ func (b *batch) Prepare(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("write files of topic %q: %w", name, err)
 	}
+	b.s.noteBuffers(name, w.BufferCap())
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.prepared[name] = files{adds: adds, rows: rows}

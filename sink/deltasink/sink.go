@@ -54,6 +54,9 @@ type Sink struct {
 
 	mu     sync.Mutex
 	tables map[string]*delta.Table // handles of the tables this process writes
+	// bufferHints is, per topic, the capacity of the row buffers its
+	// last batch's writer released (topic.FileOptions.BufferHint).
+	bufferHints map[string]int
 
 	checkpointGate *delta.CheckpointGate // the tables' background checkpoints take turns
 }
@@ -69,7 +72,7 @@ func New(root storage.Store, opts Options) *Sink {
 		opts.PendingBudget = 16 << 20
 	}
 	opts.Files.Source = opts.AppID // every row says which source wrote it
-	return &Sink{root: root, opts: opts, tables: map[string]*delta.Table{}, checkpointGate: delta.NewCheckpointGate()}
+	return &Sink{root: root, opts: opts, tables: map[string]*delta.Table{}, bufferHints: map[string]int{}, checkpointGate: delta.NewCheckpointGate()}
 }
 
 func (s *Sink) tableOpts() delta.Options {
@@ -222,4 +225,19 @@ func (s *Sink) Close(ctx context.Context) {
 	case <-done:
 	case <-ctx.Done():
 	}
+}
+
+// bufferHint is the topic's topic.FileOptions.BufferHint.
+func (s *Sink) bufferHint(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bufferHints[name]
+}
+
+// noteBuffers records the capacity of the row buffers the topic's writer
+// released, the next writer's hint.
+func (s *Sink) noteBuffers(name string, capacity int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bufferHints[name] = capacity
 }

@@ -354,3 +354,46 @@ func TestRowBufferPoolBounded(t *testing.T) {
 		t.Fatalf("Get(%d) returned a set of %d bytes", freshSetBytes, got.capBytes())
 	}
 }
+
+// TestBufferHintReusesTopicBuffers: a topic's next writer, given the
+// capacity its last writer released (BufferCap as BufferHint), takes those
+// buffers back from the pool instead of growing new ones from nothing;
+// a writer without a hint does not take them.
+func TestBufferHintReusesTopicBuffers(t *testing.T) {
+	emptyRowBufferPool(t)
+	t.Cleanup(func() { emptyRowBufferPool(t) })
+	st := newLocalStore(t)
+	ev := func(n int) *outbox.Event {
+		return &outbox.Event{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", n), Topic: "t", Key: "k", Type: "T", SchemaVersion: 1,
+			Payload: `{"order":` + fmt.Sprint(n) + `,"note":"` + strings.Repeat("x", 300) + `"}`, CommitLSN: 1, CommitTime: base, OccurredAt: base}
+	}
+	first := NewFileWriter(st, FileOptions{})
+	for n := range 5000 {
+		if err := first.Append(ev(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := first.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hint := first.BufferCap()
+	if hint < 1<<20 {
+		t.Fatalf("the first writer released %d bytes of buffers, want at least 1 MiB for the test to mean anything", hint)
+	}
+	other := NewFileWriter(st, FileOptions{})
+	if err := other.Append(ev(0)); err != nil {
+		t.Fatal(err)
+	}
+	if held := other.rows.heldBytes(); held >= int64(hint) {
+		t.Fatalf("a writer without a hint holds %d bytes of buffers: it took the %d-byte set", held, hint)
+	}
+	next := NewFileWriter(st, FileOptions{BufferHint: hint})
+	if err := next.Append(ev(0)); err != nil {
+		t.Fatal(err)
+	}
+	if held := next.rows.heldBytes(); held != int64(hint) {
+		t.Fatalf("the topic's next writer holds %d bytes of buffers, want the %d its last writer released", held, hint)
+	}
+	other.Abort()
+	next.Abort()
+}

@@ -70,8 +70,8 @@ type rowBufferFree struct {
 // about what a row group of a few rows grows on its own.
 const freshSetBytes = 32 << 10
 
-// Get returns a set of empty buffers: the last one released whose
-// capacity is at most limit, or a new one. The limit is what the writer
+// Get returns a set of empty buffers: the largest released whose
+// capacity is at most limit (the newest of equals), or a new one. The limit is what the writer
 // itself held last (pendingRows.lastCap): a writer whose row groups are
 // large gets large buffers back, while a writer starting with a row or two
 // (a topic of the next batch) does not take, and hold uncounted, buffers
@@ -80,19 +80,21 @@ const freshSetBytes = 32 << 10
 func (f *rowBufferFree) Get(limit int) *rowBuffers {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	best, bestSize := -1, -1
 	for i := len(f.free) - 1; i >= 0; i-- {
-		b := f.free[i]
-		size := b.capBytes()
-		if size > limit {
-			continue
+		if size := f.free[i].capBytes(); size <= limit && size > bestSize {
+			best, bestSize = i, size
 		}
-		copy(f.free[i:], f.free[i+1:])
-		f.free[len(f.free)-1] = nil
-		f.free = f.free[:len(f.free)-1]
-		f.bytes -= size
-		return b
 	}
-	return new(rowBuffers)
+	if best < 0 {
+		return new(rowBuffers)
+	}
+	b := f.free[best]
+	copy(f.free[best:], f.free[best+1:])
+	f.free[len(f.free)-1] = nil
+	f.free = f.free[:len(f.free)-1]
+	f.bytes -= bestSize
+	return b
 }
 
 // buffers makes sure b has buffers for its next row.

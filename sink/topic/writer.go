@@ -49,6 +49,13 @@ type FileOptions struct {
 	// beyond it the file is written to the store as it grows
 	// (storage.Store.Create) and committed on Close.
 	MemoryBuffer int64
+	// BufferHint is the capacity of the row buffers this topic's writer
+	// last released (FileWriter.BufferCap of the previous batch's writer):
+	// the writer may take buffers that large from the shared pool for its
+	// first row group, instead of growing small ones from nothing batch
+	// after batch (a copy of every pending byte and a collection's worth
+	// of garbage each time). Zero: small buffers only.
+	BufferHint int
 }
 
 func (o FileOptions) withDefaults() FileOptions {
@@ -103,9 +110,13 @@ func NewFileWriter(store storage.Store, opts FileOptions) *FileWriter {
 		opts:  opts,
 		cols:  tableColumns(opts.DeadLetter),
 		enc:   fileEncoding(opts.DeadLetter),
-		rows:  new(pendingRows),
+		rows:  &pendingRows{lastCap: opts.BufferHint},
 	}
 }
+
+// BufferCap is the capacity of the row buffers the writer last released:
+// after Close, the BufferHint for the topic's next writer.
+func (w *FileWriter) BufferCap() int { return w.rows.lastCap }
 
 // Rows returns the number of rows appended so far.
 func (w *FileWriter) Rows() int { return w.total }

@@ -77,7 +77,14 @@ func DefaultConfig() Config {
 		Slot:           "deltabus",
 		Publication:    "deltabus",
 		BatchMaxEvents: 50_000,
-		BatchMaxBytes:  64 << 20,
+		// Half the Delta sink's memory budget (16 MiB of pending rows
+		// and in-memory files, deltasink.Options.PendingBudget): a
+		// batch's rows take more than their payload bytes (ids, keys,
+		// buffer growth), and a batch past the budget pays for staging
+		// rows and writing files early. At 64 MiB a drain of ~600-byte
+		// payloads (two encrypted fields) spent about a tenth more relay CPU
+		// per event (docs/benchmarks.md, "Personal data").
+		BatchMaxBytes: 8 << 20,
 		// No BatchMaxDelay: group commit. A 30 ms delay gave p50 25 ms
 		// and p99 68 ms at 2,000 tx/s on local disk, where a commit takes
 		// a few milliseconds (docs/benchmarks.md).

@@ -63,16 +63,28 @@ const keptBufferBytes = 32 << 20
 // keptBufferBytes of capacity.
 type rowBufferFree struct {
 	mu    sync.Mutex
-	free  []*rowBuffers
+	free  []freeSet
 	bytes int
 }
+
+// freeSet is a released set and its capacity.
+type freeSet struct {
+	b    *rowBuffers
+	size int
+}
+
+// getScan bounds how many of the newest sets Get looks at: a free list of
+// a thousand small sets (a batch over many topics) is not scanned for
+// every writer.
+const getScan = 64
 
 // freshSetBytes is the capacity any writer may take from the free list:
 // about what a row group of a few rows grows on its own.
 const freshSetBytes = 32 << 10
 
-// Get returns a set of empty buffers: the largest released whose
-// capacity is at most limit (the newest of equals), or a new one. The limit is what the writer
+// Get returns a set of empty buffers: the largest of the getScan newest
+// released whose capacity is at most limit (the newest of equals), or a
+// new one. The limit is what the writer
 // itself held last (pendingRows.lastCap): a writer whose row groups are
 // large gets large buffers back, while a writer starting with a row or two
 // (a topic of the next batch) does not take, and hold uncounted, buffers
@@ -81,21 +93,19 @@ const freshSetBytes = 32 << 10
 func (f *rowBufferFree) Get(limit int) *rowBuffers {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	best, bestSize := -1, -1
-	for i := len(f.free) - 1; i >= 0; i-- {
-		if size := f.free[i].capBytes(); size <= limit && size > bestSize {
-			best, bestSize = i, size
+	best := -1
+	for i := len(f.free) - 1; i >= max(0, len(f.free)-getScan); i-- {
+		if size := f.free[i].size; size <= limit && (best < 0 || size > f.free[best].size) {
+			best = i
 		}
 	}
 	if best < 0 {
 		return new(rowBuffers)
 	}
-	b := f.free[best]
-	copy(f.free[best:], f.free[best+1:])
-	f.free[len(f.free)-1] = nil
-	f.free = f.free[:len(f.free)-1]
-	f.bytes -= bestSize
-	return b
+	set := f.free[best]
+	f.free = slices.Delete(f.free, best, best+1)
+	f.bytes -= set.size
+	return set.b
 }
 
 // buffers makes sure b has buffers for its next row.
@@ -114,7 +124,7 @@ func (f *rowBufferFree) Put(b *rowBuffers) {
 	if f.bytes+size > keptBufferBytes {
 		return
 	}
-	f.free = append(f.free, b)
+	f.free = append(f.free, freeSet{b, size})
 	f.bytes += size
 }
 

@@ -84,12 +84,12 @@ const freshSetBytes = 32 << 10
 
 // Get returns a set of empty buffers: the largest of the getScan newest
 // released whose capacity is at most limit (the newest of equals), or a
-// new one. The limit is what the writer
-// itself held last (pendingRows.lastCap): a writer whose row groups are
-// large gets large buffers back, while a writer starting with a row or two
-// (a topic of the next batch) does not take, and hold uncounted, buffers
-// a larger row group left: its PendingBytes counts its rows, not the
-// capacity it holds, and a thousand such topics held 300 MiB.
+// new one. The limit is what the writer, or its topic's writer of the
+// previous batch (FileOptions.BufferHint), held last (pendingRows.lastCap):
+// a topic whose row groups are large gets large buffers back, while a
+// topic starting with a row or two does not take, and hold uncounted,
+// buffers a larger row group left: its PendingBytes counts its rows, not
+// the capacity it holds, and a thousand such topics held 300 MiB.
 func (f *rowBufferFree) Get(limit int) *rowBuffers {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -253,3 +253,52 @@ func TestLastCheckpointNeverMovesBack(t *testing.T) {
 		t.Fatalf("snapshot after: %v %v", s, err)
 	}
 }
+
+// TestCheckpointAmortizedOverLargeTables: a table holding more live files
+// than ten intervals' worth is checkpointed only once the commits since the
+// last checkpoint number a tenth of its files, and a reopened handle
+// counts from the checkpoint it loaded.
+func TestCheckpointAmortizedOverLargeTables(t *testing.T) {
+	ctx := context.Background()
+	store := newDirStore(t, "")
+	store.sync = false
+	tbl := newTestTable(t, store, 10)
+	big := make([]Add, 200)
+	for i := range big {
+		big[i] = testAdd(int64(10_000 + i))
+	}
+	commit := func(tbl *Table, v int64, adds []Add) {
+		t.Helper()
+		got, err := tbl.Commit(ctx, CommitActions{Adds: adds, Txn: &Txn{AppID: "app", Version: v}})
+		if err != nil || got != v {
+			t.Fatalf("commit %d: v=%d err=%v", v, got, err)
+		}
+	}
+	commit(tbl, 1, big) // 200 files: a checkpoint every 20+ commits, not every 10
+	for v := int64(2); v <= 60; v++ {
+		commit(tbl, v, []Add{testAdd(v)})
+	}
+	// Files at version v: 200 + (v-1). Due when (v - last) * 10 >= files:
+	// at 30 (300 >= 229), then at 60 (300 >= 259); never at 10, 20, 40, 50.
+	want := map[int64]bool{30: true, 60: true}
+	for v := int64(10); v <= 60; v += 10 {
+		_, err := store.Get(ctx, CheckpointKey(v))
+		if got := err == nil; got != want[v] {
+			t.Errorf("checkpoint at %d: exists=%v, want %v", v, got, want[v])
+		}
+	}
+	// A new handle starts from the loaded checkpoint (60): 70, 80 are too
+	// soon for 260+ files, 90 is due (300 >= 289).
+	tbl2, err := OpenTable(ctx, store, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := int64(61); v <= 90; v++ {
+		commit(tbl2, v, []Add{testAdd(v)})
+	}
+	for v, want := range map[int64]bool{70: false, 80: false, 90: true} {
+		if _, err := store.Get(ctx, CheckpointKey(v)); (err == nil) != want {
+			t.Errorf("after reopen, checkpoint at %d: exists=%v, want %v", v, err == nil, want)
+		}
+	}
+}

@@ -38,6 +38,8 @@ type batch struct {
 	lastTime  time.Time     // commit time of the last transaction
 	trace     batchTrace    // its span and producer links (trace.go)
 	startedAt time.Time     // when the committer began writing its files
+	filedAt   time.Time     // when its data files were written
+	loggingAt time.Time     // when the logs stage began its log entries
 }
 
 // share is one topic's rows in a batch.

@@ -92,6 +92,7 @@ func (c *committer) runFiles(ctx context.Context) {
 			c.fail(err)
 			c.drop(b)
 		} else {
+			b.filedAt = time.Now()
 			c.logs <- b
 		}
 		c.busy.Store(false)
@@ -241,6 +242,7 @@ func (c *committer) prepareBatch(ctx context.Context, b *batch) error {
 
 func (c *committer) commitBatch(ctx context.Context, b *batch) (err error) {
 	start := b.startedAt
+	b.loggingAt = time.Now()
 	ctx = b.trace.commitContext(ctx, b)
 	defer func() { b.trace.end(b, err) }()
 	g, gctx := errgroup.WithContext(ctx)

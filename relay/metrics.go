@@ -21,6 +21,7 @@ type Metrics struct {
 	events, commits metric.Int64Counter // by topic
 	lastCommit      metric.Float64Gauge // unix seconds of the last commit, by topic
 	batchSeconds    metric.Float64Histogram
+	stageSeconds    metric.Float64Histogram // a batch's time in each stage, by stage (batchStages)
 	latency         metric.Float64Histogram // source commit -> Delta commit, per batch's last transaction
 
 	deadLetters, skippedEvents, reconnects, watermarksIgnored, races, streamTimeouts atomic.Int64
@@ -42,12 +43,15 @@ type Metrics struct {
 func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	meter := mp.Meter("github.com/deltabus/deltabus/relay")
 	m := &Metrics{pausedAt: map[string]uint64{}}
-	var errs [18]error // 16 in use
+	var errs [18]error // 17 in use
 	m.events, errs[0] = meter.Int64Counter("deltabus_events_committed_total", metric.WithDescription("Events committed to Delta topic tables."))
 	m.commits, errs[1] = meter.Int64Counter("deltabus_delta_commits_total", metric.WithDescription("Delta commits, by topic."))
 	m.lastCommit, errs[2] = meter.Float64Gauge("deltabus_last_commit_timestamp_seconds", metric.WithDescription("Unix time of the last Delta commit, by topic."), metric.WithUnit("s"))
 	m.batchSeconds, errs[3] = meter.Float64Histogram("deltabus_batch_commit_seconds", metric.WithDescription("Time to commit one batch to every topic."),
 		metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(exponentialBuckets(0.002, 2, 14)...))
+	m.stageSeconds, errs[16] = meter.Float64Histogram("deltabus_batch_stage_seconds",
+		metric.WithDescription("Time a batch spent in each stage of the commit pipeline: open (first row received to handed to the committer), files (data files written), queued (waiting for the previous batch's log entries), logs (log entries durable)."),
+		metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(exponentialBuckets(0.0005, 2, 14)...))
 	m.latency, errs[4] = meter.Float64Histogram("deltabus_end_to_end_seconds", metric.WithDescription("Source commit to Delta commit, for the last transaction of each batch."),
 		metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(exponentialBuckets(0.005, 2, 14)...))
 	counters := []struct {
@@ -186,9 +190,36 @@ func (m *Metrics) batchCommitted(b *batch, took time.Duration) {
 	}
 	ctx := context.Background()
 	m.batchSeconds.Record(ctx, took.Seconds())
+	for _, st := range batchStages(b, time.Now()) {
+		m.stageSeconds.Record(ctx, st.d.Seconds(), st.attr)
+	}
 	if !b.lastTime.IsZero() && b.events > 0 {
 		m.latency.Record(ctx, time.Since(b.lastTime).Seconds())
 	}
+}
+
+var (
+	stageOpen   = metric.WithAttributes(attribute.String("stage", "open"))
+	stageFiles  = metric.WithAttributes(attribute.String("stage", "files"))
+	stageQueued = metric.WithAttributes(attribute.String("stage", "queued"))
+	stageLogs   = metric.WithAttributes(attribute.String("stage", "logs"))
+)
+
+type stageTime struct {
+	attr metric.RecordOption
+	d    time.Duration
+}
+
+// batchStages splits a batch made durable at done into the pipeline's
+// stages (the committer's doc): where a batch's latency went. A batch of
+// carried rows only has no open stage.
+func batchStages(b *batch, done time.Time) []stageTime {
+	out := make([]stageTime, 0, 4)
+	if !b.openedAt.IsZero() && !b.startedAt.Before(b.openedAt) {
+		out = append(out, stageTime{stageOpen, b.startedAt.Sub(b.openedAt)})
+	}
+	return append(out, stageTime{stageFiles, b.filedAt.Sub(b.startedAt)},
+		stageTime{stageQueued, b.loggingAt.Sub(b.filedAt)}, stageTime{stageLogs, done.Sub(b.loggingAt)})
 }
 
 func (m *Metrics) acknowledged(lsn uint64) {

@@ -92,38 +92,3 @@ func syntheticTable(b *testing.B, versions, interval int64) *dirStore {
 	}
 	return store
 }
-
-// BenchmarkCommitManyFiles commits one-add versions into a table that
-// already holds 5,000 live files (compaction behind, a stream of small
-// commits), checkpoints written in line: the checkpoint's share of each
-// commit is what checkpointAmortization bounds. It reports the checkpoints
-// written and the checkpoint rows encoded per commit.
-func BenchmarkCommitManyFiles(b *testing.B) {
-	ctx := context.Background()
-	store := newDirStore(b, "")
-	store.sync = false
-	tbl := newTestTable(b, store, 100)
-	seed := make([]Add, 5000)
-	for i := range seed {
-		seed[i] = testAdd(int64(1_000_000 + i))
-	}
-	if _, err := tbl.Commit(ctx, CommitActions{Adds: seed, Txn: &Txn{AppID: "bench", Version: 1}}); err != nil {
-		b.Fatal(err)
-	}
-	before := tbl.lastCheckpoint
-	checkpoints, rows := 0, 0
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := tbl.Commit(ctx, CommitActions{Adds: []Add{testAdd(int64(i))}, Txn: &Txn{AppID: "bench", Version: int64(i + 2)}}); err != nil {
-			b.Fatal(err)
-		}
-		if tbl.lastCheckpoint != before {
-			checkpoints++
-			rows += len(tbl.snap.Files)
-			before = tbl.lastCheckpoint
-		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(checkpoints), "checkpoints")
-	b.ReportMetric(float64(rows)/float64(b.N), "checkpoint-rows/commit")
-}

@@ -319,12 +319,11 @@ func (t *Table) put(ctx context.Context, v int64, data []byte) error {
 // commit does not wait for it.
 func (t *Table) maybeCheckpoint(ctx context.Context) {
 	v := t.snap.Version
-	if v == 0 || v%CheckpointInterval(t.snap.Metadata) != 0 || !t.checkpointDue(v) {
+	if v == 0 || v%CheckpointInterval(t.snap.Metadata) != 0 {
 		return
 	}
 	t.snap.expireTombstones(t.opts.Now())
 	if !t.opts.AsyncCheckpoints {
-		t.lastCheckpoint = v
 		t.writeCheckpoint(ctx, t.snap)
 		return
 	}
@@ -332,7 +331,6 @@ func (t *Table) maybeCheckpoint(ctx context.Context) {
 		t.opts.Logger.Debug("delta: checkpoint skipped, previous one still being written", "table", t.store.String(), "version", v)
 		return
 	}
-	t.lastCheckpoint = v
 	snap := t.snap.clone()
 	t.checkpoints.Add(1)
 	go func() {
@@ -347,25 +345,6 @@ func (t *Table) maybeCheckpoint(ctx context.Context) {
 		defer t.opts.CheckpointGate.leave(time.Now())
 		t.writeCheckpoint(cctx, snap)
 	}()
-}
-
-// checkpointAmortization bounds a checkpoint's cost per commit: a
-// checkpoint rewrites every live file's add, so one is written only once
-// the commits since the last one number at least a tenth of the table's
-// live files (at most ten rows re-encoded per commit, on average). A
-// table whose compaction keeps it to fewer than ten intervals' worth of
-// files (1,000 at the default 100) is checkpointed at every interval; a
-// table of 10,000 files at every 1,000 commits, so a stream of small
-// commits does not spend its writer's CPU re-encoding a growing table
-// every hundred versions, while a reader's JSON tail stays a tenth of the
-// rows it reads from the checkpoint.
-const checkpointAmortization = 10
-
-// checkpointDue reports whether version v has enough commits since the
-// last checkpoint for its table's size (checkpointAmortization).
-func (t *Table) checkpointDue(v int64) bool {
-	since := v - max(t.lastCheckpoint, 0)
-	return since*checkpointAmortization >= int64(len(t.snap.Files))
 }
 
 func (t *Table) writeCheckpoint(ctx context.Context, snap *Snapshot) {

@@ -86,10 +86,7 @@
 //     only while unused.
 //
 // After committing version v with v % delta.checkpointInterval == 0 (default
-// 10), once the commits since the last checkpoint number at least a tenth
-// of the table's live files (so that a stream of small commits into a
-// table of many files re-encodes about ten rows per commit, not the whole
-// table every interval; checkpointAmortization), the handle writes a classic checkpoint in delta-spark's physical
+// 10), the handle writes a classic checkpoint in delta-spark's physical
 // layout: protocol, metaData, txns, domains and the adds sorted by path in
 // the first row group(s), then the tombstones removed inside
 // delta.deletedFileRetentionDuration, sorted by path, in row groups of
@@ -99,9 +96,8 @@
 // numOfAddFiles}. The handle forgets expired tombstones at each
 // checkpoint, so its memory does not grow with every file ever removed. A
 // checkpoint failure is logged and never fails the commit. Loading a
-// snapshot therefore reads one checkpoint and fewer than interval commits
-// (or a tenth of the checkpoint's files, when that is more), whatever the
-// age of the table.
+// snapshot therefore reads one checkpoint and fewer than interval commits,
+// whatever the age of the table.
 //
 // # Maintenance
 //

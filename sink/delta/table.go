@@ -94,10 +94,6 @@ type Table struct {
 	// reload, a commit of ours, or a catch-up), by the monotonic clock.
 	synced time.Time
 
-	// lastCheckpoint is the newest checkpoint version known: loaded, or
-	// last begun by this handle (-1: none).
-	lastCheckpoint int64
-
 	lostRaces     atomic.Int64   // commits retried at the next version (LostRaces)
 	checkpointing atomic.Bool    // a background checkpoint is being written
 	checkpoints   sync.WaitGroup // background checkpoints in flight
@@ -107,7 +103,7 @@ type Table struct {
 // append to safely (CheckWritable).
 func OpenTable(ctx context.Context, store storage.Store, opts Options) (*Table, error) {
 	opts.defaults()
-	t := &Table{store: store, opts: opts, lastCheckpoint: -1}
+	t := &Table{store: store, opts: opts}
 	if err := t.reload(ctx); err != nil {
 		return nil, err
 	}
@@ -132,7 +128,6 @@ func (t *Table) reload(ctx context.Context) error {
 		return fmt.Errorf("open table %s: %w", t.store, err)
 	}
 	t.snap, t.stale, t.synced = snap, false, time.Now()
-	t.lastCheckpoint = max(t.lastCheckpoint, snap.CheckpointVersion)
 	return nil
 }
 

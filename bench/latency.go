@@ -12,6 +12,7 @@ import (
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/pgcluster"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
@@ -64,7 +65,17 @@ func (b *bench) latency(ctx context.Context) error {
 	if b.o.LatencyStore != "" {
 		dir = b.o.LatencyStore // e.g. s3://bucket/prefix, with DELTABUS_S3_* and AWS_* in the environment
 	}
-	p, err := b.startRelay(dsn, dir, "deltabus", nil)
+	// The relay's metrics, for where its batches' time went.
+	metrics, extra := os.Getenv("DELTABUS_BENCH_METRICS"), []string(nil)
+	if metrics == "" {
+		port, err := pgcluster.FreePort()
+		if err != nil {
+			return err
+		}
+		metrics = fmt.Sprintf("127.0.0.1:%d", port)
+		extra = []string{"--metrics-addr", metrics}
+	}
+	p, err := b.startRelay(dsn, dir, "deltabus", nil, extra...)
 	if err != nil {
 		return err
 	}
@@ -94,6 +105,10 @@ func (b *bench) latency(ctx context.Context) error {
 		return err
 	}
 	if err := b.waitConfirmed(ctx, dsn, end); err != nil {
+		return err
+	}
+	stages, err := scrapeStages(ctx, metrics)
+	if err != nil {
 		return err
 	}
 	_ = p.Process.Signal(syscall.SIGTERM)
@@ -126,6 +141,8 @@ func (b *bench) latency(ctx context.Context) error {
 		name = "latency"
 	}
 	res := latencyResult(name, store.String(), b.o.Rate, achieved, b.o.LatencyFor, lat)
+	res.Stages = stages
+	fmt.Fprintln(b.out, formatStages(stages))
 	// The disk's own floor, in the same run: on local disk in the store's
 	// file system, on S3 in the temporary folder (the S3 server's disk
 	// here).

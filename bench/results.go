@@ -141,6 +141,8 @@ type LatencyResult struct {
 	Histogram   Histogram          `json:"histogram"`
 	// Disk is the local disk's floor, measured right after the run.
 	Disk *DiskFloor `json:"disk,omitempty"`
+	// Stages is where the relay's batches spent their time.
+	Stages []StageTime `json:"stages,omitempty"`
 }
 
 // Histogram counts values in buckets of equal width from 0; the last

@@ -54,9 +54,11 @@
 // {appId, version = c(last transaction of B)}; batches are committed one
 // after another. Write v(t) for topic t's txn version of our appId.
 //
-// Group commit pipelines two batches: the relay writes batch B+1's data
-// files while B's log entries are being made durable, and closes B+1 as
-// soon as the file stage is free (no timer). Only the data files overlap:
+// Group commit closes a batch as soon as the file stage is free (no
+// timer). By default the file stage takes batch B+1 only once B is
+// durable, so one batch is in flight. With --commit-overlap it pipelines
+// two batches: the relay writes batch B+1's data files while B's log
+// entries are being made durable. Only the data files overlap:
 // the log entries of B+1 are written after every topic commit of B has
 // returned, by one goroutine that takes batches in order, and B+1 is
 // aborted (its files left as orphans, no log entry) when any commit of B

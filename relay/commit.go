@@ -14,9 +14,9 @@ import (
 	"github.com/deltabus/deltabus/sink"
 )
 
-// committer turns batches into sink commits in two stages that overlap,
-// each running in its own goroutine so that the receive loop keeps
-// reading (and answering keepalives) meanwhile:
+// committer turns batches into sink commits in two stages, each running
+// in its own goroutine so that the receive loop keeps reading (and
+// answering keepalives) meanwhile:
 //
 //   - files writes a batch's data files (sink.Batch.Prepare), its topics
 //     in parallel: nothing a reader sees;
@@ -25,12 +25,19 @@ import (
 //     advances the durable position only after every topic commit of the
 //     batch has returned.
 //
-// So batch N+1's files are written while batch N's log entries are made
-// durable. The session hands a batch over as soon as files is free to
-// take it (group commit: free), not when a timer fires; files stays busy
-// until logs has taken its batch, so at most two batches are in flight
-// and, under load, the open batch grows while they commit. The committer
-// wakes the session (wake) when files becomes free or a batch is durable.
+// The session hands a batch over as soon as files is free to take it
+// (group commit: free), not when a timer fires, and under load the open
+// batch grows while the previous one commits. By default files stays busy
+// until logs is done with its batch, so one batch is in flight and the
+// two stages never write at once: on a disk (and on an S3 server with
+// one), puts issued together queue for the same device, so overlapping
+// the stages made each slower and the latency worse (docs/benchmarks.md,
+// "Commit stages one after the other"). With Config.CommitOverlap, files
+// is free once logs has taken its batch: batch N+1's files are written
+// while batch N's log entries are made durable, at most two batches are
+// in flight, for stores whose requests do not share a device. The
+// committer wakes the session (wake) when files becomes free or a batch
+// is durable.
 //
 // A failed stage fails the committer: failed() reports the error at once,
 // trySubmit refuses further batches, and every batch handed over and not
@@ -48,6 +55,12 @@ type committer struct {
 	waiting atomic.Bool
 	wake    func()        // wakes the session's receive loop
 	idleC   chan struct{} // signalled (non-blocking) when files is free or a batch is done
+	// overlap (Config.CommitOverlap): files takes the next batch as soon
+	// as logs has taken its batch. Without it, files waits on loggedC
+	// until logs is done with its batch, so the two stages never write at
+	// once.
+	overlap bool
+	loggedC chan struct{}
 
 	errOnce   sync.Once
 	err       error
@@ -63,7 +76,8 @@ func newCommitter(r *Relay, start pglogrepl.LSN, wake func()) *committer {
 		wake = func() {}
 	}
 	c := &committer{r: r, in: make(chan *batch), logs: make(chan *batch), wake: wake,
-		idleC: make(chan struct{}, 1), failC: make(chan struct{}), done: make(chan struct{})}
+		idleC: make(chan struct{}, 1), failC: make(chan struct{}), done: make(chan struct{}),
+		overlap: r.cfg.CommitOverlap, loggedC: make(chan struct{}, 1)}
 	c.durable.Store(uint64(start))
 	return c
 }
@@ -94,6 +108,9 @@ func (c *committer) runFiles(ctx context.Context) {
 		} else {
 			b.filedAt = time.Now()
 			c.logs <- b
+			if !c.overlap {
+				<-c.loggedC
+			}
 		}
 		c.busy.Store(false)
 		c.signal(c.waiting.Swap(false))
@@ -105,15 +122,24 @@ func (c *committer) runLogs(ctx context.Context) {
 	for b := range c.logs {
 		if c.failed() != nil {
 			c.drop(b)
+			if !c.overlap {
+				c.loggedC <- struct{}{}
+			}
 			continue
 		}
 		if err := c.commitBatch(ctx, b); err != nil {
 			c.fail(err)
 			c.drop(b)
+			if !c.overlap {
+				c.loggedC <- struct{}{}
+			}
 			continue
 		}
 		c.pending.Add(-1)
 		c.signal(true) // the session acknowledges what is now durable
+		if !c.overlap {
+			c.loggedC <- struct{}{}
+		}
 	}
 }
 

@@ -40,7 +40,14 @@ type Config struct {
 	// interval commits at once. 0 takes the store's default
 	// (DefaultS3CommitInterval on S3, none on local disk); negative: none.
 	TopicCommitInterval time.Duration
-	StatusInterval      time.Duration // standby status update period
+	// CommitOverlap writes the next batch's data files while the previous
+	// batch's log entries are made durable (two batches in flight). Off,
+	// the default: a batch's files and log entries are written one stage
+	// after the other and the next batch waits, which was faster on local
+	// disk and on versitygw, where the two stages' writes queue for one
+	// device (the committer's doc).
+	CommitOverlap  bool
+	StatusInterval time.Duration // standby status update period
 	// StreamTimeout is how long the replication stream may stay silent,
 	// a reply having been asked for, before the session is declared dead
 	// and a new one starts (liveness.go). 0 derives it from the server's

@@ -12,10 +12,10 @@ import (
 	"github.com/deltabus/deltabus/sink/sinktest"
 )
 
-// pipelined starts a group-commit harness (no batch delay) whose first
-// topic commit blocks until release says how it ends, and whose Prepares
-// are reported on prepared.
-func pipelined(t *testing.T) (h *harness, first chan struct{}, release chan error, prepared chan pglogrepl.LSN) {
+// pipelined starts a group-commit harness (no batch delay; the stages
+// overlapping or not) whose first topic commit blocks until release says
+// how it ends, and whose Prepares are reported on prepared.
+func pipelined(t *testing.T, overlap bool) (h *harness, first chan struct{}, release chan error, prepared chan pglogrepl.LSN) {
 	mem := sinktest.NewMemory()
 	first, release = make(chan struct{}), make(chan error, 1)
 	prepared = make(chan pglogrepl.LSN, 16)
@@ -37,7 +37,7 @@ func pipelined(t *testing.T) (h *harness, first chan struct{}, release chan erro
 		prepared <- 0
 		return nil
 	}
-	h = newHarness(t, mem, 0x1000, func(c *Config) { c.BatchMaxDelay = 0 })
+	h = newHarness(t, mem, 0x1000, func(c *Config) { c.BatchMaxDelay, c.CommitOverlap = 0, overlap })
 	return h, first, release, prepared
 }
 
@@ -58,7 +58,7 @@ func waitPrepared(t *testing.T, prepared chan pglogrepl.LSN, n int) {
 // its commit waits until the previous batch is durable: both land in
 // order and the acknowledgement follows.
 func TestPipelinedBatchCommitsAfterThePrevious(t *testing.T) {
-	h, first, release, prepared := pipelined(t)
+	h, first, release, prepared := pipelined(t, true)
 	h.src.tx("orders")
 	<-first // batch 1 is in its log stage
 	waitPrepared(t, prepared, 1)
@@ -84,7 +84,7 @@ func TestPipelinedBatchCommitsAfterThePrevious(t *testing.T) {
 // When the previous batch's commit fails, the pipelined batch whose files
 // are already written is never committed and nothing is acknowledged.
 func TestPipelinedBatchIsAbortedWhenThePreviousFails(t *testing.T) {
-	h, first, release, prepared := pipelined(t)
+	h, first, release, prepared := pipelined(t, true)
 	h.src.tx("orders")
 	<-first
 	waitPrepared(t, prepared, 1)
@@ -100,5 +100,32 @@ func TestPipelinedBatchIsAbortedWhenThePreviousFails(t *testing.T) {
 	}
 	if got := h.conn.ack(); got > 0x1000 {
 		t.Fatalf("acknowledged %s, want nothing past the start 0/1000", got)
+	}
+}
+
+// By default the stages do not overlap: while batch 1's log entries are
+// being made durable, batch 2 (already received) has no files written;
+// once batch 1 is durable, batch 2 is written and committed after it, in
+// order.
+func TestSerialStagesWriteTheNextBatchAfterThePrevious(t *testing.T) {
+	h, first, release, prepared := pipelined(t, false)
+	h.src.tx("orders")
+	<-first
+	waitPrepared(t, prepared, 1)
+	_, end := h.src.tx("orders")
+	select {
+	case <-prepared:
+		t.Fatal("batch 2's files were written while batch 1 committed")
+	case <-time.After(300 * time.Millisecond):
+	}
+	release <- nil
+	waitPrepared(t, prepared, 1)
+	h.waitAck(end)
+	if got := ids(h.mem.Rows("orders")); !slices.Equal(got, h.src.sent["orders"]) {
+		t.Fatalf("rows %q, want %q", got, h.src.sent["orders"])
+	}
+	h.stop()
+	if err := h.ended(3 * time.Second); err != nil {
+		t.Fatalf("graceful stop: %v", err)
 	}
 }

@@ -27,6 +27,7 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	fs.IntVar(&cfg.BatchMaxEvents, "batch-max-events", d.BatchMaxEvents, "close a batch after this many events")
 	fs.Int64Var(&cfg.BatchMaxBytes, "batch-max-bytes", d.BatchMaxBytes, "close a batch after this many payload bytes")
 	fs.DurationVar(&cfg.BatchMaxDelay, "batch-max-delay", d.BatchMaxDelay, "hold a batch until its oldest event is this old, for fewer, larger commits (0: group commit, a batch closes as soon as the committer is free)")
+	fs.BoolVar(&cfg.CommitOverlap, "commit-overlap", d.CommitOverlap, "write the next batch's data files while the previous batch's log entries are made durable (for stores whose requests do not share one disk; slower on local disk)")
 	fs.DurationVar(&cfg.TopicCommitInterval, "topic-commit-interval", 0, "shortest time between two commits of one topic: a busier topic's events wait and are committed together (each commit is 2 PUTs on S3), a topic quiet that long commits at once; 0 = 1s on s3://, none on local disk; negative (-1s) = none")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "on SIGTERM, how long to wait for the last commit before giving up (what was not committed is read again on the next start)")
 	fs.DurationVar(&cfg.Heartbeat, "heartbeat", time.Minute, "write a tiny logical message this often so the slot advances while this database is idle and others write (negative disables)")

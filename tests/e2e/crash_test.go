@@ -35,6 +35,15 @@ func TestCrashExactlyOnceLocal(t *testing.T) {
 	crashTest(t, url, store, nil)
 }
 
+// TestCrashExactlyOnceLocalOverlap is the same with the commit stages
+// overlapped (--commit-overlap): kills land with two batches in flight,
+// the second's files written while the first's log entries are made
+// durable.
+func TestCrashExactlyOnceLocalOverlap(t *testing.T) {
+	url, store := localStore(t)
+	crashTest(t, url, store, nil, "--commit-overlap")
+}
+
 // TestCrashExactlyOnceS3 is the same against a real S3 server (versitygw).
 func TestCrashExactlyOnceS3(t *testing.T) {
 	b := s3test.NewBucket(t)
@@ -49,15 +58,16 @@ func TestCrashExactlyOnceS3(t *testing.T) {
 	crashTest(t, b.URL("bus"), store, env)
 }
 
-func crashTest(t testing.TB, storeURL string, store storage.Store, extraEnv []string) {
+func crashTest(t testing.TB, storeURL string, store storage.Store, extraEnv []string, extraArgs ...string) {
 	events, kills := crashScale()
 	db := setup(t)
 	truth := newTruthSlot(t, db, "deltabus")
 	env := append([]string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + storeURL}, extraEnv...)
-	// The default batching (group commit, no delay): the relay writes one
-	// batch's files while the previous batch commits, so kills land in
-	// the pipeline with two batches in flight.
-	args := []string{"--standby", "--batch-max-events", "2000"}
+	// The default batching (group commit, no delay): kills land while a
+	// batch's files or log entries are being written (with
+	// --commit-overlap among extraArgs, in the pipeline with two batches
+	// in flight).
+	args := append([]string{"--standby", "--batch-max-events", "2000"}, extraArgs...)
 	p := startRelay(t, env, args...)
 	procs := []*relayProc{p}
 	t.Cleanup(func() { logProblems(t, procs) })

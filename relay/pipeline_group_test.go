@@ -72,13 +72,7 @@ func TestPipelinedBatchCommitsAfterThePrevious(t *testing.T) {
 	}
 	release <- nil
 	h.waitAck(end)
-	if got := ids(h.mem.Rows("orders")); !slices.Equal(got, h.src.sent["orders"]) {
-		t.Fatalf("rows %q, want %q", got, h.src.sent["orders"])
-	}
-	h.stop()
-	if err := h.ended(3 * time.Second); err != nil {
-		t.Fatalf("graceful stop: %v", err)
-	}
+	h.inOrderThenStopped()
 }
 
 // When the previous batch's commit fails, the pipelined batch whose files
@@ -121,11 +115,18 @@ func TestSerialStagesWriteTheNextBatchAfterThePrevious(t *testing.T) {
 	release <- nil
 	waitPrepared(t, prepared, 1)
 	h.waitAck(end)
+	h.inOrderThenStopped()
+}
+
+// inOrderThenStopped requires the topic's rows to be what was sent, in
+// order, and a graceful stop.
+func (h *harness) inOrderThenStopped() {
+	h.t.Helper()
 	if got := ids(h.mem.Rows("orders")); !slices.Equal(got, h.src.sent["orders"]) {
-		t.Fatalf("rows %q, want %q", got, h.src.sent["orders"])
+		h.t.Fatalf("rows %q, want %q", got, h.src.sent["orders"])
 	}
 	h.stop()
 	if err := h.ended(3 * time.Second); err != nil {
-		t.Fatalf("graceful stop: %v", err)
+		h.t.Fatalf("graceful stop: %v", err)
 	}
 }

@@ -122,24 +122,26 @@ func (c *committer) runLogs(ctx context.Context) {
 	for b := range c.logs {
 		if c.failed() != nil {
 			c.drop(b)
-			if !c.overlap {
-				c.loggedC <- struct{}{}
-			}
+			c.logged()
 			continue
 		}
 		if err := c.commitBatch(ctx, b); err != nil {
 			c.fail(err)
 			c.drop(b)
-			if !c.overlap {
-				c.loggedC <- struct{}{}
-			}
+			c.logged()
 			continue
 		}
 		c.pending.Add(-1)
 		c.signal(true) // the session acknowledges what is now durable
-		if !c.overlap {
-			c.loggedC <- struct{}{}
-		}
+		c.logged()
+	}
+}
+
+// logged tells files, when the stages do not overlap, that logs is done
+// with the batch files handed it.
+func (c *committer) logged() {
+	if !c.overlap {
+		c.loggedC <- struct{}{}
 	}
 }
 

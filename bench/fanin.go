@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -464,18 +462,9 @@ func waitConfirmedAt(ctx context.Context, dsn, end string, every time.Duration) 
 // scrapeRaces reads deltabus_commit_races_total and
 // deltabus_delta_commits_total (summed over topics) from a relay's /metrics.
 func scrapeRaces(ctx context.Context, addr string) (races, commits int, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	body, err := scrape(ctx, addr)
 	if err != nil {
 		return 0, 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, 0, fmt.Errorf("scrape %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return 0, 0, fmt.Errorf("scrape %s: %w", addr, err)
 	}
 	text := string(body)
 	return int(metricSum(text, "deltabus_commit_races_total")), int(metricSum(text, "deltabus_delta_commits_total")), nil

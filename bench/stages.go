@@ -1,12 +1,14 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -30,17 +32,12 @@ var pipelineStages = []string{"open", "files", "queued", "logs"}
 
 // scrapeStages reads the relay's deltabus_batch_stage_seconds at addr.
 func scrapeStages(ctx context.Context, addr string) ([]StageTime, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	body, err := scrape(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
 	p := expfmt.NewTextParser(model.LegacyValidation)
-	mfs, err := p.TextToMetricFamilies(io.LimitReader(resp.Body, 16<<20))
+	mfs, err := p.TextToMetricFamilies(bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("scrape %s: %w", addr, err)
 	}
@@ -65,6 +62,31 @@ func scrapeStages(ctx context.Context, addr string) ([]StageTime, error) {
 			P50Ms: 1000 * bucketBound(h, 0.50), P99Ms: 1000 * bucketBound(h, 0.99)})
 	}
 	return out, nil
+}
+
+// scrapeTimeout bounds one scrape of a measured relay's /metrics: a relay
+// that accepts and never answers fails the run instead of hanging it.
+var scrapeTimeout = 10 * time.Second
+
+// scrape returns the text of the /metrics a relay serves at addr (at most
+// 16 MiB).
+func scrape(ctx context.Context, addr string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", addr, err)
+	}
+	return body, nil
 }
 
 // bucketBound is the upper bound of the bucket holding quantile q of h

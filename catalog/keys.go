@@ -27,6 +27,7 @@ const (
 	KindLease         Kind = "lease"          // leases/<holder>.json
 	KindTopicMeta     Kind = "topic-meta"     // topicmeta/<topic>.json
 	KindRegistration  Kind = "registration"   // unitycatalog/<appId>.json
+	KindGroup         Kind = "group"          // groups/<group>.json
 	// Event contracts (package contract): the names are the topic, the
 	// event type (any text, encoded by EncodeType) and the version.
 	KindContractPolicy Kind = "contract-policy" // contracts/<topic>/policy.json
@@ -134,6 +135,8 @@ func Key(kind Kind, names ...string) (string, error) {
 		return Prefix + "topicmeta/" + names[0] + ".json", nil
 	case KindRegistration:
 		return Prefix + "unitycatalog/" + names[0] + ".json", nil
+	case KindGroup:
+		return Prefix + "groups/" + names[0] + ".json", nil
 	}
 	panic("catalog.Key: unknown kind " + string(kind))
 }
@@ -159,14 +162,17 @@ func Parse(key string) (kind Kind, names []string, ok bool) {
 			return "", nil, false
 		}
 		kind, names = KindLease, []string{n}
-	case len(parts) == 2 && (parts[0] == "topicmeta" || parts[0] == "unitycatalog"):
+	case len(parts) == 2 && (parts[0] == "topicmeta" || parts[0] == "unitycatalog" || parts[0] == "groups"):
 		n, sfx := json(parts[1])
 		if !sfx {
 			return "", nil, false
 		}
 		kind, names = KindTopicMeta, []string{n}
-		if parts[0] == "unitycatalog" {
+		switch parts[0] {
+		case "unitycatalog":
 			kind = KindRegistration
+		case "groups":
+			kind = KindGroup
 		}
 	case len(parts) == 2 && parts[0] == "relays":
 		n, sfx := json(parts[1])

@@ -9,18 +9,12 @@ import (
 	"github.com/deltabus/deltabus/storage"
 )
 
-// RegisterTopic records that the store holds the topic's table. It is
+// RegisterTopic records that the store holds the topic's own table. It is
 // written right after the table's version 0, so a registered topic whose
-// table is missing was deleted, never "not created yet".
+// table is missing was deleted, never "not created yet". A topic a group
+// holds fails with ErrPlacementRace (Register).
 func RegisterTopic(ctx context.Context, store storage.Store, topic string) error {
-	key, err := Key(KindTopic, topic)
-	if err != nil {
-		return fmt.Errorf("register topic: %w", err)
-	}
-	if err := store.Put(ctx, key, []byte(topic+"\n")); err != nil {
-		return fmt.Errorf("register topic %q: %w", topic, err)
-	}
-	return nil
+	return Register(ctx, store, Placement{Topic: topic, Table: topic})
 }
 
 // IsRegistered reports whether the topic was registered.

@@ -11,26 +11,27 @@ import (
 )
 
 // batch is a run of whole source transactions, in commit order, on its way
-// to one commit per topic. It never ends inside a transaction: its last
+// to one commit per table (a topic's own, or a topic group's, which one
+// commit serves for all its topics). It never ends inside a transaction: its last
 // transaction's commit LSN is the position every topic commit of the batch
 // records, and its end LSN is what may be acknowledged once every topic
 // commit is durable. Rows go to the sink's batch as they arrive.
 //
-// A topic whose commits are paced (pacer) may be carried: its rows move,
+// A table whose commits are paced (pacer) may be carried: its rows move,
 // uncommitted, to the next batch, and the batch acknowledges no further
 // than the position before the carried rows' first transaction (ackCap).
 type batch struct {
 	sb        sink.Batch
 	seq       int64
-	shares    map[string]*share
-	order     []string // topics in first-seen order, for stable logs
+	shares    map[string]*share // by table
+	order     []string          // tables in first-seen order, for stable logs
 	events    int
 	bytes     int64
 	txs       int
 	openedAt  time.Time     // first event (or first transaction) of the batch
-	dueAt     time.Time     // earliest time one of its topics may be committed (pacer.readyAt)
+	dueAt     time.Time     // earliest time one of its tables may be committed (pacer.readyAt)
 	prevEnd   pglogrepl.LSN // every transaction at or before it is in an earlier batch
-	ackCap    pglogrepl.LSN // when capped: topics were carried out, acknowledge no further
+	ackCap    pglogrepl.LSN // when capped: tables were carried out, acknowledge no further
 	capped    bool
 	lastLSN   pglogrepl.LSN // commit LSN of the last complete transaction
 	endLSN    pglogrepl.LSN // end LSN of the last complete transaction
@@ -42,7 +43,7 @@ type batch struct {
 	loggingAt time.Time     // when the logs stage began its log entries
 }
 
-// share is one topic's rows in a batch.
+// share is one table's rows in a batch.
 type share struct {
 	since  time.Time     // when its oldest row arrived
 	ackCap pglogrepl.LSN // acknowledge no further while these rows are uncommitted
@@ -59,12 +60,12 @@ func newBatch(s sink.Sink, seq int64, prevEnd pglogrepl.LSN, tr trace.Tracer) *b
 // carried rows.
 func (b *batch) empty() bool { return b.txs == 0 && len(b.order) == 0 }
 
-func (b *batch) opened(p *pacer, topic string, size int) {
-	sh := b.shares[topic]
+func (b *batch) opened(p *pacer, table string, size int) {
+	sh := b.shares[table]
 	if sh == nil {
 		now := time.Now()
 		sh = &share{since: now, ackCap: b.prevEnd}
-		b.adopt(topic, sh, p.readyAt(topic, now))
+		b.adopt(table, sh, p.readyAt(table, now))
 	}
 	if b.openedAt.IsZero() {
 		b.openedAt = sh.since
@@ -75,21 +76,22 @@ func (b *batch) opened(p *pacer, topic string, size int) {
 	b.bytes += int64(size)
 }
 
-// adopt adds a topic's share (new, or carried from the previous batch).
-func (b *batch) adopt(topic string, sh *share, readyAt time.Time) {
-	b.shares[topic] = sh
-	b.order = append(b.order, topic)
+// adopt adds a table's share (new, or carried from the previous batch).
+func (b *batch) adopt(table string, sh *share, readyAt time.Time) {
+	b.shares[table] = sh
+	b.order = append(b.order, table)
 	if b.dueAt.IsZero() || readyAt.Before(b.dueAt) {
 		b.dueAt = readyAt
 	}
 }
 
-func (b *batch) addEvent(p *pacer, ev *outbox.Event) error {
+// addEvent adds ev to the share of table, the table that holds its topic.
+func (b *batch) addEvent(p *pacer, ev *outbox.Event, table string) error {
 	if err := b.sb.Append(ev); err != nil {
 		return err
 	}
-	b.opened(p, ev.Topic, len(ev.Payload))
-	b.trace.event(ev, b.openedAt)
+	b.opened(p, table, len(ev.Payload))
+	b.trace.event(ev, table, b.openedAt)
 	return nil
 }
 
@@ -121,7 +123,7 @@ func (b *batch) wakeAt(delay time.Duration) time.Time {
 	return b.dueAt
 }
 
-// ackLSN is the position the relay may acknowledge once the batch's topic
+// ackLSN is the position the relay may acknowledge once the batch's table
 // commits are durable.
 func (b *batch) ackLSN() pglogrepl.LSN {
 	if b.capped && b.ackCap < b.endLSN {

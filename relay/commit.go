@@ -285,22 +285,26 @@ func (c *committer) commitBatch(ctx context.Context, b *batch) (err error) {
 	c.r.batchStart.Store(start.UnixNano())
 	c.r.health.progress(time.Now())
 	c.r.metrics.batchCommitted(b, time.Since(start))
-	c.r.log.Debug("batch committed", "batch", b.seq, "events", b.events, "topics", len(b.order),
+	c.r.log.Debug("batch committed", "batch", b.seq, "events", b.events, "tables", len(b.order),
 		"txs", b.txs, "end_lsn", b.endLSN, "took", time.Since(start))
 	return nil
 }
 
-func (c *committer) commitTopic(ctx context.Context, b *batch, name string) (err error) {
-	ctx, span := c.startTopicCommit(ctx, b, name)
+// commitTopic commits one table of b: a topic's own, or a group's with
+// all its topics of the batch.
+func (c *committer) commitTopic(ctx context.Context, b *batch, table string) (err error) {
+	ctx, span := c.startTopicCommit(ctx, b, table)
 	var res sink.Commit
-	defer func() { endTopicCommit(span, name, b.lastLSN, res, err) }()
-	res, err = b.sb.Commit(ctx, name, int64(b.lastLSN))
+	defer func() { endTopicCommit(span, table, b.lastLSN, res, err) }()
+	res, err = b.sb.Commit(ctx, table, int64(b.lastLSN))
 	c.r.metrics.lostRaces(res.Races)
 	if err != nil {
-		return c.topicError(b, name, err)
+		return c.topicError(b, table, err)
 	}
-	c.r.metrics.topicCommitted(name, res.Events)
-	c.r.log.Debug("topic committed", "topic", name, "version", res.Version, "events", res.Events, "files", res.Files)
+	for name, events := range res.Topics {
+		c.r.metrics.topicCommitted(name, events)
+	}
+	c.r.log.Debug("table committed", "table", table, "topics", len(res.Topics), "version", res.Version, "events", res.Events, "files", res.Files)
 	return nil
 }
 

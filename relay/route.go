@@ -67,7 +67,7 @@ func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.
 		}
 	}
 	t.lastTx = row.CommitLSN
-	return s.cur.addEvent(s.pace, ev)
+	return s.cur.addEvent(s.pace, ev, t.Table)
 }
 
 func (s *session) deadLetter(ctx context.Context, row *decoding.Row, dl *outbox.DeadLetter) error {

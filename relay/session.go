@@ -68,7 +68,8 @@ func newSession(r *Relay, conn replicationConn, com *committer, limit time.Durat
 	dec := decoding.NewDecoder()
 	dec.ReuseRows() // a row is routed into the batch before the next message
 	now := time.Now()
-	s := &session{r: r, conn: conn, dec: dec, com: com, topics: newTopics(r), pace: newPacer(r.cfg),
+	pace := newPacer(r.cfg)
+	s := &session{r: r, conn: conn, dec: dec, com: com, topics: newTopics(r, pace), pace: pace,
 		cur: newBatch(r.sink, 0, com.durableLSN(), r.tracer), lastStatus: now, now: now, holds: holds{m: map[string]*hold{}},
 		live: newLiveness(limit, now)}
 	s.publishHeard()

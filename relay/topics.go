@@ -24,13 +24,18 @@ type topicView struct {
 	staleHold bool
 }
 
-// topics opens topic tables lazily, once per session.
+// topics opens topic tables lazily, once per session, and gives each
+// group table met its group's commit interval (pacer).
 type topics struct {
-	r *Relay
-	m map[string]*topicView
+	r      *Relay
+	pace   *pacer
+	m      map[string]*topicView
+	groups map[string]bool // group tables whose definition was read
 }
 
-func newTopics(r *Relay) *topics { return &topics{r: r, m: map[string]*topicView{}} }
+func newTopics(r *Relay, p *pacer) *topics {
+	return &topics{r: r, pace: p, m: map[string]*topicView{}, groups: map[string]bool{}}
+}
 
 // get returns the topic's view, opening its table on first use.
 func (ts *topics) get(ctx context.Context, name string) (*topicView, error) {
@@ -40,6 +45,12 @@ func (ts *topics) get(ctx context.Context, name string) (*topicView, error) {
 	t, err := ts.r.sink.Open(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("open topic %q: %w", name, err)
+	}
+	if t.Table == "" {
+		t.Table = name
+	}
+	if err := ts.readGroup(ctx, t.Table); err != nil {
+		return nil, err
 	}
 	v := &topicView{Topic: t}
 	if t.Position >= 0 {
@@ -67,6 +78,24 @@ func (ts *topics) get(ctx context.Context, name string) (*topicView, error) {
 	}
 	ts.m[name] = v
 	return v, nil
+}
+
+// readGroup reads, once per session, the definition of the group whose
+// table is table (if it is one) and paces the table by its interval.
+func (ts *topics) readGroup(ctx context.Context, table string) error {
+	g, ok := catalog.GroupOfTable(table)
+	if !ok || ts.groups[table] {
+		return nil
+	}
+	def, found, err := catalog.ReadGroup(ctx, ts.r.store, g)
+	if err != nil {
+		return fmt.Errorf("read topic group %q: %w", g, err)
+	}
+	if d, ok := def.Interval(); found && ok {
+		ts.pace.setInterval(table, d)
+	}
+	ts.groups[table] = true
+	return nil
 }
 
 // forget drops a topic's view: the next get reads its table again.

@@ -65,18 +65,19 @@ func (t *batchTrace) begin(at time.Time) {
 	}
 }
 
-// event notes ev's producer span, if the batch is traced and ev has one.
-func (t *batchTrace) event(ev *outbox.Event, openedAt time.Time) {
+// event notes ev's producer span under table (the commit that will hold
+// it), if the batch is traced and ev has one.
+func (t *batchTrace) event(ev *outbox.Event, table string, openedAt time.Time) {
 	if t.span == nil {
 		t.begin(openedAt)
 	}
 	if t.links == nil || ev.Headers == nil || !outbox.HasTraceContext(*ev.Headers) {
 		return
 	}
-	l := t.links[ev.Topic]
+	l := t.links[table]
 	if l == nil {
 		l = &producerLinks{}
-		t.links[ev.Topic] = l
+		t.links[table] = l
 	}
 	if len(l.links) >= MaxProducerLinks {
 		l.dropped++
@@ -92,17 +93,17 @@ func (t *batchTrace) event(ev *outbox.Event, openedAt time.Time) {
 	l.links = append(l.links, trace.Link{SpanContext: sc})
 }
 
-// carry moves topic's producer links to next, the batch its rows were
+// carry moves table's producer links to next, the batch its rows were
 // carried into (pacer.split), so their commit span still links them.
-func (t *batchTrace) carry(topic string, next *batchTrace, since time.Time) {
-	l := t.links[topic]
+func (t *batchTrace) carry(table string, next *batchTrace, since time.Time) {
+	l := t.links[table]
 	if l == nil {
 		return
 	}
-	delete(t.links, topic)
+	delete(t.links, table)
 	next.begin(since)
 	if next.links != nil {
-		next.links[topic] = l
+		next.links[table] = l
 	}
 }
 

@@ -123,7 +123,7 @@ func TestUntracedBatchReadsNoHeaders(t *testing.T) {
 	never := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
 	for name, tp := range map[string]trace.TracerProvider{"off": nil, "not sampled": never} {
 		bt := batchTrace{tracer: tracerOf(tp)}
-		bt.event(&outbox.Event{Topic: "t", Headers: &h}, time.Now())
+		bt.event(&outbox.Event{Topic: "t", Headers: &h}, "t", time.Now())
 		if bt.links != nil {
 			t.Errorf("%s: headers read (%d topics linked)", name, len(bt.links))
 		}

@@ -1,7 +1,9 @@
 // Package sink is the contract between the relay's streaming pipeline and
-// the tables it commits to: one table per topic, each commit carrying the
-// source position of the batch it holds, so a replayed transaction is
-// recognised and a zombie instance is fenced.
+// the tables it commits to: one table per topic, or one per topic group
+// (many low-rate topics sharing a table, catalog.Group), each commit
+// carrying the source position of the batch it holds for every topic in
+// it, so a replayed transaction is recognised and a zombie instance is
+// fenced.
 //
 // The relay (package relay) drives a Sink; package deltasink implements it
 // over Delta topic tables, and sinktest holds the conformance suite every
@@ -18,13 +20,15 @@ import (
 	"github.com/deltabus/deltabus/outbox"
 )
 
-// Sink holds one table per topic. It is safe for concurrent use.
+// Sink holds one table per topic or topic group. It is safe for
+// concurrent use.
 type Sink interface {
-	// Open reads what the topic's table holds for this relay: its status
-	// and the position of its last commit. It does not create anything.
+	// Open reads what the topic's table holds for this relay: its status,
+	// the position of its last commit of the topic, and which table holds
+	// the topic (Topic.Table). It does not create anything.
 	Open(ctx context.Context, topic string) (Topic, error)
 	// NewBatch starts a batch: rows of any number of topics, committed
-	// per topic.
+	// per table.
 	NewBatch() Batch
 	// CommitRebuild commits a rebuild's snapshot files to its topic with
 	// txn position rec.TxnVersion, creating the table if it is missing;
@@ -34,46 +38,52 @@ type Sink interface {
 	Close(ctx context.Context)
 }
 
-// Batch is one batch's rows on their way to one commit per topic. Append,
-// AppendDeadLetter and Carry are called from one goroutine; Prepare and
-// Commit may then be called concurrently for different topics, once per
-// topic each, Prepare (if at all) before Commit and from any goroutine
-// that the caller has ordered after the appends; exactly one of Commit,
-// Carry or Abort ends the batch's use of each topic.
+// Batch is one batch's rows on their way to one commit per table: a
+// topic's own table, or a group's, whose one commit holds every topic of
+// the group the batch has rows of. Append, AppendDeadLetter and Carry are
+// called from one goroutine; Prepare and Commit may then be called
+// concurrently for different tables, once per table each, Prepare (if at
+// all) before Commit and from any goroutine that the caller has ordered
+// after the appends; exactly one of Commit, Carry or Abort ends the
+// batch's use of each table. Tables are named as Open's Topic.Table.
 type Batch interface {
-	// Append adds an event to its topic's share of the batch. Rows of a
-	// topic are committed in the order they were appended. ev may be an
+	// Append adds an event to its table's share of the batch. Rows of a
+	// table are committed in the order they were appended. ev may be an
 	// outbox.View: its text is valid only during the call, so Append
-	// copies what it keeps (Topic excepted, which stays valid).
+	// copies what it keeps (Topic excepted, which stays valid). A sink
+	// that places topics in groups may refuse a topic it has not opened.
 	Append(ev *outbox.Event) error
 	// AppendDeadLetter adds a row to the dead-letter topic.
 	AppendDeadLetter(dl *outbox.DeadLetter) error
-	// Prepare writes the topic's data files to the store, where no reader
+	// Prepare writes the table's data files to the store, where no reader
 	// sees them until Commit references them: the relay writes one
 	// batch's files while the previous batch's commits are made durable.
 	// Commit without Prepare does both.
-	Prepare(ctx context.Context, topic string) error
-	// Commit makes the topic's rows one commit of its table at position
-	// pos (the commit LSN of the batch's last source transaction),
-	// creating the table if it does not exist. An error wrapping ErrFenced
-	// means the table already holds pos: another instance wrote it.
-	Commit(ctx context.Context, topic string, pos int64) (Commit, error)
-	// Carry moves the topic's rows, uncommitted and in order, to next (a
-	// batch of the same Sink that has no rows of the topic yet): they are
-	// committed with next's rows of the topic, before them. The caller
+	Prepare(ctx context.Context, table string) error
+	// Commit makes the table's rows one commit of the table at position
+	// pos (the commit LSN of the batch's last source transaction) for
+	// every topic among them, creating the table if it does not exist. An
+	// error wrapping ErrFenced means the table already holds pos for one
+	// of them: another instance wrote it.
+	Commit(ctx context.Context, table string, pos int64) (Commit, error)
+	// Carry moves the table's rows, uncommitted and in order, to next (a
+	// batch of the same Sink that has no rows of the table yet): they are
+	// committed with next's rows of the table, before them. The caller
 	// must not acknowledge past the first carried transaction until then.
-	Carry(topic string, next Batch) error
+	Carry(table string, next Batch) error
 	// Abort discards every row not committed. Files already written are
 	// unreferenced orphans.
 	Abort()
 }
 
-// Commit describes one topic commit.
+// Commit describes one table commit.
 type Commit struct {
 	Version int64 // table version written
 	Events  int
-	Files   int
-	Bytes   int64
+	// Topics is the number of events of each topic in the commit.
+	Topics map[string]int
+	Files  int
+	Bytes  int64
 	// Races is how many times the commit lost its version to another
 	// writer (another source's relay, compaction) whose commit did not
 	// conflict with it, and was retried at the next version: not an error.
@@ -117,7 +127,11 @@ func (s Status) String() string {
 
 // Topic is a topic table's state as Open finds it.
 type Topic struct {
-	Name     string
+	Name string
+	// Table names the table that holds the topic: Name for a topic's own
+	// table, a group's table (catalog.GroupTable) for a grouped topic.
+	// Batch's Prepare, Commit and Carry take it.
+	Table    string
 	Status   Status
 	Position int64  // position of the relay's last commit; -1 when none
 	Reason   string // why the status is not Ready or New

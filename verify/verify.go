@@ -33,30 +33,43 @@ type Logged struct {
 	VersionTime time.Time // that version's commit timestamp
 }
 
-// ReadTopic returns a topic table's rows in version order, and within a
-// version in (commit_lsn, seq) order: the change feed from version 0. When
-// maintenance has cleaned up the log or vacuumed the files early versions
-// added, it reads the latest snapshot instead, in (commit_lsn, seq) order,
-// with Version -1.
+// ReadTopic returns a topic's rows in version order, and within a version
+// in (commit_lsn, seq) order: the change feed from version 0 of the table
+// that holds it (its own, or its group's, of which it reads the topic's
+// rows only). When maintenance has cleaned up the log or vacuumed the
+// files early versions added, it reads the latest snapshot instead, in
+// (commit_lsn, seq) order, with Version -1.
 func ReadTopic(ctx context.Context, root storage.Store, name string) ([]Logged, error) {
-	rows, err := readChanges(ctx, root, name)
+	p, err := catalog.Locate(ctx, root, name)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := readChanges(ctx, root, p)
 	if errors.Is(err, delta.ErrLogCleaned) || errors.Is(err, storage.ErrNotFound) {
-		return readSnapshot(ctx, root, name)
+		return readSnapshot(ctx, root, p)
 	}
 	return rows, err
 }
 
+// holds returns whether a row of topic belongs to the placement's topic.
+func holds(p catalog.Placement, topic string) bool { return !p.Shared() || topic == p.Topic }
+
 // readSnapshot reads the rows of the latest snapshot's files.
-func readSnapshot(ctx context.Context, root storage.Store, name string) ([]Logged, error) {
-	st := storage.Sub(root, name)
+func readSnapshot(ctx context.Context, root storage.Store, p catalog.Placement) ([]Logged, error) {
+	name, st := p.Topic, storage.Sub(root, p.Table)
 	snap, err := delta.LoadSnapshot(ctx, st, -1)
 	if err != nil {
 		return nil, fmt.Errorf("topic %q: %w", name, err)
 	}
 	var rows []Logged
 	for _, add := range snap.Files {
+		if p.Shared() && !topic.MayHold(add.Stats, name) {
+			continue
+		}
 		err := topic.ReadEvents(ctx, st, add, func(e outbox.Event) error {
-			rows = append(rows, Logged{ID: e.ID, CommitLSN: e.CommitLSN, Seq: e.Seq, CommitTime: e.CommitTime, Source: e.Source, Version: -1})
+			if holds(p, e.Topic) {
+				rows = append(rows, Logged{ID: e.ID, CommitLSN: e.CommitLSN, Seq: e.Seq, CommitTime: e.CommitTime, Source: e.Source, Version: -1})
+			}
 			return nil
 		})
 		if err != nil {
@@ -67,16 +80,21 @@ func readSnapshot(ctx context.Context, root storage.Store, name string) ([]Logge
 	return rows, nil
 }
 
-func readChanges(ctx context.Context, root storage.Store, name string) ([]Logged, error) {
-	st := storage.Sub(root, name)
+func readChanges(ctx context.Context, root storage.Store, p catalog.Placement) ([]Logged, error) {
+	name, st := p.Topic, storage.Sub(root, p.Table)
 	var rows []Logged
 	err := delta.ReadChanges(ctx, st, 0, -1, func(cf delta.ChangeFile) error {
 		if cf.ChangeType != "insert" {
 			return fmt.Errorf("topic %q version %d: unexpected change type %q", name, cf.Version, cf.ChangeType)
 		}
+		if p.Shared() && !topic.MayHold(cf.Stats, name) {
+			return nil
+		}
 		err := topic.ReadEvents(ctx, st, delta.Add{Path: cf.Path}, func(e outbox.Event) error {
-			rows = append(rows, Logged{ID: e.ID, CommitLSN: e.CommitLSN, Seq: e.Seq, CommitTime: e.CommitTime, Source: e.Source,
-				Version: cf.Version, VersionTime: cf.Timestamp})
+			if holds(p, e.Topic) {
+				rows = append(rows, Logged{ID: e.ID, CommitLSN: e.CommitLSN, Seq: e.Seq, CommitTime: e.CommitTime, Source: e.Source,
+					Version: cf.Version, VersionTime: cf.Timestamp})
+			}
 			return nil
 		})
 		if err != nil {

@@ -61,6 +61,7 @@ func init() {
 		"vacuum":    {"delete expired log entries and data files no reader within the retention needs", cmdVacuum},
 		"retention": {"show or set a topic's log and file retention", cmdRetention},
 
+		"groups":  {"list topic groups, or `groups create NAME --topics 'metrics.*'`: many low-rate topics sharing one table and one commit", cmdGroups},
 		"topics":  {"list topics with owner, description, retention, sources, contracts and personal columns; `topics describe` sets owner and description", cmdTopics},
 		"catalog": {"`catalog sync`: register every topic in Unity Catalog as an external Delta table (idempotent)", cmdCatalog},
 

@@ -26,6 +26,7 @@ type ChangeFile struct {
 	Key             string // store key of the file (Path decoded once)
 	PartitionValues map[string]*string
 	Size            int64
+	Stats           string // an inserted file's add.stats ("" when none)
 }
 
 // cleanedChangesOr returns a LogCleanedError when from is older than the
@@ -131,7 +132,7 @@ func versionChanges(v int64, acts []Action, mtime time.Time, snap *Snapshot, fn 
 		case hasCDC && a.CDC != nil:
 			cf.CDC, cf.Path, cf.PartitionValues, cf.Size = true, a.CDC.Path, a.CDC.PartitionValues, a.CDC.Size
 		case !hasCDC && a.Add != nil && a.Add.DataChange:
-			cf.ChangeType, cf.Path, cf.PartitionValues, cf.Size = ChangeInsert, a.Add.Path, a.Add.PartitionValues, a.Add.Size
+			cf.ChangeType, cf.Path, cf.PartitionValues, cf.Size, cf.Stats = ChangeInsert, a.Add.Path, a.Add.PartitionValues, a.Add.Size, a.Add.Stats
 		case !hasCDC && a.Remove != nil && a.Remove.DataChange:
 			cf.ChangeType, cf.Path, cf.PartitionValues = ChangeDelete, a.Remove.Path, a.Remove.PartitionValues
 			if a.Remove.Size != nil {

@@ -18,6 +18,9 @@ import (
 type CommitActions struct {
 	Adds []Add
 	Txn  *Txn // LastUpdated is set by Commit
+	// Txns are further txns of the commit, one per appId (a topic group's
+	// table records each of its topics' positions: catalog.Placement).
+	Txns []Txn
 	// Operation defaults to "STREAMING UPDATE" with a Txn, else "WRITE".
 	Operation string
 	// OperationParameters are JSON-encoded strings, as delta-spark writes
@@ -49,12 +52,22 @@ func (t *Table) Commit(ctx context.Context, ca CommitActions) (int64, error) {
 	if err := t.validate(&ca); err != nil {
 		return -1, fmt.Errorf("commit to %s: %w", t.store, err)
 	}
-	if err := t.checkTxn(ca.Txn); err != nil {
-		return -1, err
+	txns := ca.txns()
+	for i := range txns {
+		if err := t.checkTxn(&txns[i]); err != nil {
+			return -1, err
+		}
 	}
 	readVersion, txnID := t.snap.Version, uuid.NewString()
 	render := func() ([]Action, error) { return t.build(ca, readVersion, txnID) }
-	check := func(v int64, acts []Action) error { return txnConflict(v, acts, ca.Txn) }
+	check := func(v int64, acts []Action) error {
+		for i := range txns {
+			if err := txnConflict(v, acts, &txns[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	return t.commitLoop(ctx, render, check)
 }
 
@@ -132,11 +145,27 @@ func (t *Table) checkPrevious(ctx context.Context) error {
 // another writer and were retried at the next one.
 func (t *Table) LostRaces() int64 { return t.lostRaces.Load() }
 
-func (t *Table) validate(ca *CommitActions) error {
-	if ca.Txn != nil && ca.Txn.AppID == "" {
-		return errors.New("txn has an empty appId")
+// txns returns every txn of the commit: Txn, then Txns.
+func (ca *CommitActions) txns() []Txn {
+	if ca.Txn == nil {
+		return ca.Txns
 	}
-	if len(ca.Adds) == 0 && ca.Txn == nil {
+	return append([]Txn{*ca.Txn}, ca.Txns...)
+}
+
+func (t *Table) validate(ca *CommitActions) error {
+	txns := ca.txns()
+	seen := make(map[string]bool, len(txns))
+	for _, x := range txns {
+		if x.AppID == "" {
+			return errors.New("txn has an empty appId")
+		}
+		if seen[x.AppID] {
+			return fmt.Errorf("two txns of appId %q in one commit", x.AppID)
+		}
+		seen[x.AppID] = true
+	}
+	if len(ca.Adds) == 0 && len(txns) == 0 {
 		return errors.New("nothing to commit")
 	}
 	return t.validateAdds(ca.Adds, true)
@@ -194,13 +223,13 @@ func (t *Table) build(ca CommitActions, readVersion int64, txnID string) ([]Acti
 	if err != nil {
 		return nil, err
 	}
-	acts := make([]Action, 0, len(ca.Adds)+2)
+	txns := ca.txns()
+	acts := make([]Action, 0, len(ca.Adds)+len(txns)+1)
 	acts = append(acts, Action{CommitInfo: ci})
 	for i := range ca.Adds {
 		acts = append(acts, Action{Add: &ca.Adds[i]})
 	}
-	if ca.Txn != nil {
-		txn := *ca.Txn
+	for _, txn := range txns {
 		txn.LastUpdated = &ms
 		acts = append(acts, Action{Txn: &txn})
 	}
@@ -208,16 +237,21 @@ func (t *Table) build(ca CommitActions, readVersion int64, txnID string) ([]Acti
 }
 
 func (t *Table) commitInfo(ca CommitActions, ms, readVersion int64, txnID string) (*CommitInfo, error) {
+	txns := ca.txns()
+	var first *Txn
+	if len(txns) > 0 {
+		first = &txns[0]
+	}
 	op := ca.Operation
 	if op == "" {
 		op = "WRITE"
-		if ca.Txn != nil {
+		if first != nil {
 			op = "STREAMING UPDATE"
 		}
 	}
 	params := ca.OperationParameters
 	if params == nil {
-		params = t.defaultParams(op, ca.Txn)
+		params = t.defaultParams(op, first)
 	}
 	var bytes, rows int64
 	rowsKnown := true

@@ -191,3 +191,12 @@ func (t *Table) Refresh(ctx context.Context) error {
 	defer t.mu.Unlock()
 	return t.reload(ctx)
 }
+
+// Check makes sure the handle can commit: the log is read again when the
+// handle is stale or idle past Options.ReloadAfter, and its latest version
+// must still be there (ErrTableGone, wrapped, when no table is left).
+func (t *Table) Check(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ready(ctx)
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/deltabus/deltabus/catalog"
@@ -13,19 +15,29 @@ import (
 	"github.com/deltabus/deltabus/sink/topic"
 )
 
-// batch is a sink.Batch: one FileWriter per topic. Once the batch is
-// handed over, writers is only read; prepared is written by concurrent
-// Prepares of different topics.
+// batch is a sink.Batch: one FileWriter per table (a topic's own, or a
+// group's shared by its topics). Once the batch is handed over, units is
+// only read; prepared is written by concurrent Prepares of different
+// tables.
 type batch struct {
 	s       *Sink
-	writers map[string]*topic.FileWriter
+	units   map[string]*unit // by table
+	byTopic map[string]*unit // by topic: the unit each topic's rows go to
 	events  int
 
 	mu       sync.Mutex
 	prepared map[string]files
 }
 
-// files are a topic's data files, in the store and in row order.
+// unit is one table's share of a batch.
+type unit struct {
+	table  string
+	w      *topic.FileWriter
+	shared bool           // a group's table
+	topics map[string]int // shared: events per topic, in this batch and carried into it
+}
+
+// files are a table's data files, in the store and in row order.
 type files struct {
 	adds []delta.Add
 	rows int
@@ -33,30 +45,44 @@ type files struct {
 
 // NewBatch starts a batch.
 func (s *Sink) NewBatch() sink.Batch {
-	return &batch{s: s, writers: map[string]*topic.FileWriter{}, prepared: map[string]files{}}
+	return &batch{s: s, units: map[string]*unit{}, byTopic: map[string]*unit{}, prepared: map[string]files{}}
 }
 
-func (b *batch) writer(name string) *topic.FileWriter {
-	w := b.writers[name]
-	if w == nil {
-		opts := b.s.opts.Files
-		opts.DeadLetter = name == outbox.DeadLetterTopic
-		opts.BufferHint = b.s.bufferHint(name)
-		w = topic.NewFileWriter(b.s.sub(name), opts)
-		b.writers[name] = w
+// unitOf returns the unit the topic's rows go to, starting it on the
+// topic's first row in the batch.
+func (b *batch) unitOf(name string) *unit {
+	if u := b.byTopic[name]; u != nil {
+		return u
 	}
-	return w
+	p := b.s.place(name)
+	u := b.units[p.Table]
+	if u == nil {
+		opts := b.s.opts.Files
+		opts.DeadLetter = p.Table == outbox.DeadLetterTopic
+		opts.BufferHint = b.s.bufferHint(p.Table)
+		u = &unit{table: p.Table, w: topic.NewFileWriter(b.s.sub(p.Table), opts), shared: p.Shared()}
+		if u.shared {
+			u.topics = map[string]int{}
+		}
+		b.units[p.Table] = u
+	}
+	b.byTopic[name] = u
+	return u
 }
 
 func (b *batch) Append(ev *outbox.Event) error {
-	if err := b.writer(ev.Topic).Append(ev); err != nil {
+	u := b.unitOf(ev.Topic)
+	if err := u.w.Append(ev); err != nil {
 		return err
+	}
+	if u.shared {
+		u.topics[ev.Topic]++
 	}
 	return b.appended()
 }
 
 func (b *batch) AppendDeadLetter(dl *outbox.DeadLetter) error {
-	if err := b.writer(outbox.DeadLetterTopic).AppendDeadLetter(dl); err != nil {
+	if err := b.unitOf(outbox.DeadLetterTopic).w.AppendDeadLetter(dl); err != nil {
 		return err
 	}
 	return b.appended()
@@ -70,127 +96,187 @@ func (b *batch) appended() error {
 		return nil
 	}
 	return topic.BoundPending(b.s.opts.PendingBudget, func(yield func(*topic.FileWriter) bool) {
-		for _, w := range b.writers {
-			if !yield(w) {
+		for _, u := range b.units {
+			if !yield(u.w) {
 				return
 			}
 		}
 	})
 }
 
-// Carry moves the topic's writer, with its pending rows and its files
+// Carry moves the table's writer, with its pending rows and its files
 // (in memory or spilled, nothing uploaded), to next.
-func (b *batch) Carry(name string, next sink.Batch) error {
+func (b *batch) Carry(table string, next sink.Batch) error {
 	n, ok := next.(*batch)
+	u := b.units[table]
 	switch {
 	case !ok || n.s != b.s:
-		return fmt.Errorf("carry topic %q: the next batch is not of this sink", name)
-	case b.writers[name] == nil:
-		return fmt.Errorf("carry topic %q: nothing appended", name)
-	case n.writers[name] != nil:
-		return fmt.Errorf("carry topic %q: the next batch already has rows of it", name)
+		return fmt.Errorf("carry table %q: the next batch is not of this sink", table)
+	case u == nil:
+		return fmt.Errorf("carry table %q: nothing appended", table)
+	case n.units[table] != nil:
+		return fmt.Errorf("carry table %q: the next batch already has rows of it", table)
 	}
-	n.writers[name] = b.writers[name]
-	delete(b.writers, name)
+	n.units[table] = u
+	delete(b.units, table)
+	for name, x := range b.byTopic {
+		if x == u {
+			n.byTopic[name] = u
+			delete(b.byTopic, name)
+		}
+	}
 	return nil
 }
 
-// Prepare finishes the topic's files and writes them to the store
+// Prepare finishes the table's files and writes them to the store
 // (FileWriter.Close): on local disk each is fsynced and linked under its
 // final name, on S3 uploaded. No log entry references them yet.
-func (b *batch) Prepare(ctx context.Context, name string) error {
-	w := b.writers[name]
-	if w == nil {
-		return fmt.Errorf("prepare topic %q: nothing appended", name)
+func (b *batch) Prepare(ctx context.Context, table string) error {
+	u := b.units[table]
+	if u == nil {
+		return fmt.Errorf("prepare table %q: nothing appended", table)
 	}
-	rows := w.Rows()
-	adds, err := w.Close(ctx)
+	rows := u.w.Rows()
+	adds, err := u.w.Close(ctx)
 	if err != nil {
-		return fmt.Errorf("write files of topic %q: %w", name, err)
+		return fmt.Errorf("write files of table %q: %w", table, err)
 	}
-	b.s.noteBuffers(name, w.BufferCap())
+	b.s.noteBuffers(table, u.w.BufferCap())
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.prepared[name] = files{adds: adds, rows: rows}
+	b.prepared[table] = files{adds: adds, rows: rows}
 	return nil
 }
 
-// take returns the topic's prepared files, preparing them first if
+// take returns the table's prepared files, preparing them first if
 // Prepare was not called.
-func (b *batch) take(ctx context.Context, name string) (files, error) {
+func (b *batch) take(ctx context.Context, table string) (files, error) {
 	b.mu.Lock()
-	f, ok := b.prepared[name]
-	delete(b.prepared, name)
+	f, ok := b.prepared[table]
+	delete(b.prepared, table)
 	b.mu.Unlock()
 	if ok {
 		return f, nil
 	}
-	if err := b.Prepare(ctx, name); err != nil {
+	if err := b.Prepare(ctx, table); err != nil {
 		return files{}, err
 	}
-	return b.take(ctx, name)
+	return b.take(ctx, table)
 }
 
-func (b *batch) Commit(ctx context.Context, name string, pos int64) (sink.Commit, error) {
-	f, err := b.take(ctx, name)
+// Commit makes the table's rows one Delta commit: txn{appId, pos} in a
+// topic's own table; in a group's, one txn{appId/topic, pos} per topic
+// of the commit, after registering the topics new to the group.
+func (b *batch) Commit(ctx context.Context, table string, pos int64) (sink.Commit, error) {
+	f, err := b.take(ctx, table)
 	if err != nil {
-		return sink.Commit{}, fmt.Errorf("commit topic %q: %w", name, err)
+		return sink.Commit{}, fmt.Errorf("commit table %q: %w", table, err)
 	}
-	adds := f.adds
+	u := b.units[table]
 	c := sink.Commit{Events: f.rows}
-	t, err := b.s.table(ctx, name)
+	t, err := b.s.table(ctx, table)
 	if err != nil {
 		return c, err
 	}
+	ca := delta.CommitActions{Adds: f.adds, Operation: "STREAMING UPDATE"}
+	if u.shared {
+		if err := b.s.registerGrouped(ctx, t, table, u.topics); err != nil {
+			return c, fmt.Errorf("commit table %q: %w", table, err)
+		}
+		c.Topics = maps.Clone(u.topics)
+		ca.Txns = groupTxns(b.s.opts.AppID, u.topics, pos)
+	} else {
+		c.Topics = map[string]int{table: f.rows}
+		ca.Txn = &delta.Txn{AppID: b.s.opts.AppID, Version: pos}
+	}
 	races := t.LostRaces()
-	c.Version, err = t.Commit(ctx, delta.CommitActions{Adds: adds, Txn: &delta.Txn{AppID: b.s.opts.AppID, Version: pos}, Operation: "STREAMING UPDATE"})
+	c.Version, err = t.Commit(ctx, ca)
 	c.Races = int(t.LostRaces() - races)
 	if err != nil {
 		if errors.Is(err, delta.ErrTableGone) {
-			b.s.forget(name)
+			b.s.forget(table)
 		}
-		return c, commitError(name, pos, err)
+		return c, commitError(table, pos, err)
 	}
-	c.Files = len(adds)
-	for _, a := range adds {
+	c.Files = len(f.adds)
+	for _, a := range f.adds {
 		c.Bytes += a.Size
 	}
 	return c, nil
 }
 
+// groupTxns are a group commit's txns: one per topic, in name order.
+func groupTxns(appID string, topics map[string]int, pos int64) []delta.Txn {
+	names := slices.Sorted(maps.Keys(topics))
+	txns := make([]delta.Txn, len(names))
+	for i, n := range names {
+		txns[i] = delta.Txn{AppID: catalog.TxnAppID(appID, n, true), Version: pos}
+	}
+	return txns
+}
+
 func (b *batch) Abort() {
-	for _, w := range b.writers {
-		w.Abort()
+	for _, u := range b.units {
+		u.w.Abort()
 	}
 }
 
-func commitError(name string, pos int64, err error) error {
+// commitError wraps a commit's error of the table (a topic's own, a
+// group's) in the sink's errors.
+func commitError(table string, pos int64, err error) error {
+	what := fmt.Sprintf("topic %q", table)
+	if g, ok := catalog.GroupOfTable(table); ok {
+		what = fmt.Sprintf("group %q table", g)
+	}
 	switch {
 	case errors.Is(err, delta.ErrTableGone):
-		return fmt.Errorf("commit topic %q: %w: %w", name, sink.ErrTableGone, err)
+		return fmt.Errorf("commit %s: %w: %w", what, sink.ErrTableGone, err)
 	case errors.Is(err, delta.ErrAlreadyCommitted):
-		return fmt.Errorf("topic %q position %d: %w: %w", name, pos, sink.ErrFenced, err)
+		return fmt.Errorf("%s position %d: %w: %w", what, pos, sink.ErrFenced, err)
 	case errors.Is(err, delta.ErrConcurrentMetadataChange), errors.Is(err, delta.ErrUnsupportedProtocol):
-		return fmt.Errorf("topic %q: %w: %w", name, sink.ErrIncompatible, err)
+		return fmt.Errorf("%s: %w: %w", what, sink.ErrIncompatible, err)
 	}
-	return fmt.Errorf("commit topic %q (position %d): %w", name, pos, err)
+	return fmt.Errorf("commit %s (position %d): %w", what, pos, err)
 }
 
 // CommitFiles commits data files written elsewhere (a snapshot, a
 // rebuild) to the topic as one commit at position pos, creating and
-// registering the table if it does not exist. It fails with sink.ErrFenced
-// (wrapped) when the table is already at or past pos.
+// registering the table if it does not exist. For a grouped topic the
+// files are in its group's table (Placement; bootstrap and rebuild write
+// them there) and the topic is registered with that table's id: a rebuild
+// restores a topic into its group's current table. It fails with
+// sink.ErrFenced (wrapped) when the table is already at or past pos.
 func (s *Sink) CommitFiles(ctx context.Context, name string, adds []delta.Add, pos int64) (int64, error) {
-	s.forget(name)
-	t, err := s.table(ctx, name)
+	p, err := s.locate(ctx, name)
 	if err != nil {
 		return -1, err
 	}
-	if cur, ok := t.TxnVersion(s.opts.AppID); ok && cur >= pos {
+	s.forget(p.Table)
+	t, err := s.table(ctx, p.Table)
+	if err != nil {
+		return -1, err
+	}
+	appID := p.TxnAppID(s.opts.AppID)
+	if cur, ok := t.TxnVersion(appID); ok && cur >= pos {
 		return -1, fmt.Errorf("topic %q is at position %d, files for %d: %w", name, cur, pos, sink.ErrFenced)
 	}
+	if p.Shared() {
+		if id := t.Metadata().ID; !p.Registered || p.TableID != id {
+			register := catalog.Register
+			if p.Registered {
+				register = catalog.Reregister // the table was replaced: this restores the topic into it
+			}
+			p.TableID, p.Registered = id, true
+			if err := register(ctx, s.root, p); err != nil {
+				return -1, err
+			}
+			s.mu.Lock()
+			s.places[name] = p
+			s.mu.Unlock()
+		}
+	}
 	v, err := t.Commit(ctx, delta.CommitActions{Adds: adds, Operation: "WRITE",
-		Txn: &delta.Txn{AppID: s.opts.AppID, Version: pos}})
+		Txn: &delta.Txn{AppID: appID, Version: pos}})
 	if err != nil {
 		return -1, commitError(name, pos, err)
 	}

@@ -1,12 +1,21 @@
 // Package deltasink implements the relay's sink.Sink over Delta topic
-// tables: one table per topic under the store root (sink/topic gives their
+// tables: one table per topic under the store root, or one per topic
+// group (catalog.Group) shared by its topics (sink/topic gives their
 // schema and data files, sink/delta their log), each commit carrying
-// txn{appId, version = batch position}, and the catalog's topic registry.
+// txn{appId, version = batch position} (in a group's table one txn per
+// topic of the commit, appId/topic: catalog.Placement), and the catalog's
+// topic registry.
 //
 // Guarantees, beyond the sink contract:
 //   - A table is created (version 0) and registered by the first commit of
 //     its topic; a registered topic whose table is gone is Missing, never
-//     recreated empty.
+//     recreated empty. A grouped topic is registered, with its group
+//     table's id, before its first rows are committed: when the group's
+//     table is gone, or was replaced by another (its events with it), the
+//     topic is Missing.
+//   - A group's batch is one commit: one mixed data file (or more, past
+//     the file size) for all its topics, whose stats bound the topic
+//     column, so the requests of a commit do not grow with its topics.
 //   - Before each commit the previous version's commit file is checked: a
 //     table deleted under the relay fails with sink.ErrTableGone and no
 //     log without its beginning is ever written.
@@ -24,6 +33,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
@@ -54,6 +64,11 @@ type Sink struct {
 
 	mu     sync.Mutex
 	tables map[string]*delta.Table // handles of the tables this process writes
+	// places is where each topic Open saw lives; opened is when each
+	// group table's handle was last read whole (groupHandle).
+	places map[string]catalog.Placement
+	opened map[string]time.Time
+	groups groupCache
 	// bufferHints is, per topic, the capacity of the row buffers its
 	// last batch's writer released (topic.FileOptions.BufferHint).
 	bufferHints map[string]int
@@ -72,7 +87,8 @@ func New(root storage.Store, opts Options) *Sink {
 		opts.PendingBudget = 16 << 20
 	}
 	opts.Files.Source = opts.AppID // every row says which source wrote it
-	return &Sink{root: root, opts: opts, tables: map[string]*delta.Table{}, bufferHints: map[string]int{}, checkpointGate: delta.NewCheckpointGate()}
+	return &Sink{root: root, opts: opts, tables: map[string]*delta.Table{}, bufferHints: map[string]int{},
+		places: map[string]catalog.Placement{}, opened: map[string]time.Time{}, checkpointGate: delta.NewCheckpointGate()}
 }
 
 func (s *Sink) tableOpts() delta.Options {
@@ -81,9 +97,24 @@ func (s *Sink) tableOpts() delta.Options {
 
 func (s *Sink) sub(name string) storage.Store { return storage.Sub(s.root, name) }
 
-// Open reads the topic's table afresh and keeps the handle for commits.
+// Open finds where the topic lives (package catalog's registry and
+// groups), reads that table and keeps the handle for commits. A topic's
+// own table is read afresh; a group's is read whole once per
+// groupReuse, and otherwise checked (its latest commit still there).
 func (s *Sink) Open(ctx context.Context, name string) (sink.Topic, error) {
-	t := sink.Topic{Name: name, Position: -1}
+	p, err := s.locate(ctx, name)
+	if err != nil {
+		return sink.Topic{Name: name, Table: name, Position: -1}, err
+	}
+	if p.Shared() {
+		return s.openGrouped(ctx, p)
+	}
+	return s.openOwn(ctx, name)
+}
+
+// openOwn reads a topic's own table afresh.
+func (s *Sink) openOwn(ctx context.Context, name string) (sink.Topic, error) {
+	t := sink.Topic{Name: name, Table: name, Position: -1}
 	s.forget(name)
 	tbl, err := delta.OpenTable(ctx, s.sub(name), s.tableOpts())
 	switch {
@@ -176,8 +207,11 @@ func (s *Sink) table(ctx context.Context, name string) (*delta.Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := catalog.RegisterTopic(ctx, s.root, name); err != nil {
-		return nil, err
+	if _, group := catalog.GroupOfTable(name); !group {
+		// A group's topics are registered one by one (registerGrouped).
+		if err := catalog.RegisterTopic(ctx, s.root, name); err != nil {
+			return nil, err
+		}
 	}
 	s.keep(name, t)
 	return t, nil

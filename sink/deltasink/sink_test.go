@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/sink/delta"
@@ -24,7 +25,11 @@ func harness(root storage.Store) sinktest.Harness {
 		Sink:   New(root, opts),
 		Reopen: func() sink.Sink { return New(root, opts) },
 		IDs: func(t *testing.T, topic string) []string {
-			if _, err := delta.LoadSnapshot(context.Background(), storage.Sub(root, topic), -1); errors.Is(err, delta.ErrNoTable) {
+			p, err := catalog.Locate(context.Background(), root, topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := delta.LoadSnapshot(context.Background(), storage.Sub(root, p.Table), -1); errors.Is(err, delta.ErrNoTable) {
 				return nil
 			}
 			rows, err := verify.ReadTopic(context.Background(), root, topic)
@@ -38,6 +43,12 @@ func harness(root storage.Store) sinktest.Harness {
 			return ids
 		},
 		Source: func(appID string) sink.Sink { return New(root, Options{AppID: appID, SyncCheckpoints: true}) },
+		Group: func(t *testing.T, name string, patterns ...string) string {
+			if err := catalog.WriteGroup(context.Background(), root, catalog.Group{Name: name, Topics: patterns}); err != nil {
+				t.Fatal(err)
+			}
+			return catalog.GroupTable(name)
+		},
 		Delete: func(t *testing.T, topic string) {
 			ctx, table := context.Background(), storage.Sub(root, topic)
 			objs, err := table.List(ctx, "", "")

@@ -6,6 +6,7 @@ package sinktest
 import (
 	"context"
 	"fmt"
+	"path"
 	"strings"
 	"sync"
 
@@ -16,6 +17,7 @@ import (
 
 // Row is a committed row as Memory keeps it.
 type Row struct {
+	Topic      string
 	ID         string
 	CommitLSN  int64
 	Seq        int32
@@ -47,8 +49,9 @@ type Memory struct {
 
 type memState struct {
 	mu         sync.Mutex
-	tables     map[string]*memTable
+	tables     map[string]*memTable // by topic
 	registered map[string]bool
+	groups     []memGroup // in the order Group was called
 	commits    int
 }
 
@@ -76,18 +79,44 @@ func (t *memTable) setPosition(app string, p int64) {
 	t.positions[app] = p
 }
 
+type memGroup struct {
+	table    string
+	patterns []string
+}
+
+// Group places the topics that match patterns (path.Match) in one shared
+// table, as a topic group does: their rows of a batch are committed
+// together (Batch.Commit of table).
+func (m *Memory) Group(table string, patterns ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.groups = append(m.groups, memGroup{table: table, patterns: patterns})
+}
+
+// tableOf names the table that holds the topic.
+func (m *Memory) tableOf(topic string) string {
+	for _, g := range m.groups {
+		for _, p := range g.patterns {
+			if ok, _ := path.Match(p, topic); ok {
+				return g.table
+			}
+		}
+	}
+	return topic
+}
+
 // Open reports the topic's table as the contract says.
 func (m *Memory) Open(_ context.Context, name string) (sink.Topic, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	t := m.tables[name]
+	t, table := m.tables[name], m.tableOf(name)
 	switch {
 	case t == nil:
-		return sink.Topic{Name: name, Status: sink.New, Position: -1}, nil
+		return sink.Topic{Name: name, Table: table, Status: sink.New, Position: -1}, nil
 	case t.deleted:
-		return sink.Topic{Name: name, Status: sink.Missing, Position: -1, Reason: "table gone"}, nil
+		return sink.Topic{Name: name, Table: table, Status: sink.Missing, Position: -1, Reason: "table gone"}, nil
 	}
-	return sink.Topic{Name: name, Status: t.status, Position: t.position(m.app), Reason: t.reason}, nil
+	return sink.Topic{Name: name, Table: table, Status: t.status, Position: t.position(m.app), Reason: t.reason}, nil
 }
 
 // Rows returns the topic's committed rows in commit order.
@@ -100,7 +129,7 @@ func (m *Memory) Rows(name string) []Row {
 	return nil
 }
 
-// Commits returns how many topic commits succeeded.
+// Commits returns how many table commits succeeded.
 func (m *Memory) Commits() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -116,13 +145,21 @@ func (m *Memory) SetStatus(name string, st sink.Status, reason string) {
 	t.status, t.reason = st, reason
 }
 
-// Delete removes the topic's table as an operator deleting its folder
-// would: the registry entry stays.
+// Delete removes the topic's table, or a group's table with every topic
+// in it, as an operator deleting its folder would: the registry entries
+// stay.
 func (m *Memory) Delete(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	t := m.table(name)
-	*t = memTable{deleted: true}
+	for topic := range m.tables {
+		if topic != name && m.tableOf(topic) == name {
+			*m.tables[topic] = memTable{deleted: true}
+		}
+	}
+	if m.tableOf(name) == name {
+		t := m.table(name)
+		*t = memTable{deleted: true}
+	}
 }
 
 func (m *Memory) table(name string) *memTable {
@@ -163,48 +200,53 @@ func (m *Memory) Close(context.Context) {}
 
 type memBatch struct {
 	m    *Memory
-	mu   sync.Mutex // Commit runs concurrently for different topics
-	rows map[string][]Row
+	mu   sync.Mutex       // Commit runs concurrently for different tables
+	rows map[string][]Row // by table
 }
 
 func (b *memBatch) Append(ev *outbox.Event) error {
 	// ev may alias the replication stream (outbox.View): keep copies.
-	b.rows[ev.Topic] = append(b.rows[ev.Topic], Row{ID: strings.Clone(ev.ID), CommitLSN: ev.CommitLSN, Seq: ev.Seq})
+	b.m.mu.Lock()
+	table := b.m.tableOf(ev.Topic)
+	b.m.mu.Unlock()
+	b.rows[table] = append(b.rows[table], Row{Topic: ev.Topic, ID: strings.Clone(ev.ID), CommitLSN: ev.CommitLSN, Seq: ev.Seq})
 	return nil
 }
 
 func (b *memBatch) AppendDeadLetter(dl *outbox.DeadLetter) error {
 	n := outbox.DeadLetterTopic
-	b.rows[n] = append(b.rows[n], Row{ID: strings.Clone(dl.ID), CommitLSN: dl.CommitLSN, Seq: dl.Seq, DeadLetter: true, Reason: dl.Reason})
+	b.rows[n] = append(b.rows[n], Row{Topic: n, ID: strings.Clone(dl.ID), CommitLSN: dl.CommitLSN, Seq: dl.Seq, DeadLetter: true, Reason: dl.Reason})
 	return nil
 }
 
-// Prepare checks that the topic has rows (Memory has no files to write).
-func (b *memBatch) Prepare(ctx context.Context, name string) error {
+// Prepare checks that the table has rows (Memory has no files to write).
+func (b *memBatch) Prepare(ctx context.Context, table string) error {
 	if hook := b.m.BeforePrepare; hook != nil {
-		if err := hook(ctx, name); err != nil {
-			return fmt.Errorf("prepare topic %q: %w", name, err)
+		if err := hook(ctx, table); err != nil {
+			return fmt.Errorf("prepare table %q: %w", table, err)
 		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.rows[name] == nil {
-		return fmt.Errorf("prepare topic %q: nothing appended", name)
+	if b.rows[table] == nil {
+		return fmt.Errorf("prepare table %q: nothing appended", table)
 	}
 	return nil
 }
 
-func (b *memBatch) Commit(ctx context.Context, name string, pos int64) (sink.Commit, error) {
+// Commit commits the table's rows: every topic among them moves to pos,
+// or none does.
+func (b *memBatch) Commit(ctx context.Context, table string, pos int64) (sink.Commit, error) {
 	b.mu.Lock()
-	rows := b.rows[name]
-	delete(b.rows, name)
+	rows := b.rows[table]
+	delete(b.rows, table)
 	b.mu.Unlock()
 	if rows == nil {
-		return sink.Commit{}, fmt.Errorf("commit topic %q: nothing appended", name)
+		return sink.Commit{}, fmt.Errorf("commit table %q: nothing appended", table)
 	}
 	if hook := b.m.BeforeCommit; hook != nil {
-		if err := hook(ctx, name, pos); err != nil {
-			return sink.Commit{}, fmt.Errorf("commit topic %q: %w", name, err)
+		if err := hook(ctx, table, pos); err != nil {
+			return sink.Commit{}, fmt.Errorf("commit table %q: %w", table, err)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -212,38 +254,52 @@ func (b *memBatch) Commit(ctx context.Context, name string, pos int64) (sink.Com
 	}
 	b.m.mu.Lock()
 	defer b.m.mu.Unlock()
-	t := b.m.table(name)
-	switch {
-	case t.deleted:
-		return sink.Commit{}, fmt.Errorf("commit topic %q: %w", name, sink.ErrTableGone)
-	case t.status != sink.Ready:
-		return sink.Commit{}, fmt.Errorf("commit topic %q: %w: %s", name, sink.ErrIncompatible, t.reason)
-	case t.position(b.m.app) >= pos:
-		return sink.Commit{}, fmt.Errorf("topic %q at %d, batch %d: %w", name, t.position(b.m.app), pos, sink.ErrFenced)
+	counts := map[string]int{}
+	for _, r := range rows {
+		counts[r.Topic]++
 	}
-	t.rows = append(t.rows, rows...)
-	t.setPosition(b.m.app, pos)
-	t.versions++
+	for name := range counts {
+		t := b.m.table(name)
+		switch {
+		case t.deleted:
+			return sink.Commit{}, fmt.Errorf("commit topic %q: %w", name, sink.ErrTableGone)
+		case t.status != sink.Ready:
+			return sink.Commit{}, fmt.Errorf("commit topic %q: %w: %s", name, sink.ErrIncompatible, t.reason)
+		case t.position(b.m.app) >= pos:
+			return sink.Commit{}, fmt.Errorf("topic %q at %d, batch %d: %w", name, t.position(b.m.app), pos, sink.ErrFenced)
+		}
+	}
+	var version int64
+	for _, r := range rows {
+		t := b.m.table(r.Topic)
+		t.rows = append(t.rows, r)
+	}
+	for name := range counts {
+		t := b.m.table(name)
+		t.setPosition(b.m.app, pos)
+		t.versions++
+		version = max(version, t.versions)
+	}
 	b.m.commits++
-	return sink.Commit{Version: t.versions, Events: len(rows), Files: 1}, nil
+	return sink.Commit{Version: version, Events: len(rows), Topics: counts, Files: 1}, nil
 }
 
-func (b *memBatch) Carry(name string, next sink.Batch) error {
+func (b *memBatch) Carry(table string, next sink.Batch) error {
 	n, ok := next.(*memBatch)
 	if !ok || n.m != b.m {
-		return fmt.Errorf("carry topic %q: the next batch is not of this sink", name)
+		return fmt.Errorf("carry table %q: the next batch is not of this sink", table)
 	}
 	b.mu.Lock()
-	rows := b.rows[name]
-	delete(b.rows, name)
+	rows := b.rows[table]
+	delete(b.rows, table)
 	b.mu.Unlock()
 	if rows == nil {
-		return fmt.Errorf("carry topic %q: nothing appended", name)
+		return fmt.Errorf("carry table %q: nothing appended", table)
 	}
-	if n.rows[name] != nil {
-		return fmt.Errorf("carry topic %q: the next batch already has rows of it", name)
+	if n.rows[table] != nil {
+		return fmt.Errorf("carry table %q: the next batch already has rows of it", table)
 	}
-	n.rows[name] = rows
+	n.rows[table] = rows
 	return nil
 }
 

@@ -21,6 +21,10 @@ func TestMemoryConformance(t *testing.T) {
 			},
 			Delete: func(_ *testing.T, topic string) { m.Delete(topic) },
 			Source: func(appID string) sink.Sink { return m.Source(appID) },
+			Group: func(_ *testing.T, name string, patterns ...string) string {
+				m.Group("_group."+name, patterns...)
+				return "_group." + name
+			},
 		}
 	})
 }

@@ -27,6 +27,9 @@ type Harness struct {
 	// Source returns the Sink of another relay (its own appId, another
 	// source database) over the same backing store.
 	Source func(appID string) sink.Sink
+	// Group creates topic group name of the topic patterns and returns
+	// the name of its table.
+	Group func(t *testing.T, name string, patterns ...string) string
 }
 
 // Run runs the conformance suite; newHarness is called once per case.
@@ -46,6 +49,10 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"DeletedTable", testDeletedTable},
 		{"SharedTopicPositions", testSharedTopicPositions},
 		{"SharedTopicConcurrent", testSharedTopicConcurrent},
+		{"GroupCommit", testGroupCommit},
+		{"GroupTopicPositions", testGroupTopicPositions},
+		{"GroupCarry", testGroupCarry},
+		{"GroupTableDeleted", testGroupTableDeleted},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newHarness(t)) })
 	}

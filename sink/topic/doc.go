@@ -39,7 +39,9 @@
 //   - Stats: every add carries stats as a JSON string: numRecords (exact),
 //     nullCount of every column (exact), and minValues/maxValues of every
 //     non-string column (schema_version, commit_lsn, seq, xid, occurred_at,
-//     commit_time). Timestamp bounds are ISO-8601 UTC with milliseconds; the
+//     commit_time) and of topic and source (exact strings: a reader of one
+//     topic of a group's shared table skips files whose topic bounds
+//     exclude it, MayHold). Timestamp bounds are ISO-8601 UTC with milliseconds; the
 //     minimum is rounded down and the maximum up to the millisecond, so the
 //     bounds always enclose the true microsecond values (data skipping never
 //     drops a matching file). A column with only NULLs has no min/max.

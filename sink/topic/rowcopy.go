@@ -37,7 +37,10 @@ func (b *pendingRows) copyValue(v *recordView, col column, c, i int, st *fileSta
 		a := v.strs[c]
 		if null = a == nil || a.IsNull(i); !null {
 			b.putString(c, a.Value(i))
-			if col.name == sourceColumn.name {
+			switch {
+			case c == colTopic:
+				st.topic.add(a.Value(i))
+			case col.name == sourceColumn.name:
 				st.addSource(a.Value(i))
 			}
 		}

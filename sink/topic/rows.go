@@ -145,6 +145,7 @@ func (b *pendingRows) appendEvent(e *outbox.Event, source string, srcCol int, st
 	b.buffers()
 	b.putString(colEventID, e.ID)
 	b.putString(colTopic, e.Topic)
+	st.topic.add(e.Topic)
 	b.putString(colKey, e.Key)
 	b.putString(colType, e.Type)
 	b.putInt32(colSchemaVersion, e.SchemaVersion, st)

@@ -28,31 +28,41 @@ func (m *minMax) add(v int64) {
 
 // fileStats accumulates the Delta statistics of one data file as rows are
 // appended: the row count, the null count of every column, and min/max of
-// every non-string column. Strings get no min/max: they are not useful for
-// skipping here and Delta string bounds need truncation rules.
+// every non-string column. Of the strings only topic and source get
+// bounds, written exactly (no truncation: topic names and appIds are
+// short): a reader of one topic of a group table skips the files whose
+// topic bounds exclude it, and tells a file of one source (min = max) from
+// one compaction merged from several. Payloads and ids get none: they are
+// not useful for skipping and Delta string bounds need truncation rules.
 type fileStats struct {
-	rows  int64
-	nulls [numDeadLetterCols]int64
-	bound [numDeadLetterCols]minMax
-	// The source column is the one string column with bounds: a few short
-	// appIds, written exactly (no truncation), so a reader tells a file of
-	// one source (min = max) from a file compaction merged from several.
-	srcMin, srcMax string
-	srcOK          bool
+	rows   int64
+	nulls  [numDeadLetterCols]int64
+	bound  [numDeadLetterCols]minMax
+	source stringBounds
+	topic  stringBounds
+}
+
+// stringBounds are the exact minimum and maximum of a string column.
+type stringBounds struct {
+	min, max string
+	ok       bool
+}
+
+// add widens the bounds to v.
+func (s *stringBounds) add(v string) {
+	switch {
+	case !s.ok:
+		s.min, s.max, s.ok = v, v, true
+	case v == s.min || v == s.max:
+	case v < s.min:
+		s.min = v
+	case v > s.max:
+		s.max = v
+	}
 }
 
 // addSource widens the source bounds to v.
-func (s *fileStats) addSource(v string) {
-	switch {
-	case !s.srcOK:
-		s.srcMin, s.srcMax, s.srcOK = v, v, true
-	case v == s.srcMin || v == s.srcMax:
-	case v < s.srcMin:
-		s.srcMin = v
-	case v > s.srcMax:
-		s.srcMax = v
-	}
-}
+func (s *fileStats) addSource(v string) { s.source.add(v) }
 
 func (s *fileStats) reset() { *s = fileStats{} }
 
@@ -97,13 +107,22 @@ func (s *fileStats) appendJSON(b []byte, cols []column) []byte {
 func (s *fileStats) appendBounds(b []byte, head string, cols []column, max bool) []byte {
 	b = append(b, head...)
 	first := true
-	if s.srcOK {
-		v := s.srcMin
+	for _, sb := range [...]struct {
+		name string
+		b    *stringBounds
+	}{{cols[colTopic].name, &s.topic}, {sourceColumn.name, &s.source}} {
+		if !sb.b.ok {
+			continue
+		}
+		v := sb.b.min
 		if max {
-			v = s.srcMax
+			v = sb.b.max
 		}
 		q, _ := json.Marshal(v)
-		b = appendKey(b, sourceColumn.name)
+		if !first {
+			b = append(b, ',')
+		}
+		b = appendKey(b, sb.name)
 		b = append(b, q...)
 		first = false
 	}

@@ -1,0 +1,128 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+func TestGroupCheck(t *testing.T) {
+	for _, g := range []Group{
+		{Name: "metrics", Topics: []string{"metrics.*"}},
+		{Name: "m-1", Topics: []string{"a.?", "b.[a-c]*"}, CommitInterval: "900ms"},
+	} {
+		if err := g.Check(); err != nil {
+			t.Errorf("%+v: %v", g, err)
+		}
+	}
+	for _, g := range []Group{
+		{Name: "_internal", Topics: []string{"a"}},
+		{Name: "Upper", Topics: []string{"a"}},
+		{Name: "ok"},
+		{Name: "ok", Topics: []string{"[unclosed"}},
+		{Name: "ok", Topics: []string{"_dead_letter"}},
+		{Name: "ok", Topics: []string{"a/b"}},
+		{Name: "ok", Topics: []string{"a"}, CommitInterval: "soon"},
+		{Name: "ok", Topics: []string{"a"}, CommitInterval: "-1s"},
+	} {
+		if err := g.Check(); err == nil {
+			t.Errorf("%+v: accepted", g)
+		}
+	}
+}
+
+func TestGroupMatches(t *testing.T) {
+	g := Group{Name: "m", Topics: []string{"metrics.*", "audit.login"}}
+	for topic, want := range map[string]bool{"metrics.cpu": true, "metrics.": true, "audit.login": true, "audit.logout": false,
+		"orders": false, "_dead_letter": false} {
+		if got := g.Matches(topic); got != want {
+			t.Errorf("Matches(%q) = %v, want %v", topic, got, want)
+		}
+	}
+}
+
+// A group is written once: the same definition again is a no-op, another
+// one is refused (topics it placed would not move).
+func TestWriteGroupOnce(t *testing.T) {
+	ctx, st := context.Background(), newStore(t)
+	g := Group{Name: "m", Topics: []string{"metrics.*"}}
+	for range 2 {
+		if err := WriteGroup(ctx, st, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := WriteGroup(ctx, st, Group{Name: "m", Topics: []string{"other.*"}}); err == nil {
+		t.Fatal("a changed group was accepted")
+	}
+	if err := WriteGroup(ctx, st, Group{Name: "a", Topics: []string{"metrics.cpu"}}); err != nil {
+		t.Fatal(err)
+	}
+	gs, err := ListGroups(ctx, st)
+	if err != nil || len(gs) != 2 || gs[0].Name != "a" || gs[1].Name != "m" {
+		t.Fatalf("ListGroups = %+v, %v; want a, m", gs, err)
+	}
+	// The first group in name order that matches wins.
+	if g, ok := MatchGroup(gs, "metrics.cpu"); !ok || g.Name != "a" {
+		t.Fatalf("MatchGroup(metrics.cpu) = %+v, %v; want group a", g, ok)
+	}
+}
+
+// A registry entry decides where a topic lives: a topic registered with
+// its own table stays there whatever group matches it later.
+func TestPlacementFollowsTheRegistry(t *testing.T) {
+	ctx, st := context.Background(), newStore(t)
+	groups := []Group{{Name: "m", Topics: []string{"metrics.*"}}}
+	if err := RegisterTopic(ctx, st, "metrics.old"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := ReadPlacement(ctx, st, "metrics.old", groups)
+	if err != nil || p.Shared() || !p.Registered {
+		t.Fatalf("registered own table: %+v, %v", p, err)
+	}
+	p, err = ReadPlacement(ctx, st, "metrics.new", groups)
+	if err != nil || p.Table != "_group.m" || p.Registered || p.Group() != "m" {
+		t.Fatalf("new topic of a group: %+v, %v", p, err)
+	}
+	if got := p.TxnAppID("deltabus-1-s"); got != "deltabus-1-s/metrics.new" {
+		t.Fatalf("TxnAppID = %q", got)
+	}
+	p.TableID, p.Registered = "id-1", true
+	if err := Register(ctx, st, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := Register(ctx, st, p); err != nil {
+		t.Fatalf("registering the same placement again: %v", err)
+	}
+	got, err := ReadPlacement(ctx, st, "metrics.new", nil)
+	if err != nil || got != p {
+		t.Fatalf("read back %+v, %v; want %+v", got, err, p)
+	}
+	// A writer that placed the topic in its own table meanwhile loses.
+	if err := RegisterTopic(ctx, st, "metrics.new"); !errors.Is(err, ErrPlacementRace) {
+		t.Fatalf("own-table registration of a grouped topic: %v, want ErrPlacementRace", err)
+	}
+	if err := Register(ctx, st, Placement{Topic: "metrics.old", Table: "_group.m", TableID: "x"}); !errors.Is(err, ErrPlacementRace) {
+		t.Fatalf("grouping a topic with its own table: %v, want ErrPlacementRace", err)
+	}
+	// A rebuild into a replaced group table records the new table id.
+	p.TableID = "id-2"
+	if err := Reregister(ctx, st, p); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := ReadPlacement(ctx, st, "metrics.new", nil); got.TableID != "id-2" {
+		t.Fatalf("after Reregister: %+v", got)
+	}
+}
+
+func TestCorruptEntryIsAnError(t *testing.T) {
+	ctx, st := context.Background(), newStore(t)
+	key, _ := Key(KindTopic, "t")
+	for _, body := range []string{`{"topic":"t","table":"../x"}`, `{"topic":"u","table":"_group.m"}`, `{not json`} {
+		if err := st.Put(ctx, key, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := ReadPlacement(ctx, st, "t", nil); err == nil {
+			t.Errorf("entry %s read as %+v", body, p)
+		}
+	}
+}

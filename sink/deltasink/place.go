@@ -1,0 +1,177 @@
+package deltasink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/sink"
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/topic"
+)
+
+// groupsTTL is how long the sink trusts its reading of the store's
+// groups when it places a new topic: a group created since is seen by the
+// next topic placed after that. Two relays that place a topic differently
+// meanwhile are told apart by the registry (catalog.Register).
+const groupsTTL = 5 * time.Second
+
+// groupReuse: Open reuses a group table's handle read whole less than
+// this long ago (the topics of a group are opened one after another when
+// a session starts), and checks its latest commit instead.
+const groupReuse = 5 * time.Second
+
+// groupCache is the sink's reading of the store's groups.
+type groupCache struct {
+	mu     sync.Mutex
+	groups []catalog.Group
+	at     time.Time
+}
+
+// list returns the groups, read again once groupsTTL old.
+func (c *groupCache) list(ctx context.Context, s *Sink) ([]catalog.Group, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < groupsTTL {
+		return c.groups, nil
+	}
+	gs, err := catalog.ListGroups(ctx, s.root)
+	if err != nil {
+		return nil, err
+	}
+	c.groups, c.at = gs, time.Now()
+	return gs, nil
+}
+
+// locate finds where the topic lives and remembers it for Append and
+// Commit. Internal topics (_dead_letter) always have their own table.
+func (s *Sink) locate(ctx context.Context, name string) (catalog.Placement, error) {
+	if strings.HasPrefix(name, "_") {
+		return catalog.Placement{Topic: name, Table: name}, nil
+	}
+	p, err := catalog.ReadPlacement(ctx, s.root, name, nil)
+	if err != nil {
+		return p, err
+	}
+	if !p.Registered {
+		groups, err := s.groups.list(ctx, s)
+		if err != nil {
+			return p, err
+		}
+		if g, ok := catalog.MatchGroup(groups, name); ok {
+			p.Table = catalog.GroupTable(g.Name)
+		}
+	}
+	s.mu.Lock()
+	s.places[name] = p
+	s.mu.Unlock()
+	return p, nil
+}
+
+// place returns where Open saw the topic; a topic not opened has its own
+// table.
+func (s *Sink) place(name string) catalog.Placement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.places[name]; ok {
+		return p
+	}
+	return catalog.Placement{Topic: name, Table: name}
+}
+
+// openGrouped reads a grouped topic's state from its group's table.
+func (s *Sink) openGrouped(ctx context.Context, p catalog.Placement) (sink.Topic, error) {
+	t := sink.Topic{Name: p.Topic, Table: p.Table, Position: -1}
+	tbl, err := s.groupHandle(ctx, p.Table)
+	switch {
+	case errors.Is(err, delta.ErrNoTable):
+		t.Status = sink.New
+		if p.Registered {
+			t.Status, t.Reason = sink.Missing, fmt.Sprintf("the catalog registers the topic in group %q but the group's table %s is gone", p.Group(), p.Table)
+		}
+	case errors.Is(err, delta.ErrBrokenLog):
+		t.Status, t.Reason = sink.Missing, err.Error()
+	case errors.Is(err, delta.ErrUnsupportedProtocol):
+		t.Status, t.Reason = s.notOursGrouped(ctx, p, err.Error())
+	case err != nil:
+		return t, fmt.Errorf("open topic %q in group table %s: %w", p.Topic, p.Table, err)
+	default:
+		if id := tbl.Metadata().ID; p.Registered && p.TableID != "" && id != p.TableID {
+			t.Status, t.Reason = sink.Missing, fmt.Sprintf("the group table %s was replaced (table id %s; the topic's events were written to table id %s)", p.Table, id, p.TableID)
+			return t, nil
+		}
+		if v, ok := tbl.TxnVersion(p.TxnAppID(s.opts.AppID)); ok {
+			t.Position = v
+		}
+		if _, err := topic.CheckOrUpgrade(ctx, tbl, false); errors.Is(err, topic.ErrForeignSchema) {
+			t.Status, t.Reason = sink.Foreign, err.Error()
+			if t.Position >= 0 {
+				t.Status = sink.Incompatible
+			}
+			s.forget(p.Table)
+		} else if err != nil {
+			return t, fmt.Errorf("open topic %q in group table %s: %w", p.Topic, p.Table, err)
+		}
+	}
+	return t, nil
+}
+
+// groupHandle returns the group table's handle: the one kept if it was
+// read whole less than groupReuse ago and its latest commit is still
+// there, else the table read afresh (and kept).
+func (s *Sink) groupHandle(ctx context.Context, table string) (*delta.Table, error) {
+	s.mu.Lock()
+	tbl, at := s.tables[table], s.opened[table]
+	s.mu.Unlock()
+	if tbl != nil && time.Since(at) < groupReuse {
+		if err := tbl.Check(ctx); err == nil {
+			return tbl, nil
+		}
+	}
+	s.forget(table)
+	tbl, err := delta.OpenTable(ctx, s.sub(table), s.tableOpts())
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.tables[table], s.opened[table] = tbl, time.Now()
+	s.mu.Unlock()
+	return tbl, nil
+}
+
+// notOursGrouped tells a group table this relay wrote the topic to from
+// one it never wrote the topic to.
+func (s *Sink) notOursGrouped(ctx context.Context, p catalog.Placement, reason string) (sink.Status, string) {
+	snap, err := delta.LoadSnapshot(ctx, s.sub(p.Table), -1)
+	if err == nil {
+		if _, ok := snap.Txns[p.TxnAppID(s.opts.AppID)]; ok {
+			return sink.Incompatible, reason
+		}
+	}
+	return sink.Foreign, reason
+}
+
+// registerGrouped registers the topics of a group commit not registered
+// yet, with the group table's id, before the commit that holds their first
+// rows: a registered grouped topic always had a table.
+func (s *Sink) registerGrouped(ctx context.Context, tbl *delta.Table, table string, topics map[string]int) error {
+	id := tbl.Metadata().ID
+	for name := range topics {
+		p := s.place(name)
+		if p.Registered {
+			continue
+		}
+		p.Table, p.TableID, p.Registered = table, id, true
+		if err := catalog.Register(ctx, s.root, p); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.places[name] = p
+		s.mu.Unlock()
+	}
+	return nil
+}

@@ -1,0 +1,38 @@
+package topic
+
+import "testing"
+
+// A file of several topics bounds its topic column exactly, so a reader of
+// one topic skips files whose bounds exclude it and reads the others.
+func TestMixedFileTopicBounds(t *testing.T) {
+	st := newLocalStore(t)
+	evs := testEvents(6, 2, 0x100)
+	for i, name := range []string{"m.b", "m.d", "m.b", "m.c", "m.d", "m.b"} {
+		evs[i].Topic = name
+	}
+	adds := writeEvents(t, st, FileOptions{}, evs)
+	if len(adds) != 1 {
+		t.Fatalf("%d files, want 1", len(adds))
+	}
+	for topic, want := range map[string]bool{"m.a": false, "m.b": true, "m.c": true, "m.d": true, "m.e": false, "orders": false} {
+		if got := MayHold(adds[0].Stats, topic); got != want {
+			t.Errorf("MayHold(%s) = %v, want %v (stats %s)", topic, got, want, adds[0].Stats)
+		}
+	}
+	got := readAll(t, st, adds)
+	for i := range got {
+		if got[i].Topic != evs[i].Topic || got[i].ID != evs[i].ID {
+			t.Fatalf("row %d: %s/%s, want %s/%s", i, got[i].Topic, got[i].ID, evs[i].Topic, evs[i].ID)
+		}
+	}
+}
+
+// Files without topic bounds (stats missing, or written before topic
+// bounds were) may hold any topic: nothing is skipped on a guess.
+func TestMayHoldWithoutBounds(t *testing.T) {
+	for _, stats := range []string{"", `{"numRecords":3}`, `{"minValues":{"topic":"a"}}`, `not json`} {
+		if !MayHold(stats, "x") {
+			t.Errorf("MayHold(%q) = false, want true", stats)
+		}
+	}
+}

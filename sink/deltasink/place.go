@@ -157,16 +157,23 @@ func (s *Sink) notOursGrouped(ctx context.Context, p catalog.Placement, reason s
 
 // registerGrouped registers the topics of a group commit not registered
 // yet, with the group table's id, before the commit that holds their first
-// rows: a registered grouped topic always had a table.
+// rows: a registered grouped topic always had a table. A topic registered
+// with another table id (its group's table was replaced) is committed only
+// once the operator resolved its hold (`relay rebuild --abort`: start it
+// afresh), and is then registered anew with this table's id.
 func (s *Sink) registerGrouped(ctx context.Context, tbl *delta.Table, table string, topics map[string]int) error {
 	id := tbl.Metadata().ID
 	for name := range topics {
 		p := s.place(name)
-		if p.Registered {
+		if p.Registered && p.TableID == id {
 			continue
 		}
+		register := catalog.Register
+		if p.Registered {
+			register = catalog.Reregister
+		}
 		p.Table, p.TableID, p.Registered = table, id, true
-		if err := catalog.Register(ctx, s.root, p); err != nil {
+		if err := register(ctx, s.root, p); err != nil {
 			return err
 		}
 		s.mu.Lock()

@@ -23,6 +23,7 @@ import (
 // its position in the source.
 type EventRef struct {
 	ID         string
+	Topic      string // a group's table holds many topics' rows (catalog.Placement)
 	CommitLSN  int64
 	Seq        int32
 	OccurredAt time.Time // zero when NULL
@@ -32,14 +33,16 @@ type EventRef struct {
 // readBatchRows is the number of rows decoded at a time.
 const readBatchRows = 16 << 10
 
-var refColumns = []int{colEventID, colCommitLSN, colSeq, colOccurredAt, colSource}
+var refColumns = []int{colEventID, colTopic, colCommitLSN, colSeq, colOccurredAt, colSource}
 
 // ReadEventIDs calls fn for every row of the data file of add, in file
-// order, decoding only event_id, commit_lsn, seq, occurred_at and source.
+// order, decoding only event_id, topic, commit_lsn, seq, occurred_at and
+// source.
 func ReadEventIDs(ctx context.Context, store storage.Store, add delta.Add, fn func(EventRef) error) error {
 	return scan(ctx, store, add, eventColumnList, refColumns, func(v *recordView, i int) error {
 		return fn(EventRef{
 			ID:         v.str(colEventID, i),
+			Topic:      v.str(colTopic, i),
 			CommitLSN:  v.i64(colCommitLSN, i),
 			Seq:        v.i32(colSeq, i),
 			OccurredAt: v.ts(colOccurredAt, i),

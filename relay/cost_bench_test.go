@@ -45,10 +45,7 @@ const (
 // requests would cost per month at S3 prices. DELTABUS_COST_SECONDS sets
 // each run's length (default 15).
 func BenchmarkTopicCost(b *testing.B) {
-	secs := 15
-	if v, err := strconv.Atoi(os.Getenv("DELTABUS_COST_SECONDS")); err == nil && v > 0 {
-		secs = v
-	}
+	d := costDuration()
 	for _, setting := range []struct {
 		name     string
 		interval time.Duration
@@ -56,19 +53,64 @@ func BenchmarkTopicCost(b *testing.B) {
 		for _, rate := range []int{1, 10, 100, 1000} {
 			b.Run(fmt.Sprintf("%s/rate=%d", setting.name, rate), func(b *testing.B) {
 				for b.Loop() {
-					runCost(b, setting.interval, rate, time.Duration(secs)*time.Second)
+					runCost(b, setting.interval, rate, d)
 				}
 			})
 		}
 	}
 }
 
+// costDuration is a cost run's length: DELTABUS_COST_SECONDS, default 15 s.
+func costDuration() time.Duration {
+	secs := 15
+	if v, err := strconv.Atoi(os.Getenv("DELTABUS_COST_SECONDS")); err == nil && v > 0 {
+		secs = v
+	}
+	return time.Duration(secs) * time.Second
+}
+
 func runCost(b *testing.B, interval time.Duration, rate int, d time.Duration) {
+	r := measureCost(b, interval, newPacedConn(rate), d, nil)
+	b.ReportMetric(float64(pct(r.lat, 50).Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(pct(r.lat, 99).Milliseconds()), "p99-ms")
+	b.ReportMetric(r.perSec(r.puts), "PUT/s")
+	b.ReportMetric(float64(r.puts)/float64(len(r.lat)), "PUT/event")
+	b.ReportMetric(r.monthly(), "$/month")
+	b.ReportMetric(0, "ns/op")
+}
+
+// costRun is what one run measured in its steady state (after the
+// warm-up).
+type costRun struct {
+	d          time.Duration
+	lat        []time.Duration
+	puts, gets int // store calls priced as PUTs (Put, PutIfAbsent, List, Delete) and as GETs
+	commits    int // versions the tables named to measureCost gained
+}
+
+func (r costRun) perSec(n int) float64 { return float64(n) / r.d.Seconds() }
+
+// monthly is what the requests would cost a month at S3 prices.
+func (r costRun) monthly() float64 {
+	return (r.perSec(r.puts)*putPrice + r.perSec(r.gets)*getPrice) * secondsMonth
+}
+
+// measureCost runs conn's load for d through a session into a Delta store
+// on S3 (versitygw) and counts the store's requests. prepare, when set,
+// runs on the store before the session starts; the commits of tables
+// (folders under the store root) are counted.
+func measureCost(b *testing.B, interval time.Duration, conn *pacedConn, d time.Duration,
+	prepare func(context.Context, storage.Store) error, tables ...string) costRun {
 	bucket := s3test.NewBucket(b)
 	ctx := context.Background()
 	inner, err := storage.Open(ctx, bucket.URL("cost"), bucket.Options())
 	if err != nil {
 		b.Fatal(err)
+	}
+	if prepare != nil {
+		if err := prepare(ctx, inner); err != nil {
+			b.Fatal(err)
+		}
 	}
 	store := storage.NewFaulty(inner)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -79,34 +121,29 @@ func runCost(b *testing.B, interval time.Duration, rate int, d time.Duration) {
 	cfg := Config{Source: "postgres://u@127.0.0.1/db", Store: bucket.URL("cost"), TopicCommitInterval: interval,
 		StatusInterval: 5 * time.Millisecond}
 	r := New(cfg, store, func(string) sink.Sink { return snk }, outbox.Mappings{}, log, nil)
-	conn := newPacedConn(rate)
 	runCtx, stop := context.WithCancel(ctx)
 	hard, cancel := afterStop(runCtx, r.cfg.ShutdownTimeout)
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- r.serve(runCtx, hard, conn, 0x1000) }()
-	conn.warmup(b) // the table's creation is not part of the steady state
+	conn.warmup(b) // the tables' creation is not part of the steady state
+	before := countVersions(b, inner, tables)
 	store.Reset()
 	conn.start(d)
 	conn.drained(b, 30*time.Second+2*r.cfg.TopicCommitInterval, errc)
-	puts := store.Calls(storage.OpPut) + store.Calls(storage.OpPutIfAbsent) + store.Calls(storage.OpList) + store.Calls(storage.OpDelete)
-	gets := store.Calls(storage.OpGet)
+	run := costRun{d: d, gets: store.Calls(storage.OpGet),
+		puts: store.Calls(storage.OpPut) + store.Calls(storage.OpPutIfAbsent) + store.Calls(storage.OpList) + store.Calls(storage.OpDelete)}
 	if testing.Verbose() {
 		b.Logf("put %d putIfAbsent %d list %d delete %d get %d", store.Calls(storage.OpPut), store.Calls(storage.OpPutIfAbsent),
-			store.Calls(storage.OpList), store.Calls(storage.OpDelete), gets)
+			store.Calls(storage.OpList), store.Calls(storage.OpDelete), run.gets)
 	}
 	stop()
 	if err := <-errc; err != nil {
 		b.Fatal(err)
 	}
-	lat := conn.latencies()
-	perSec := func(n int) float64 { return float64(n) / d.Seconds() }
-	b.ReportMetric(float64(pct(lat, 50).Milliseconds()), "p50-ms")
-	b.ReportMetric(float64(pct(lat, 99).Milliseconds()), "p99-ms")
-	b.ReportMetric(perSec(puts), "PUT/s")
-	b.ReportMetric(float64(puts)/float64(len(lat)), "PUT/event")
-	b.ReportMetric((perSec(puts)*putPrice+perSec(gets)*getPrice)*secondsMonth, "$/month")
-	b.ReportMetric(0, "ns/op")
+	run.commits = countVersions(b, inner, tables) - before
+	run.lat = conn.latencies()
+	return run
 }
 
 func pct(d []time.Duration, p float64) time.Duration {
@@ -118,9 +155,11 @@ func pct(d []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p/100))]
 }
 
-// pacedConn sends single-row transactions of one topic with exponential
-// gaps (rate per second on average) and measures, per transaction, the
-// time from its sending to the acknowledgement of its end.
+// pacedConn sends single-row transactions with exponential gaps (rate
+// per second on average), each of a topic drawn at random from its topics
+// (so each of n topics is Poisson at rate/n), and measures, per
+// transaction, the time from its sending to the acknowledgement of its
+// end. Its warm-up sends one transaction per topic.
 type pacedConn struct {
 	rate  int
 	rng   *rand.Rand
@@ -129,6 +168,8 @@ type pacedConn struct {
 	n     int
 	next  time.Time // when the next transaction is sent
 	until time.Time // no transaction is sent after it
+
+	topics []string
 
 	mu      sync.Mutex
 	startC  chan struct{}
@@ -143,8 +184,12 @@ type sentTx struct {
 	at  time.Time
 }
 
-func newPacedConn(rate int) *pacedConn {
-	c := &pacedConn{rate: rate, rng: rand.New(rand.NewPCG(1, uint64(rate))), lsn: 0x1000, startC: make(chan struct{}, 1), ackC: make(chan struct{}, 1)}
+// newPacedConn sends to topics (none: costTopicName).
+func newPacedConn(rate int, topics ...string) *pacedConn {
+	if len(topics) == 0 {
+		topics = []string{costTopicName}
+	}
+	c := &pacedConn{rate: rate, topics: topics, rng: rand.New(rand.NewPCG(1, uint64(rate))), lsn: 0x1000, startC: make(chan struct{}, 1), ackC: make(chan struct{}, 1)}
 	c.push(pg.Relation(1, "public", "outbox", pg.OutboxColumns()))
 	return c
 }
@@ -155,12 +200,12 @@ func (c *pacedConn) push(m []byte) {
 }
 
 // tx queues one transaction and records it as sent.
-func (c *pacedConn) tx() {
+func (c *pacedConn) tx(topic string) {
 	c.n++
 	commit := c.lsn + 0x300
 	now := time.Now()
 	c.push(pg.Begin(commit, now, uint32(c.n)))
-	c.push(pg.Insert(1, pg.OutboxTuple(fmt.Sprintf("00000000-0000-4000-8000-%012d", c.n), costTopicName, benchPayload)...))
+	c.push(pg.Insert(1, pg.OutboxTuple(fmt.Sprintf("00000000-0000-4000-8000-%012d", c.n), topic, benchPayload)...))
 	c.lsn = commit - 0x100
 	c.push(pg.Commit(commit, commit+0x10, now))
 	c.mu.Lock()
@@ -168,12 +213,22 @@ func (c *pacedConn) tx() {
 	c.mu.Unlock()
 }
 
+// topic draws the next transaction's topic.
+func (c *pacedConn) topic() string {
+	if len(c.topics) == 1 {
+		return c.topics[0] // the generator draws only the gaps
+	}
+	return c.topics[c.rng.IntN(len(c.topics))]
+}
+
 func (c *pacedConn) warmup(b *testing.B) {
 	c.startC <- struct{}{}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		c.mu.Lock()
-		done := len(c.lat) > 0
-		c.lat = nil
+		done := len(c.lat) > 0 && len(c.pending) == 0
+		if done {
+			c.lat = nil
+		}
 		c.mu.Unlock()
 		if done {
 			return
@@ -204,7 +259,9 @@ func (c *pacedConn) Receive(ctx context.Context, until time.Time) (pgproto3.Back
 			running := !c.until.IsZero()
 			c.mu.Unlock()
 			if !running {
-				c.tx() // the warm-up transaction
+				for _, t := range c.topics { // the warm-up transactions
+					c.tx(t)
+				}
 				continue
 			}
 			c.next = time.Now()
@@ -215,7 +272,7 @@ func (c *pacedConn) Receive(ctx context.Context, until time.Time) (pgproto3.Back
 		end := c.until
 		c.mu.Unlock()
 		if !c.next.IsZero() && !now.Before(c.next) && now.Before(end) {
-			c.tx()
+			c.tx(c.topic())
 			c.next = c.next.Add(time.Duration(c.rng.ExpFloat64() / float64(c.rate) * float64(time.Second)))
 			continue
 		}

@@ -76,7 +76,7 @@ func TestPlacementFollowsTheRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := ReadPlacement(ctx, st, "metrics.old", groups)
-	if err != nil || p.Shared() || !p.Registered {
+	if err != nil || p.Shared() || !p.Registered || p.Group() != "" {
 		t.Fatalf("registered own table: %+v, %v", p, err)
 	}
 	p, err = ReadPlacement(ctx, st, "metrics.new", groups)

@@ -34,8 +34,10 @@ type Placement struct {
 
 // Group returns the topic's group, "" when it has its own table.
 func (p Placement) Group() string {
-	g, _ := GroupOfTable(p.Table)
-	return g
+	if g, ok := GroupOfTable(p.Table); ok {
+		return g
+	}
+	return ""
 }
 
 // Shared reports whether the topic shares a group's table.

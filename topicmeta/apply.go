@@ -79,29 +79,50 @@ var ErrNoTable = errors.New("the topic has no table yet")
 // them, and returns the table's version and whether it committed. The
 // commit ("UPDATE TABLE METADATA") changes no column's name, type,
 // nullability or other metadata, so a relay streaming into the table
-// carries on through it.
+// carries on through it. A topic of a group writes nothing (ErrShared):
+// its group's table describes the group (ApplyGroup).
 func Apply(ctx context.Context, store storage.Store, in Info) (version int64, changed bool, err error) {
-	tbl, err := delta.OpenTable(ctx, storage.Sub(store, in.Topic), delta.Options{})
+	if in.Shared() {
+		return -1, false, fmt.Errorf("topic %q lives in group %s's table %s, whose metaData describes the group; the topic's own description stays in the catalog: %w",
+			in.Topic, in.Group, in.Table, ErrShared)
+	}
+	return apply(ctx, storage.Sub(store, in.Topic), "topic "+strconv.Quote(in.Topic), in.tableDescriptionWanted(), in.Comments())
+}
+
+// tableDescriptionWanted is the description the topic's table should
+// carry; nil: leave it as another writer set it (never described).
+func (in *Info) tableDescriptionWanted() *string {
+	if in.Described.IsZero() {
+		return nil
+	}
+	d := in.Description
+	return &d
+}
+
+// apply commits description (nil: left as it is; "": cleared) and
+// comments into the metaData of the table at st, what naming it in
+// errors.
+func apply(ctx context.Context, st storage.Store, what string, description *string, comments map[string]string) (int64, bool, error) {
+	tbl, err := delta.OpenTable(ctx, st, delta.Options{})
 	if errors.Is(err, delta.ErrNoTable) {
 		return -1, false, ErrNoTable
 	}
 	if err != nil {
-		return -1, false, fmt.Errorf("open topic %q table: %w", in.Topic, err)
+		return -1, false, fmt.Errorf("open %s table: %w", what, err)
 	}
-	if !needsUpdate(in, tbl.Metadata()) {
+	if !needsUpdate(description, comments, tbl.Metadata()) {
 		return tbl.Version(), false, nil
 	}
-	comments := in.Comments()
 	params := map[string]any{"columnComments": comments}
-	if !in.Described.IsZero() {
-		params["description"] = in.Description
+	if description != nil {
+		params["description"] = *description
 	}
 	b, _ := json.Marshal(params)
 	v, err := tbl.UpdateMetadata(ctx, delta.MetadataChange{
 		Operation:           "UPDATE TABLE METADATA",
 		OperationParameters: map[string]string{"metadataUpdate": string(b)},
 		Update: func(m *delta.Metadata) error {
-			if !needsUpdate(in, *m) { // a concurrent describe got there first
+			if !needsUpdate(description, comments, *m) { // a concurrent describe got there first
 				return nil
 			}
 			s, err := topic.WithComments(m.SchemaString, comments)
@@ -109,10 +130,10 @@ func Apply(ctx context.Context, store storage.Store, in Info) (version int64, ch
 				return err
 			}
 			m.SchemaString = s
-			if !in.Described.IsZero() {
+			if description != nil {
 				m.Description = nil
-				if in.Description != "" {
-					d := in.Description
+				if *description != "" {
+					d := *description
 					m.Description = &d
 				}
 			}
@@ -120,42 +141,41 @@ func Apply(ctx context.Context, store storage.Store, in Info) (version int64, ch
 		},
 	})
 	if err != nil {
-		return -1, false, fmt.Errorf("write description of topic %q into its table: %w", in.Topic, err)
+		return -1, false, fmt.Errorf("write description of %s into its table: %w", what, err)
 	}
 	return v, true, nil
 }
 
-// needsUpdate reports whether the table's metaData lacks the Info's
-// description or one of its column comments. A topic never described
-// leaves the table's description as another writer set it; once described,
-// the table's follows it (an empty one clears it).
-func needsUpdate(in Info, m delta.Metadata) bool {
-	if !in.Described.IsZero() && ptrOr(m.Description) != in.Description {
+// needsUpdate reports whether the table's metaData lacks description
+// (nil: any will do) or one of comments. A topic never described
+// leaves the table's description as another writer set it; once
+// described, the table's follows it (an empty one clears it).
+func needsUpdate(description *string, comments map[string]string, m delta.Metadata) bool {
+	if description != nil && ptrOr(m.Description) != *description {
 		return true
 	}
 	s, err := delta.ParseSchema(m.SchemaString)
 	if err != nil {
 		return false // not a schema we can comment; the relay reports it
 	}
-	want := in.Comments()
 	for _, f := range s.Fields {
 		c, _ := f.Metadata["comment"].(string)
-		if w, ok := want[f.Name]; ok && c != w {
+		if w, ok := comments[f.Name]; ok && c != w {
 			return true
 		}
 	}
 	return false
 }
 
-// Pending lists the topics of infos whose tables lack their description
-// or comments, sorted.
+// Pending lists the topics of infos whose own tables lack their
+// description or comments, sorted (a group's: PendingGroups).
 func Pending(infos []Info) []string {
 	var out []string
 	for _, in := range infos {
-		if in.Version < 0 || in.schemaString == "" {
+		if in.Version < 0 || in.schemaString == "" || in.Shared() {
 			continue
 		}
-		if needsUpdate(in, delta.Metadata{SchemaString: in.schemaString, Description: in.tableDescription}) {
+		if needsUpdate(in.tableDescriptionWanted(), in.Comments(), delta.Metadata{SchemaString: in.schemaString, Description: in.tableDescription}) {
 			out = append(out, in.Topic)
 		}
 	}

@@ -13,20 +13,33 @@
 // structure, which is exactly what a live relay's writer accepts from
 // another writer (sink/delta's SameSchema leaves comments out): the relay
 // streams on through it.
+//
+// A topic of a topic group (catalog.Group) shares its group's table, so
+// what is the topic's own is kept apart from what is the table's:
+//   - its owner and description stay in the catalog: Apply refuses a
+//     grouped topic (ErrShared), and the group table's metaData carries
+//     the group's own description (GroupInfo.Description: the group, its
+//     topics, how to read one), written by ApplyGroup;
+//   - its records and last commit are its own, read from the group
+//     table's log without reading a data file: records are exact where
+//     the files that may hold it hold only it (Info.SharedRecords counts
+//     the rows of files it shares with other topics), the last commit is
+//     the newest of its own txns (<appId>/<topic>, catalog.TxnAppID),
+//     and its sources are the relays with such a txn;
+//   - version, retention and columns are the group table's.
+//
+// LoadAll reads each table's log once, whatever the number of topics in
+// it.
 package topicmeta
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"sort"
+	"strconv"
 	"sync"
 	"time"
 
-	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
-	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
 )
 
@@ -38,9 +51,22 @@ type Info struct {
 	Description string    `json:"description,omitempty"`
 	Described   time.Time `json:"described,omitzero"` // when `relay topics describe` last set them
 
-	Location      string    `json:"location"` // the table's URL
-	Version       int64     `json:"version"`  // -1: no table
-	Records       int64     `json:"records"`
+	// Table is the folder of the topic's table under the store root: its
+	// own name, or its group's table (catalog.GroupTable) when Group is
+	// set. A topic not registered yet shows where its first event goes.
+	Table    string `json:"table"`
+	Group    string `json:"group,omitempty"`
+	Location string `json:"location"` // the table's URL
+	Version  int64  `json:"version"`  // the table's; -1: no table (or, in a group, no event yet)
+	// Records are the topic's rows by the files' statistics. In a group's
+	// table, the rows of files that hold the topic alone; SharedRecords
+	// are the rows of files it shares with other topics of the group and
+	// may have rows in: its own among them are not counted (that needs a
+	// scan), so its count is between Records and Records+SharedRecords.
+	Records       int64 `json:"records"`
+	SharedRecords int64 `json:"sharedRecords,omitempty"`
+	// LastCommit is the table's last commit; in a group's table, the last
+	// commit that recorded the topic's position (its txn's lastUpdated).
 	LastCommit    time.Time `json:"lastCommit,omitzero"`
 	LogRetention  string    `json:"logRetention,omitempty"`  // delta.logRetentionDuration (or its default)
 	FileRetention string    `json:"fileRetention,omitempty"` // delta.deletedFileRetentionDuration (or its default)
@@ -72,7 +98,8 @@ type Column struct {
 }
 
 // Source is one relay that commits to the topic: its txn appId in the
-// table's log, with what its marker says about its source database.
+// table's log (in a group's table, the appId of its txn <appId>/<topic>),
+// with what its marker says about its source database.
 type Source struct {
 	AppID    string `json:"appId"`
 	Slot     string `json:"slot,omitempty"`
@@ -124,121 +151,17 @@ func registered() []Provider {
 	return append([]Provider(nil), providers...)
 }
 
-// Load describes every registered topic (catalog.ListTopics) and every
-// described one (a topic may be described before its first event), sorted.
-func Load(ctx context.Context, store storage.Store) ([]Info, error) {
-	names, err := catalog.ListTopics(ctx, store)
-	if err != nil {
-		return nil, err
-	}
-	described, err := catalog.ListDescribed(ctx, store)
-	if err != nil {
-		return nil, err
-	}
-	names = append(names, described...)
-	sort.Strings(names)
-	names = slices.Compact(names)
-	markers, err := markersByApp(ctx, store)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Info, 0, len(names))
-	for _, n := range names {
-		in, err := load(ctx, store, n, markers)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, in)
-	}
-	return out, nil
-}
+// Shared reports whether the topic lives in a group's table.
+func (in *Info) Shared() bool { return in.Group != "" }
 
-// LoadTopic describes one topic, registered or not (its table may not
-// exist yet: Version -1).
-func LoadTopic(ctx context.Context, store storage.Store, topic string) (Info, error) {
-	if err := catalog.CheckName("topic", topic); err != nil {
-		return Info{}, err
+// RecordsText is Records as the listings show it: the number, or
+// "shared" when part of the topic's rows are in files it shares with
+// other topics of its group (counting them needs a scan).
+func (in *Info) RecordsText() string {
+	if in.SharedRecords > 0 {
+		return "shared"
 	}
-	markers, err := markersByApp(ctx, store)
-	if err != nil {
-		return Info{}, err
-	}
-	return load(ctx, store, topic, markers)
-}
-
-func markersByApp(ctx context.Context, store storage.Store) (map[string]catalog.Marker, error) {
-	ms, err := catalog.ListMarkers(ctx, store)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]catalog.Marker, len(ms))
-	for _, m := range ms {
-		out[m.AppID] = m
-	}
-	return out, nil
-}
-
-// load returns an error only when the store cannot be read; a table that
-// is missing or unreadable is the Info's Problem.
-func load(ctx context.Context, store storage.Store, topic string, markers map[string]catalog.Marker) (Info, error) {
-	tbl := storage.Sub(store, topic)
-	in := Info{Topic: topic, Location: tbl.String(), Version: -1}
-	meta, ok, err := catalog.ReadTopicMeta(ctx, store, topic)
-	switch {
-	case err != nil:
-		in.Problem = err.Error()
-	case ok:
-		in.Owner, in.Description, in.Described = meta.Owner, meta.Description, meta.Updated
-	}
-	snap, err := delta.LoadSnapshot(ctx, tbl, -1)
-	switch {
-	case errors.Is(err, delta.ErrNoTable):
-		in.Problem = join(in.Problem, "no table yet")
-	case err != nil:
-		if ctx.Err() != nil {
-			return in, ctx.Err()
-		}
-		in.Problem = join(in.Problem, fmt.Sprintf("table unreadable: %v", err))
-	default:
-		fromSnapshot(&in, snap, markers)
-	}
-	for _, p := range registered() {
-		if err := p.Describe(ctx, store, &in); err != nil {
-			if ctx.Err() != nil {
-				return in, ctx.Err()
-			}
-			in.Problem = join(in.Problem, err.Error())
-		}
-	}
-	return in, nil
-}
-
-func fromSnapshot(in *Info, snap *delta.Snapshot, markers map[string]catalog.Marker) {
-	in.Version, in.Records, in.LastCommit = snap.Version, snap.StatsRecords(), snap.CommitTime
-	in.schemaString, in.tableDescription = snap.Metadata.SchemaString, snap.Metadata.Description
-	cfg := snap.Metadata.Configuration
-	in.LogRetention, in.FileRetention = cfg[delta.PropLogRetention], cfg[delta.PropDeletedFileRetention]
-	if in.LogRetention == "" {
-		in.LogRetention = "interval 30 days (default)"
-	}
-	if in.FileRetention == "" {
-		in.FileRetention = "interval 7 days (default)"
-	}
-	if s, err := delta.ParseSchema(snap.Metadata.SchemaString); err == nil {
-		for _, f := range s.Fields {
-			c, _ := f.Metadata["comment"].(string)
-			in.Columns = append(in.Columns, Column{Name: f.Name, Type: delta.TypeString(f.Type), Nullable: f.Nullable, Comment: c})
-		}
-	}
-	in.Sources = []Source{}
-	for app, txn := range snap.Txns {
-		s := Source{AppID: app, TxnLSN: lsnString(txn.Version)}
-		if m, ok := markers[app]; ok {
-			s.Slot, s.Database, s.SystemID = m.Slot, m.Database, m.SystemID
-		}
-		in.Sources = append(in.Sources, s)
-	}
-	sort.Slice(in.Sources, func(i, j int) bool { return in.Sources[i].AppID < in.Sources[j].AppID })
+	return strconv.FormatInt(in.Records, 10)
 }
 
 // IsDeadLetter reports whether the topic is the dead-letter topic.

@@ -19,6 +19,22 @@
 // overlap unreadable: the reconciler never counts an absent file as zero
 // events.
 //
+// # Topics that share a group's table
+//
+// A topic of a topic group (catalog.Group) is checked exactly as a topic
+// with its own table, against its own rows only: its log is the group
+// table's files whose topic bounds may hold it (topic.MayHold on the adds'
+// stats), and of those the rows whose topic column is its name. A file
+// whose stats bound it to the one topic is counted from its stats; a file
+// of several topics is read (occurred_at, source and topic columns), once
+// per run for all its topics. So a difference is reported in the topic it
+// belongs to, never in another topic of the group. Each table's log is read
+// once per run, whatever the number of its topics. A grouped topic whose
+// group table was deleted and created again (its registry entry names
+// another table id) is an error naming `relay rebuild`, not a clean or an
+// empty log. Results (and the _reconciliation rows) are per topic; the
+// JSON report names the group table of a grouped topic's results.
+//
 // # How it narrows
 //
 // Counts first: the source counts rows per window over the (topic,

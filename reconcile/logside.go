@@ -18,7 +18,7 @@ import (
 // between the window pass and bisection (8 bytes per row).
 const occCacheBudget = 32 << 20
 
-// logFile is one active data file of a topic table.
+// logFile is one active data file of a topic table or of a group's table.
 type logFile struct {
 	path       string // decoded, relative to the table root
 	size       int64
@@ -30,16 +30,27 @@ type logFile struct {
 	// source bounds are equal, and no row lacks one); "" when the stats
 	// cannot tell (several sources, rows of earlier releases).
 	source string
+	// topic is the one topic every row of the file names (its stats'
+	// topic bounds are equal); "" when the stats cannot tell (a group
+	// table's file of several topics, files of earlier releases).
+	topic string
 }
 
-// topicLog is the log side of one topic: its active files at one version.
+// topicLog is the log side of one topic: the active files, at one version
+// of the table that holds it, that may hold its rows.
 type topicLog struct {
 	// ours says whether a row written by source (an appId; "" for rows of
 	// releases that kept none) is this relay's: in a topic several sources
 	// share, the others' events are neither expected nor unexpected. nil:
 	// every row.
-	ours       func(source string) bool
-	topic      string
+	ours  func(source string) bool
+	topic string
+	// table is the table that holds the topic; shared when it is a
+	// group's, whose files mix topics: only rows whose topic column is
+	// the topic count, and mixed files' columns are decoded once for all
+	// the topics of a run (tableLog.split).
+	table      *tableLog
+	shared     bool
 	store      storage.Store
 	version    int64 // -1 when the topic has no table
 	files      []*logFile
@@ -51,36 +62,6 @@ type topicLog struct {
 type unreadableError struct{ path, why string }
 
 func (e *unreadableError) Error() string { return fmt.Sprintf("data file %s: %s", e.path, e.why) }
-
-// loadTopicLog reads the topic's snapshot and checks that every active file
-// exists in storage with the size its add records.
-func loadTopicLog(ctx context.Context, root storage.Store, topic string, ours func(string) bool) (*topicLog, error) {
-	st := storage.Sub(root, topic)
-	tl := &topicLog{ours: ours, topic: topic, store: st, version: -1, cache: map[*logFile][]int64{}}
-	snap, err := delta.LoadSnapshot(ctx, st, -1)
-	if errors.Is(err, delta.ErrNoTable) {
-		return tl, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load log of topic %q: %w", topic, err)
-	}
-	tl.version = snap.Version
-	objs, err := st.List(ctx, "", "")
-	if err != nil {
-		return nil, fmt.Errorf("list data files of topic %q: %w", topic, err)
-	}
-	sizes := make(map[string]int64, len(objs))
-	for _, o := range objs {
-		if !strings.HasPrefix(o.Key, delta.LogDir) {
-			sizes[o.Key] = o.Size
-		}
-	}
-	for _, add := range snap.Files {
-		tl.files = append(tl.files, newLogFile(add, sizes))
-	}
-	sort.Slice(tl.files, func(i, j int) bool { return tl.files[i].path < tl.files[j].path })
-	return tl, nil
-}
 
 func newLogFile(add delta.Add, sizes map[string]int64) *logFile {
 	f := &logFile{size: add.Size, rows: -1}
@@ -119,11 +100,8 @@ func parseStats(f *logFile, stats string) {
 	if json.Unmarshal([]byte(stats), &s) != nil {
 		return
 	}
-	var srcLo, srcHi string
-	if nulls, ok := s.Nulls["source"]; ok && nulls == 0 && json.Unmarshal(s.Min["source"], &srcLo) == nil &&
-		json.Unmarshal(s.Max["source"], &srcHi) == nil && srcLo == srcHi {
-		f.source = srcLo
-	}
+	f.source = onlyValue(s.Min["source"], s.Max["source"], s.Nulls, "source")
+	f.topic = onlyValue(s.Min["topic"], s.Max["topic"], s.Nulls, "topic")
 	if s.NumRecords != nil {
 		f.rows = *s.NumRecords
 	}
@@ -134,6 +112,16 @@ func parseStats(f *logFile, stats string) {
 		f.hi = (floorDiv(hi, 1000)+1)*1000 + 1
 		f.bounded = true
 	}
+}
+
+// onlyValue returns the one value of a string column whose stats bound it
+// to one value and count no null; "" when they do not.
+func onlyValue(min, max json.RawMessage, nulls map[string]int64, col string) string {
+	var lo, hi string
+	if n, ok := nulls[col]; ok && n == 0 && json.Unmarshal(min, &lo) == nil && json.Unmarshal(max, &hi) == nil && lo == hi {
+		return lo
+	}
+	return ""
 }
 
 func statsTime(raw json.RawMessage) (int64, bool) {
@@ -152,10 +140,11 @@ func (f *logFile) overlaps(a, b int64) bool { return !f.bounded || (f.lo < b && 
 
 func (f *logFile) inside(a, b int64) bool { return f.bounded && f.lo >= a && f.hi <= b }
 
-// whole reports whether the stats tell that every row of f is ours, and
-// none whether they tell that no row is.
+// whole reports whether the stats tell that every row of f is ours (and,
+// in a group's table, of the topic), and none whether they tell that no
+// row is ours.
 func (tl *topicLog) whole(f *logFile) bool {
-	return tl.ours == nil || (f.source != "" && tl.ours(f.source))
+	return (tl.ours == nil || (f.source != "" && tl.ours(f.source))) && (!tl.shared || f.topic == tl.topic)
 }
 
 func (tl *topicLog) none(f *logFile) bool {
@@ -165,6 +154,16 @@ func (tl *topicLog) none(f *logFile) bool {
 // read fetches the file and decodes its columns. A missing or corrupt file
 // gives an *unreadableError; other errors (network, ctx) are returned as is.
 func (tl *topicLog) read(ctx context.Context, f *logFile, withIDs bool) (*fileColumns, error) {
+	var want func(source, topic string) bool
+	if tl.ours != nil || tl.shared {
+		want = tl.wants
+	}
+	return tl.readFile(ctx, f, withIDs, tl.shared, want)
+}
+
+// readFile is read with the topic column when withTopics, keeping the
+// rows want accepts (all of them when want is nil).
+func (tl *topicLog) readFile(ctx context.Context, f *logFile, withIDs, withTopics bool, want func(source, topic string) bool) (*fileColumns, error) {
 	if f.unreadable != "" {
 		return nil, &unreadableError{f.path, f.unreadable}
 	}
@@ -174,9 +173,9 @@ func (tl *topicLog) read(ctx context.Context, f *logFile, withIDs bool) (*fileCo
 		return nil, &unreadableError{f.path, f.unreadable}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read data file %s of topic %q: %w", f.path, tl.topic, err)
+		return nil, fmt.Errorf("read data file %s of topic %q (table %s): %w", f.path, tl.topic, tl.table.name, err)
 	}
-	cols, err := readColumns(ctx, data, withIDs, tl.ours != nil)
+	cols, err := readColumns(ctx, data, withIDs, tl.ours != nil, withTopics)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -188,14 +187,26 @@ func (tl *topicLog) read(ctx context.Context, f *logFile, withIDs bool) (*fileCo
 		f.unreadable = fmt.Sprintf("holds %d rows, its add stats say %d", len(cols.occurred), f.rows)
 		return nil, &unreadableError{f.path, f.unreadable}
 	}
-	if tl.ours != nil {
-		cols.keep(tl.ours)
+	if want != nil {
+		cols.keep(want)
 	}
 	return cols, nil
 }
 
+// wants says whether a row of source and topic is one this log checks.
+func (tl *topicLog) wants(source, topic string) bool {
+	return tl.isOurs(source, topic) && (!tl.shared || topic == tl.topic)
+}
+
+// isOurs says whether a row of source is one this log checks, whatever
+// its topic.
+func (tl *topicLog) isOurs(source, _ string) bool { return tl.ours == nil || tl.ours(source) }
+
 // occurred returns the file's occurred_at column, cached within budget.
 func (tl *topicLog) occurred(ctx context.Context, f *logFile) ([]int64, error) {
+	if tl.shared && f.topic == "" {
+		return tl.table.occurred(ctx, tl, f)
+	}
 	if v, ok := tl.cache[f]; ok {
 		return v, nil
 	}

@@ -24,11 +24,13 @@ type fileColumns struct {
 	occurred []int64
 	ids      []string
 	sources  []string // the source column when asked for and the file has it; nil otherwise
+	topics   []string // the topic column when asked for (a group's table); nil otherwise
 }
 
-// readColumns decodes occurred_at (and event_id when withIDs) from the
-// parquet bytes of one data file, reading no other column.
-func readColumns(ctx context.Context, data []byte, withIDs, withSources bool) (*fileColumns, error) {
+// readColumns decodes occurred_at (and event_id when withIDs, source when
+// withSources and the file has it, topic when withTopics) from the parquet
+// bytes of one data file, reading no other column.
+func readColumns(ctx context.Context, data []byte, withIDs, withSources, withTopics bool) (*fileColumns, error) {
 	pf, err := file.NewParquetReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("open parquet: %w", err)
@@ -51,6 +53,13 @@ func readColumns(ctx context.Context, data []byte, withIDs, withSources bool) (*
 	if withSources {
 		cols = append(cols, sc.ColumnIndexByName("source"))
 	}
+	if withTopics {
+		topicIdx := sc.ColumnIndexByName("topic")
+		if topicIdx < 0 {
+			return nil, fmt.Errorf("parquet file has no topic column")
+		}
+		cols = append(cols, topicIdx)
+	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator)
 	if err != nil {
 		return nil, fmt.Errorf("open parquet columns: %w", err)
@@ -65,7 +74,7 @@ func readColumns(ctx context.Context, data []byte, withIDs, withSources bool) (*
 		out.ids = make([]string, 0, pf.NumRows())
 	}
 	for rr.Next() {
-		if err := out.appendRecord(rr.RecordBatch(), withIDs, withSources); err != nil {
+		if err := out.appendRecord(rr.RecordBatch(), withIDs, withSources, withTopics); err != nil {
 			return nil, err
 		}
 	}
@@ -75,7 +84,7 @@ func readColumns(ctx context.Context, data []byte, withIDs, withSources bool) (*
 	return out, nil
 }
 
-func (fc *fileColumns) appendRecord(rec arrow.RecordBatch, withIDs, withSources bool) error {
+func (fc *fileColumns) appendRecord(rec arrow.RecordBatch, withIDs, withSources, withTopics bool) error {
 	sch := rec.Schema()
 	for i, f := range sch.Fields() {
 		switch f.Name {
@@ -91,21 +100,37 @@ func (fc *fileColumns) appendRecord(rec arrow.RecordBatch, withIDs, withSources 
 			}
 		case "source":
 			if withSources {
-				s, ok := rec.Column(i).(*array.String)
-				if !ok {
-					return fmt.Errorf("source is %s, want a string", rec.Column(i).DataType())
+				var err error
+				if fc.sources, err = appendStrings(fc.sources, rec.Column(i), "source"); err != nil {
+					return err
 				}
-				for k := 0; k < s.Len(); k++ {
-					v := ""
-					if s.IsValid(k) {
-						v = strings.Clone(s.Value(k))
-					}
-					fc.sources = append(fc.sources, v)
+			}
+		case "topic":
+			if withTopics {
+				var err error
+				if fc.topics, err = appendStrings(fc.topics, rec.Column(i), "topic"); err != nil {
+					return err
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// appendStrings appends a string column's values to list ("" for null).
+func appendStrings(list []string, col arrow.Array, name string) ([]string, error) {
+	s, ok := col.(*array.String)
+	if !ok {
+		return nil, fmt.Errorf("%s is %s, want a string", name, col.DataType())
+	}
+	for k := 0; k < s.Len(); k++ {
+		v := ""
+		if s.IsValid(k) {
+			v = strings.Clone(s.Value(k))
+		}
+		list = append(list, v)
+	}
+	return list, nil
 }
 
 func (fc *fileColumns) appendTimes(col arrow.Array) error {
@@ -164,27 +189,37 @@ func (fc *fileColumns) appendIDs(col arrow.Array) error {
 	return nil
 }
 
-// keep drops the rows whose source ours refuses (a row without a source
-// column has source "").
-func (fc *fileColumns) keep(ours func(string) bool) {
+// keep drops the rows for which want(source, topic) is false (a row
+// without a source column has source "", a row whose topic was not read
+// topic ""), and the source column.
+func (fc *fileColumns) keep(want func(source, topic string) bool) {
 	n := 0
 	for i := range fc.occurred {
-		src := ""
+		src, tp := "", ""
 		if fc.sources != nil {
 			src = fc.sources[i]
 		}
-		if !ours(src) {
+		if fc.topics != nil {
+			tp = fc.topics[i]
+		}
+		if !want(src, tp) {
 			continue
 		}
 		fc.occurred[n] = fc.occurred[i]
 		if fc.ids != nil {
 			fc.ids[n] = fc.ids[i]
 		}
+		if fc.topics != nil {
+			fc.topics[n] = fc.topics[i]
+		}
 		n++
 	}
 	fc.occurred = fc.occurred[:n]
 	if fc.ids != nil {
 		fc.ids = fc.ids[:n]
+	}
+	if fc.topics != nil {
+		fc.topics = fc.topics[:n]
 	}
 	fc.sources = nil
 }

@@ -30,7 +30,10 @@ type Duplicate struct {
 // Result is the verdict for one topic and closed window. Id lists are exact
 // up to Options.MaxIDs entries each; the counts are always exact.
 type Result struct {
-	Topic       string `json:"topic"`
+	Topic string `json:"topic"`
+	// Table is the group's table that holds the topic's events when it
+	// shares one (catalog.Group), "" when the topic has its own table.
+	Table       string `json:"table,omitempty"`
 	Window      Window `json:"window"`
 	Status      Status `json:"status"`
 	Check       string `json:"check,omitempty"`

@@ -36,6 +36,11 @@ type checker struct {
 	// prefetch holds each registered topic's log, counted per candidate
 	// window while the source was being counted.
 	prefetch map[string]*prefetched
+	// groups are the store's topic groups, listed once a run (nil until
+	// then); tables are the tables read, each once, shared by the topics
+	// they hold (tables.go).
+	groups []catalog.Group
+	tables map[string]*tableLog
 }
 
 // prefetched is a topic's log side, read ahead.
@@ -290,15 +295,6 @@ func (c *checker) topics(ctx context.Context, srcCounts map[string][]int64) ([]s
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-// loadLog loads a topic's log; a name that cannot be a topic has no table
-// (its rows went to the dead-letter topic).
-func (c *checker) loadLog(ctx context.Context, topic string) (*topicLog, error) {
-	if outbox.ValidTopic(topic) != nil {
-		return &topicLog{topic: topic, version: -1, cache: map[*logFile][]int64{}}, nil
-	}
-	return loadTopicLog(ctx, c.root, topic, c.ours)
 }
 
 // oursOf is the row filter of the relay appID: its rows, and rows without

@@ -44,6 +44,11 @@ func (c *checker) checkTopic(ctx context.Context, topic string, closed []Window,
 	if err != nil {
 		return fail(err), ctxErr(ctx)
 	}
+	if tl.shared {
+		for i := range out {
+			out[i].Table = tl.table.name
+		}
+	}
 	for i := range out {
 		if err := c.checkWindow(ctx, tl, &out[i], counts[i], unreadable[i]); err != nil {
 			return nil, err
@@ -270,7 +275,7 @@ func (c *checker) deadLetters(ctx context.Context) (map[string]bool, error) {
 		return c.dead, nil
 	}
 	c.dead = map[string]bool{}
-	tl, err := loadTopicLog(ctx, c.root, outbox.DeadLetterTopic, c.ours)
+	tl, err := c.loadLog(ctx, outbox.DeadLetterTopic)
 	if err != nil {
 		c.log.Warn("reconcile: dead-letter topic unreadable; missing ids are not checked against it", "err", err)
 		return c.dead, nil

@@ -18,12 +18,13 @@ import (
 const reconcileHelp = `[--from T --to T | --last 24h] [--window 1h] [--topic T ...] [--json] [flags]
 
 Compares, per topic and closed window of occurred_at, the outbox rows of the
-source with the events of the Delta topic tables, and lists the exact ids
-missing from the log, in the log but not in the source, and duplicated in it.
-A window is closed when window end + --lateness is before the check time and
-the relay's slot has confirmed the WAL position sampled at that time; other
-windows are listed as skipped. Results are appended to the _reconciliation
-Delta table under the store root (unless --no-record).
+source with the events of the Delta topic tables (a grouped topic's rows of
+its group's table), and lists the exact ids missing from the log, in the log
+but not in the source, and duplicated in it. A window is closed when window
+end + --lateness is before the check time and the relay's slot has confirmed
+the WAL position sampled at that time; other windows are listed as skipped.
+Results are appended to the _reconciliation Delta table under the store root
+(unless --no-record).
 
 Exit codes: 0 clean, 1 divergence found or a referenced data file unreadable,
 2 could not run, 3 nothing checked (every window open, beyond retention, or

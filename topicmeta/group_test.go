@@ -9,41 +9,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/deltabus/deltabus/catalog"
-	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink/delta"
-	"github.com/deltabus/deltabus/sink/deltasink"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/topicmeta/topicmetatest"
 )
 
-// relayBatch commits one batch of events (topic names, one event each) at
-// pos through the Delta sink of appID, as the relay does: one commit per
-// table, a group's topics in one commit of its table.
 func relayBatch(t *testing.T, root storage.Store, appID string, pos int64, topics ...string) {
 	t.Helper()
-	ctx := context.Background()
-	s := deltasink.New(root, deltasink.Options{AppID: appID, SyncCheckpoints: true})
-	b := s.NewBatch()
-	tables := map[string]bool{}
-	for i, name := range topics {
-		tp, err := s.Open(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tables[tp.Table] = true
-		ev := &outbox.Event{ID: fmt.Sprintf("00000000-0000-4000-8000-%06d%06d", pos, i), Topic: name, Key: "k", Type: "t", SchemaVersion: 1,
-			Payload: `{}`, OccurredAt: time.Unix(1700000000, 0).UTC(), CommitLSN: pos, Seq: int32(i), CommitTime: time.Unix(1700000000, 0).UTC()}
-		if err := b.Append(ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for table := range tables {
-		if _, err := b.Commit(ctx, table, pos); err != nil {
-			t.Fatalf("commit %s at %d: %v", table, pos, err)
-		}
-	}
+	topicmetatest.Batch(t, root, appID, pos, topics...)
 }
 
 // groupStore holds group m (m.*) with topics m.a, m.b and m.c in files
@@ -62,9 +37,7 @@ func groupStore(t *testing.T) storage.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := catalog.WriteGroup(ctx, store, catalog.Group{Name: "m", Topics: []string{"m.*"}}); err != nil {
-		t.Fatal(err)
-	}
+	topicmetatest.Group(t, store, "m", "m.*")
 	relayBatch(t, store, "deltabus-main", 100, "m.a", "m.a", "m.b", "orders")
 	relayBatch(t, store, "deltabus-main", 200, "m.a", "m.a", "m.a")
 	relayBatch(t, store, "deltabus-main", 300, "m.b", "m.c")

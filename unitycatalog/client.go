@@ -22,6 +22,18 @@
 // table of the same name at another storage location: that is someone
 // else's table, reported as a conflict.
 //
+// A topic group's table (catalog.Group: many topics in one Delta table)
+// is registered once, as one EXTERNAL DELTA table named after its folder
+// (_group_<group>), never per topic: its comment is the group's
+// description (its topics; a reader of one filters WHERE topic = '...')
+// and its properties are deltabus.group, deltabus.topics,
+// deltabus.topic_count, deltabus.topic_patterns, the owners, contracts
+// and personal columns of its topics (by topic), deltabus.sources and
+// deltabus.version. Why not a view per topic: group.go. A topic joining
+// the group changes the registration's comment and properties: Sync
+// brings it up to date like any other change; a relay's Register does
+// not.
+//
 // Unity Catalog table names are [a-zA-Z0-9_@-]+: a topic's "." becomes "_"
 // (TableName); two topics that map to one name are a conflict.
 //

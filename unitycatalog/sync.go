@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/deltabus/deltabus/topicmeta"
@@ -26,7 +27,7 @@ type Report struct {
 	Replaced       map[string]string `json:"replaced"` // table -> what differed
 	Drifted        map[string]string `json:"drifted"`  // table -> what differs (Replace off)
 	Unchanged      []string          `json:"unchanged"`
-	Skipped        map[string]string `json:"skipped"`   // topic -> why (no table yet)
+	Skipped        map[string]string `json:"skipped"`   // topic -> why (no table yet, or no event yet in its group's)
 	Conflicts      map[string]string `json:"conflicts"` // table -> why it is not ours
 }
 
@@ -65,10 +66,59 @@ func (c *Client) EnsureSchema(ctx context.Context, t Target) (catalogCreated, sc
 	return catalogCreated, schemaCreated, err
 }
 
-// Sync registers every topic of infos that has a table in t's schema,
-// creating the catalog and schema if missing (see the package doc).
-func (c *Client) Sync(ctx context.Context, t Target, infos []topicmeta.Info) (Report, error) {
-	rep := Report{Replaced: map[string]string{}, Drifted: map[string]string{}, Skipped: map[string]string{}, Conflicts: map[string]string{}}
+// registration is one table Sync wants registered: a topic's own, or a
+// group's (of is "topic x" or "group g", for reports).
+type registration struct {
+	of   string
+	want CreateTable
+}
+
+// wanted lists the registrations of l, in topic order: each topic with
+// its own table, and each group's table once; topics without a table (or,
+// in a group, without an event yet) are skipped, with why.
+func wanted(t Target, l topicmeta.Listing) ([]registration, map[string]string) {
+	skipped := map[string]string{}
+	var out []registration
+	for _, in := range l.Topics {
+		if in.Shared() {
+			if in.Version < 0 {
+				skipped[in.Topic] = fmt.Sprintf("topic %q: %s", in.Topic, cmpOr(in.Problem, "no event yet"))
+			}
+			continue
+		}
+		want, err := TableFor(in, t.Catalog, t.Schema, t.Version)
+		if err != nil {
+			skipped[in.Topic] = err.Error()
+			continue
+		}
+		out = append(out, registration{"topic " + strconv.Quote(in.Topic), want})
+	}
+	for _, g := range l.Groups {
+		if g.Version < 0 {
+			continue // its topics, if any, are skipped above
+		}
+		want, err := GroupTableFor(g, l.Topics, t.Catalog, t.Schema, t.Version)
+		if err != nil {
+			skipped["group "+g.Group] = err.Error()
+			continue
+		}
+		out = append(out, registration{"group " + strconv.Quote(g.Group), want})
+	}
+	return out, skipped
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Sync registers every topic of l that has a table in t's schema, each
+// topic group's table once for all its topics, creating the catalog and
+// schema if missing (see the package doc).
+func (c *Client) Sync(ctx context.Context, t Target, l topicmeta.Listing) (Report, error) {
+	rep := Report{Replaced: map[string]string{}, Drifted: map[string]string{}, Conflicts: map[string]string{}}
 	var err error
 	if rep.CatalogCreated, rep.SchemaCreated, err = c.EnsureSchema(ctx, t); err != nil {
 		return rep, err
@@ -81,19 +131,17 @@ func (c *Client) Sync(ctx context.Context, t Target, infos []topicmeta.Info) (Re
 	for _, e := range existing {
 		byName[strings.ToLower(e.Name)] = e
 	}
-	claimed := map[string]string{} // UC name -> topic
-	for _, in := range infos {
-		want, err := TableFor(in, t.Catalog, t.Schema, t.Version)
-		if err != nil {
-			rep.Skipped[in.Topic] = err.Error()
-			continue
-		}
+	regs, skipped := wanted(t, l)
+	rep.Skipped = skipped
+	claimed := map[string]string{} // UC name -> what claimed it
+	for _, r := range regs {
+		want := r.want
 		key := strings.ToLower(want.Name)
 		if other, ok := claimed[key]; ok {
-			rep.Conflicts[want.Name] = fmt.Sprintf("topics %q and %q both map to it", other, in.Topic)
+			rep.Conflicts[want.Name] = fmt.Sprintf("%s and %s both map to it", other, r.of)
 			continue
 		}
-		claimed[key] = in.Topic
+		claimed[key] = r.of
 		got, exists := byName[key]
 		if !exists {
 			if err := c.create(ctx, want); err != nil {
@@ -111,7 +159,7 @@ func (c *Client) Sync(ctx context.Context, t Target, infos []topicmeta.Info) (Re
 			}
 		}
 		if !sameLocation(got.StorageLocation, want.StorageLocation) {
-			rep.Conflicts[want.Name] = fmt.Sprintf("a table of that name exists at %s, not at the topic's %s: drop or rename it", got.StorageLocation, want.StorageLocation)
+			rep.Conflicts[want.Name] = fmt.Sprintf("a table of that name exists at %s, not at the %s's %s: drop or rename it", got.StorageLocation, r.of, want.StorageLocation)
 			continue
 		}
 		diff := Diff(got, want)
@@ -142,13 +190,29 @@ func (c *Client) create(ctx context.Context, want CreateTable) error {
 
 // Register registers one topic's table (the relay's own registration of
 // new topics): it creates the table when missing and changes nothing
-// else. ok=false with a nil error: the name is taken by a table at
-// another location (a conflict, reported by conflict).
+// else. created=false with a nil error and a conflict: the name is taken
+// by a table at another location.
 func (c *Client) Register(ctx context.Context, t Target, in topicmeta.Info) (created bool, conflict string, err error) {
 	want, err := TableFor(in, t.Catalog, t.Schema, t.Version)
 	if err != nil {
 		return false, "", err
 	}
+	return c.register(ctx, want, "topic")
+}
+
+// RegisterGroup is Register for a topic group's table, registered once
+// for all its topics (topics: their Infos, for the properties). A group
+// table registered before some of its topics joined is left as it is:
+// `relay catalog sync` brings its list of topics up to date.
+func (c *Client) RegisterGroup(ctx context.Context, t Target, g topicmeta.GroupInfo, topics []topicmeta.Info) (created bool, conflict string, err error) {
+	want, err := GroupTableFor(g, topics, t.Catalog, t.Schema, t.Version)
+	if err != nil {
+		return false, "", err
+	}
+	return c.register(ctx, want, "group")
+}
+
+func (c *Client) register(ctx context.Context, want CreateTable, what string) (created bool, conflict string, err error) {
 	err = c.create(ctx, want)
 	if err == nil {
 		return true, "", nil
@@ -161,7 +225,7 @@ func (c *Client) Register(ctx context.Context, t Target, in topicmeta.Info) (cre
 		return false, "", err
 	}
 	if !sameLocation(got.StorageLocation, want.StorageLocation) {
-		return false, fmt.Sprintf("%s exists at %s, not at the topic's %s", want.FullName(), got.StorageLocation, want.StorageLocation), nil
+		return false, fmt.Sprintf("%s exists at %s, not at the %s's %s", want.FullName(), got.StorageLocation, what, want.StorageLocation), nil
 	}
 	return false, "", nil
 }

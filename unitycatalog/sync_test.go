@@ -18,8 +18,8 @@ import (
 const token = "uc-secret-token-1234"
 
 // topics makes a store with described topics (one of them with a "." in
-// its name) and returns their Infos.
-func topics(t *testing.T) (storage.Store, []topicmeta.Info) {
+// its name) and returns their listing.
+func topics(t *testing.T) (storage.Store, topicmeta.Listing) {
 	t.Helper()
 	ctx := context.Background()
 	store, err := storage.NewLocal(t.TempDir())
@@ -45,11 +45,11 @@ func topics(t *testing.T) (storage.Store, []topicmeta.Info) {
 	if _, _, err := topicmeta.Apply(ctx, store, in); err != nil {
 		t.Fatal(err)
 	}
-	infos, err := topicmeta.Load(ctx, store)
+	l, err := topicmeta.LoadAll(ctx, store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return store, infos
+	return store, l
 }
 
 func writes(calls []uctest.Call) []string {
@@ -142,7 +142,7 @@ func TestSyncUpdatesADrift(t *testing.T) {
 	if err := catalog.WriteTopicMeta(ctx, store, catalog.TopicMeta{Topic: "orders", Owner: "team-orders", Description: "Orders, v2."}); err != nil {
 		t.Fatal(err)
 	}
-	infos, _ = topicmeta.Load(ctx, store)
+	infos, _ = topicmeta.LoadAll(ctx, store)
 	rep, err := c.Sync(ctx, tg, infos)
 	if err != nil || rep.Drifted["orders"] != "comment, properties" || rep.Changed() {
 		t.Fatalf("drift without Replace: %+v %v", rep, err)
@@ -162,7 +162,7 @@ func TestSyncUpdatesADrift(t *testing.T) {
 	if err := c.DeleteTable(ctx, "lake.events.orders_v2"); err != nil {
 		t.Fatal(err)
 	}
-	foreign, _ := TableFor(infos[2], "lake", "events", "x")
+	foreign, _ := TableFor(infos.Topics[2], "lake", "events", "x")
 	foreign.StorageLocation = "s3://elsewhere/tables/x"
 	if _, err := c.CreateTable(ctx, foreign); err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestServerRules(t *testing.T) {
 	ctx := context.Background()
 	c, _ := NewClient(srv.URL, token, nil)
 	_, infos := topics(t)
-	want, err := TableFor(infos[1], "lake", "events", "1")
+	want, err := TableFor(infos.Topics[1], "lake", "events", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestServerRules(t *testing.T) {
 	if _, err := c.CreateTable(ctx, want); !IsAlreadyExists(err) {
 		t.Fatalf("a second create: %v", err)
 	}
-	if created, conflict, err := c.Register(ctx, Target{Catalog: "lake", Schema: "events"}, infos[1]); created || conflict != "" || err != nil {
+	if created, conflict, err := c.Register(ctx, Target{Catalog: "lake", Schema: "events"}, infos.Topics[1]); created || conflict != "" || err != nil {
 		t.Fatalf("Register of a registered topic: %t %q %v", created, conflict, err)
 	}
 	wrong, _ := NewClient(srv.URL, "not-the-"+token, nil)

@@ -19,6 +19,13 @@ const (
 	PropPersonal = "deltabus.personal_columns"
 	PropSources  = "deltabus.sources"
 	PropVersion  = "deltabus.version" // the release that registered the table; not compared
+
+	// A topic group's table (catalog.Group) is registered once for all
+	// its topics, with PropGroup in place of PropTopic.
+	PropGroup      = "deltabus.group"
+	PropTopics     = "deltabus.topics"      // its registered topics, sorted, comma-separated
+	PropTopicCount = "deltabus.topic_count" // how many
+	PropPatterns   = "deltabus.topic_patterns"
 )
 
 // validName reports whether s is 1-255 characters of [a-zA-Z0-9_@-]. (A
@@ -53,6 +60,9 @@ func CheckName(what, s string) error {
 // TableFor is the registration of a topic's table in catalog.schema.
 // version is DeltaBus's release.
 func TableFor(in topicmeta.Info, catalog, schema, version string) (CreateTable, error) {
+	if in.Shared() {
+		return CreateTable{}, fmt.Errorf("topic %q shares group %s's table, registered once for the group (GroupTableFor)", in.Topic, in.Group)
+	}
 	if in.Version < 0 || in.SchemaString() == "" {
 		return CreateTable{}, fmt.Errorf("topic %q has no table yet", in.Topic)
 	}
@@ -60,32 +70,40 @@ func TableFor(in topicmeta.Info, catalog, schema, version string) (CreateTable, 
 	if err != nil {
 		return CreateTable{}, fmt.Errorf("topic %q: %w", in.Topic, err)
 	}
-	srcs := make([]string, 0, len(in.Sources))
-	for _, s := range in.Sources {
+	props := map[string]string{
+		PropTopic:    in.Topic,
+		PropOwner:    in.Owner,
+		PropContract: topicmeta.ContractsText(in.Contracts),
+		PropPersonal: topicmeta.PersonalText(in.PersonalColumns),
+		PropSources:  sourcesText(in.Sources),
+		PropVersion:  version,
+	}
+	return CreateTable{
+		Name: TableName(in.Topic), CatalogName: catalog, SchemaName: schema,
+		TableType: "EXTERNAL", DataSourceFormat: "DELTA",
+		Columns: cols, StorageLocation: in.Location, Comment: in.Description, Properties: noneIfEmpty(props),
+	}, nil
+}
+
+func sourcesText(ss []topicmeta.Source) string {
+	srcs := make([]string, 0, len(ss))
+	for _, s := range ss {
 		if s.Database != "" {
 			srcs = append(srcs, s.Database+" ("+s.AppID+")")
 		} else {
 			srcs = append(srcs, s.AppID)
 		}
 	}
-	props := map[string]string{
-		PropTopic:    in.Topic,
-		PropOwner:    in.Owner,
-		PropContract: topicmeta.ContractsText(in.Contracts),
-		PropPersonal: topicmeta.PersonalText(in.PersonalColumns),
-		PropSources:  strings.Join(srcs, ", "),
-		PropVersion:  version,
-	}
+	return strings.Join(srcs, ", ")
+}
+
+func noneIfEmpty(props map[string]string) map[string]string {
 	for k, v := range props {
 		if v == "" {
 			props[k] = "none"
 		}
 	}
-	return CreateTable{
-		Name: TableName(in.Topic), CatalogName: catalog, SchemaName: schema,
-		TableType: "EXTERNAL", DataSourceFormat: "DELTA",
-		Columns: cols, StorageLocation: in.Location, Comment: in.Description, Properties: props,
-	}, nil
+	return props
 }
 
 // Columns turns a Delta schemaString into Unity Catalog columns: type_json

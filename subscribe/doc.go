@@ -49,6 +49,24 @@
 //     topic table deleted and recreated (its versions restart) is an error,
 //     as is a commit already read that changed or vanished.
 //
+// # Topics of a group
+//
+// A topic of a topic group (catalog.Group) lives in its group's shared
+// table (catalog.Locate): the subscription polls that table's log, reads
+// of each version only the data files whose topic bounds in the log may
+// hold the topic (sink/topic.MayHold; files of other topics only are
+// never opened) and of those only the rows whose topic column is the
+// topic. A position is (version of the group table, offset among the
+// topic's events of that version); a version without any of them delivers
+// nothing and the checkpoint moves past it, as past a compaction. The
+// checkpoint stays keyed by (group, topic) and records the group table's
+// id; retention, Reset, FromTime and FromLatest work on the group table's
+// log. A grouped topic not registered yet (no event committed) is read
+// where the groups' patterns place it, and its registry entry is read
+// again at each poll until it is (one Get more): should the relay
+// register it in another table (a group created meanwhile, first in name
+// order), the subscription stops with an error.
+//
 // # Retention
 //
 // Log clean-up deletes commits older than delta.logRetentionDuration,

@@ -168,9 +168,12 @@ func (s *subscription) versionItems(ctx context.Context, v int64, obj storage.Ob
 		skip = start.Offset
 	}
 	var items []*item
-	known := int64(0) // rows of the version before the next file, -1 once unknown
+	known := int64(0) // the topic's rows of the version before the next file, -1 once unknown
 	for i := range adds {
-		n, hasN := delta.StatsNumRecords(adds[i].Stats)
+		may, n, hasN := s.fileRows(adds[i].Stats)
+		if !may {
+			continue // other topics' rows only: never read
+		}
 		if known >= 0 && hasN && known+n <= skip {
 			known += n // handled before: not even read
 			continue
@@ -193,6 +196,12 @@ func (s *subscription) versionItems(ctx context.Context, v int64, obj storage.Ob
 func (s *subscription) decode(ctx context.Context, it *item, reuse *decodeReuse) {
 	defer close(it.out)
 	send := func(c *chunk) error {
+		if s.place.Shared() {
+			if c.keepTopic(s.topic); c.n == 0 {
+				recycle(c, reuse.chunks)
+				return nil
+			}
+		}
 		select {
 		case it.out <- c:
 			return nil

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
 )
 
 // Reset moves the checkpoint of group in topic to start (a replay, or a
-// jump forward the operator chose) and returns it. A position the log no
+// jump forward the operator chose) and returns it. start is a version of
+// the table holding the topic: its group's table for a topic of a group. A position the log no
 // longer holds is refused with a RetentionError. The move is a
 // compare-and-set on the checkpoint Reset read: a consumer of the group
 // that is still running fails its next commit with ErrCheckpointMoved
@@ -24,7 +26,11 @@ func Reset(ctx context.Context, store storage.Store, cps Checkpoints, topic, gro
 	if cps == nil {
 		cps = NewStoreCheckpoints(store)
 	}
-	tbl := storage.Sub(store, topic)
+	p, err := catalog.Locate(ctx, store, topic)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("reset group %q in topic %q: %w", group, topic, err)
+	}
+	tbl := storage.Sub(store, p.Table)
 	snap, err := delta.LoadSnapshot(ctx, tbl, -1)
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("reset group %q in topic %q: %w", group, topic, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
@@ -16,7 +17,10 @@ import (
 
 // subscription is one running Subscribe.
 type subscription struct {
-	tbl          storage.Store // the topic's table root
+	root         storage.Store     // the DeltaBus store
+	tbl          storage.Store     // the root of the table holding the topic
+	place        catalog.Placement // where the topic lives (shared.go)
+	groups       []catalog.Group   // the groups when the topic was located
 	topic, group string
 	h            Handler
 	o            Options
@@ -66,7 +70,7 @@ func Subscribe(ctx context.Context, store storage.Store, topic, group string, h 
 	if o.Checkpoints == nil {
 		o.Checkpoints = NewStoreCheckpoints(store)
 	}
-	s := &subscription{tbl: storage.Sub(store, topic), topic: topic, group: group, h: h, o: o,
+	s := &subscription{root: store, topic: topic, group: group, h: h, o: o,
 		cps: o.Checkpoints, log: o.Logger.With("topic", topic, "group", group), seen: newWindow(o.Dedup)}
 	if o.Reveal != nil {
 		if o.Columns {
@@ -101,10 +105,13 @@ func Subscribe(ctx context.Context, store storage.Store, topic, group string, h 
 	}
 }
 
-// open reads the table's identity and the group's checkpoint, waiting for
-// the table to exist when following.
+// open locates the topic's table, reads its identity and the group's
+// checkpoint, waiting for the table to exist when following.
 func (s *subscription) open(ctx context.Context) error {
 	for waited := false; ; waited = true {
+		if err := s.locate(ctx); err != nil {
+			return err
+		}
 		snap, err := delta.LoadSnapshot(ctx, s.tbl, -1)
 		if errors.Is(err, delta.ErrNoTable) && s.o.Follow {
 			if !waited {
@@ -118,7 +125,7 @@ func (s *subscription) open(ctx context.Context) error {
 			}
 		}
 		if errors.Is(err, delta.ErrNoTable) {
-			return fmt.Errorf("topic %q has no table in %s (no _delta_log): check the topic name and the store", s.topic, s.tbl)
+			return s.noTable()
 		}
 		if err != nil {
 			return fmt.Errorf("open topic %q: %w", s.topic, err)
@@ -154,6 +161,9 @@ func (s *subscription) round(ctx context.Context) (progressed bool, err error) {
 		if err := s.erasures.Poll(ctx); err != nil {
 			return false, err
 		}
+	}
+	if err := s.checkPlacement(ctx); err != nil {
+		return false, err
 	}
 	view, err := ListLog(ctx, s.tbl, max(s.pos.Version-1, 0))
 	if err != nil {

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
 	"github.com/deltabus/deltabus/subscribe/checkpointtest"
+	"github.com/deltabus/deltabus/subscribe/grouptest"
 	"github.com/deltabus/deltabus/subscribe/pgcheckpoint"
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
@@ -70,5 +73,58 @@ func TestStateAndCheckpointCommitTogether(t *testing.T) {
 	}
 	if ddl := pgcheckpoint.DDL("app.cp"); !strings.HasPrefix(ddl, `CREATE TABLE IF NOT EXISTS "app"."cp" (`) {
 		t.Errorf("DDL = %s", ddl)
+	}
+}
+
+// TestGroupedTopicEffectivelyOnce: a consumer of one topic of a group,
+// its checkpoint in PostgreSQL, applies each of the topic's events once
+// and none of the group's other topics, across a failed batch; its
+// checkpoint is on the group table.
+func TestGroupedTopicEffectivelyOnce(t *testing.T) {
+	s, pool := openStore(t)
+	ctx := context.Background()
+	root, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grouptest.New(t, root, "m", []string{"m.*"}, grouptest.Options{MaxFileRows: 4})
+	defer g.Close()
+	for i := range 12 {
+		g.Commit(slices.Repeat([]string{"m.b", "m.a", "m.c"}[:1+i%3], 1+i%4)...)
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE applied (id text PRIMARY KEY, topic text)`); err != nil {
+		t.Fatal(err)
+	}
+	batches := 0
+	h := func(ctx context.Context, b *subscribe.Batch) error {
+		if batches++; batches == 3 {
+			return errors.New("injected failure")
+		}
+		for _, e := range b.Events {
+			if _, err := b.Tx.Exec(ctx, `INSERT INTO applied VALUES ($1, $2)`, e.ID, e.Topic); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	opts := subscribe.Options{Checkpoints: s, BatchSize: 2}
+	if err := subscribe.Subscribe(ctx, root, "m.a", "billing", h, opts); err == nil || !strings.Contains(err.Error(), "injected failure") {
+		t.Fatalf("Subscribe = %v, want the handler's error", err)
+	}
+	if err := subscribe.Subscribe(ctx, root, "m.a", "billing", h, opts); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := pool.Query(ctx, `SELECT id FROM applied WHERE topic = 'm.a' ORDER BY id`)
+	got, err := pgx.CollectRows(r, pgx.RowTo[string])
+	if err != nil || !slices.Equal(got, g.IDs("m.a")) {
+		t.Fatalf("applied %v %v, want %v", got, err, g.IDs("m.a"))
+	}
+	var others int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM applied WHERE topic <> 'm.a'`).Scan(&others); err != nil || others != 0 {
+		t.Fatalf("%d events of other topics applied (%v)", others, err)
+	}
+	cp, ok, err := s.Load(ctx, "billing", "m.a")
+	if err != nil || !ok || cp.Position != (subscribe.Position{Version: 13}) || cp.TableID != g.ID() {
+		t.Fatalf("checkpoint %+v %t %v, want version 13 of the group table %s", cp, ok, err, g.ID())
 	}
 }

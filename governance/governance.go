@@ -19,12 +19,24 @@
 //   - It only ever creates registrations: bringing a changed description
 //     or schema up to date in Unity Catalog (delete and create) is left to
 //     `relay catalog sync`, which an operator runs.
+//   - A topic group's table (catalog.Group) is handled once for all its
+//     topics: its metaData carries the group's own description
+//     (topicmeta.ApplyGroup: its topics, and how to read one), written
+//     again when a topic joins, never a topic's own description; it is
+//     registered in Unity Catalog once (unitycatalog.Client.RegisterGroup),
+//     and each of its topics counts as registered once it is. Topics
+//     joining a group whose table is registered already are listed in its
+//     Unity Catalog entry by `relay catalog sync`.
+//   - Each topic's registry entry is read once (a topic never moves), so
+//     a round in which nothing is new lists the registry and reads nothing
+//     else.
 package governance
 
 import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -67,6 +79,10 @@ type Governor struct {
 	mu       sync.Mutex
 	uc       *UCStatus
 	applied  map[string]bool
+	// places holds each registered topic's placement; groupsApplied, per
+	// group, the topics its table's description was written for.
+	places        map[string]catalog.Placement
+	groupsApplied map[string]string
 	backoff  time.Duration
 	retryAt  time.Time
 	logged   string // the last failure logged
@@ -83,7 +99,8 @@ func New(cfg Config) *Governor {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 5 * time.Second
 	}
-	g := &Governor{cfg: cfg, applied: map[string]bool{}, recheck: time.Now().Add(10 * time.Minute)}
+	g := &Governor{cfg: cfg, applied: map[string]bool{}, places: map[string]catalog.Placement{}, groupsApplied: map[string]string{},
+		recheck: time.Now().Add(10 * time.Minute)}
 	if cfg.UC != nil {
 		g.uc = &UCStatus{URL: cfg.UC.String(), Catalog: cfg.Target.Catalog, Schema: cfg.Target.Schema, Registered: []string{}, Pending: map[string]string{}}
 	}
@@ -125,7 +142,7 @@ func (g *Governor) Run(ctx context.Context) {
 func (g *Governor) round(ctx context.Context) {
 	if time.Now().After(g.recheck) {
 		g.mu.Lock()
-		g.applied, g.recheck = map[string]bool{}, time.Now().Add(10*time.Minute)
+		g.applied, g.groupsApplied, g.recheck = map[string]bool{}, map[string]string{}, time.Now().Add(10*time.Minute)
 		g.mu.Unlock()
 	}
 	names, err := catalog.ListTopics(ctx, g.cfg.Store)
@@ -135,9 +152,22 @@ func (g *Governor) round(ctx context.Context) {
 		}
 		return
 	}
+	groups := map[string][]string{} // group -> its registered topics
+	var order []string
 	for _, n := range names {
 		if ctx.Err() != nil {
 			return
+		}
+		p, ok := g.place(ctx, n)
+		if !ok {
+			continue // unreadable for now: the next round
+		}
+		if p.Shared() {
+			if _, seen := groups[p.Group()]; !seen {
+				order = append(order, p.Group())
+			}
+			groups[p.Group()] = append(groups[p.Group()], n)
+			continue
 		}
 		if g.isApplied(n) && !g.needsRegistration(n) {
 			continue
@@ -155,7 +185,31 @@ func (g *Governor) round(ctx context.Context) {
 			g.register(ctx, in)
 		}
 	}
+	for _, grp := range order {
+		if ctx.Err() != nil {
+			return
+		}
+		g.governGroup(ctx, grp, groups[grp])
+	}
 	g.save(ctx)
+}
+
+// place returns the topic's placement, read once.
+func (g *Governor) place(ctx context.Context, topic string) (catalog.Placement, bool) {
+	if p, ok := g.places[topic]; ok {
+		return p, true
+	}
+	p, err := catalog.ReadPlacement(ctx, g.cfg.Store, topic, nil)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.cfg.Log.Warn("governance: cannot read where the topic lives; trying again", "topic", topic, "err", err)
+		}
+		return p, false
+	}
+	if p.Registered {
+		g.places[topic] = p
+	}
+	return p, true
 }
 
 func (g *Governor) isApplied(topic string) bool {
@@ -196,50 +250,69 @@ func (g *Governor) apply(ctx context.Context, in topicmeta.Info) bool {
 }
 
 func (g *Governor) register(ctx context.Context, in topicmeta.Info) {
-	c := g.cfg.UC
-	if !g.schemaOK {
-		if _, _, err := c.EnsureSchema(ctx, g.cfg.Target); err != nil {
-			g.failed(ctx, in.Topic, err)
-			return
-		}
-		g.schemaOK = true
+	if !g.ensureSchema(ctx, []string{in.Topic}) {
+		return
 	}
-	created, conflict, err := c.Register(ctx, g.cfg.Target, in)
+	created, conflict, err := g.cfg.UC.Register(ctx, g.cfg.Target, in)
+	g.registered(ctx, []string{in.Topic}, unitycatalog.TableName(in.Topic), created, conflict, err)
+}
+
+// ensureSchema creates the catalog and schema once per relay (again after
+// a registration found it gone).
+func (g *Governor) ensureSchema(ctx context.Context, topics []string) bool {
+	if g.schemaOK {
+		return true
+	}
+	if _, _, err := g.cfg.UC.EnsureSchema(ctx, g.cfg.Target); err != nil {
+		g.failed(ctx, topics, err)
+		return false
+	}
+	g.schemaOK = true
+	return true
+}
+
+// registered records the outcome of registering table, for topics.
+func (g *Governor) registered(ctx context.Context, topics []string, table string, created bool, conflict string, err error) {
 	if unitycatalog.IsNotFound(err) {
 		g.schemaOK = false // the schema was dropped meanwhile: create it again next time
 	}
 	if err != nil {
-		g.failed(ctx, in.Topic, err)
+		g.failed(ctx, topics, err)
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := g.uc
 	if conflict != "" {
-		st.Pending[in.Topic] = "conflict: " + conflict
+		for _, t := range topics {
+			st.Pending[t] = "conflict: " + conflict
+		}
 		if g.logged != conflict {
 			g.logged = conflict
-			g.cfg.Log.Error("governance: Unity Catalog holds another table under the topic's name; drop or rename it", "topic", in.Topic, "conflict", conflict)
+			g.cfg.Log.Error("governance: Unity Catalog holds another table under the name of the topic's table; drop or rename it", "topics", topics, "conflict", conflict)
 		}
 		return
 	}
 	if !st.OK && st.LastError != "" {
 		g.cfg.Log.Info("governance: Unity Catalog answers again", "url", st.URL)
 	}
-	delete(st.Pending, in.Topic)
-	st.Registered = append(st.Registered, in.Topic)
-	sort.Strings(st.Registered)
+	for _, t := range topics {
+		delete(st.Pending, t)
+		if i := sort.SearchStrings(st.Registered, t); i == len(st.Registered) || st.Registered[i] != t {
+			st.Registered = slices.Insert(st.Registered, i, t)
+		}
+	}
 	st.OK, st.LastError, st.NextRetry = true, "", time.Time{}
 	g.backoff, g.logged = 0, ""
 	if created {
-		g.cfg.Log.Info("governance: topic registered in Unity Catalog", "topic", in.Topic,
-			"table", g.cfg.Target.Catalog+"."+g.cfg.Target.Schema+"."+unitycatalog.TableName(in.Topic))
+		g.cfg.Log.Info("governance: table registered in Unity Catalog", "topics", topics,
+			"table", g.cfg.Target.Catalog+"."+g.cfg.Target.Schema+"."+table)
 	}
 }
 
 // failed records a failed registration: logged once per distinct error,
 // retried after a growing pause.
-func (g *Governor) failed(ctx context.Context, topic string, err error) {
+func (g *Governor) failed(ctx context.Context, topics []string, err error) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -250,10 +323,12 @@ func (g *Governor) failed(ctx context.Context, topic string, err error) {
 	g.retryAt = now.Add(g.backoff)
 	st := g.uc
 	st.OK, st.LastError, st.FailedAt, st.NextRetry = false, err.Error(), now, g.retryAt
-	st.Pending[topic] = err.Error()
+	for _, t := range topics {
+		st.Pending[t] = err.Error()
+	}
 	if msg := err.Error(); msg != g.logged {
 		g.logged = msg
-		g.cfg.Log.Error("governance: Unity Catalog registration failed; the stream is not affected, retrying with backoff", "topic", topic, "err", err, "retry_in", g.backoff)
+		g.cfg.Log.Error("governance: Unity Catalog registration failed; the stream is not affected, retrying with backoff", "topics", topics, "err", err, "retry_in", g.backoff)
 	}
 }
 

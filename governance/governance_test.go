@@ -13,6 +13,7 @@ import (
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/topicmeta/topicmetatest"
 	"github.com/deltabus/deltabus/unitycatalog"
 	"github.com/deltabus/deltabus/unitycatalog/uctest"
 )
@@ -98,4 +99,64 @@ func TestGovernorRegistersAndRidesOutAnOutage(t *testing.T) {
 	if !strings.Contains(logs.String(), "Unity Catalog answers again") {
 		t.Errorf("no recovery logged:\n%s", logs.String())
 	}
+}
+
+// TestGovernorGroupTable: a topic group's table carries the group's own
+// description (its topics), written again when a topic joins and never a
+// topic's own; it is registered in Unity Catalog once, as the group's
+// table, and each of its topics counts as registered; a relay writing
+// into the table goes on.
+func TestGovernorGroupTable(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := uctest.Start(t, uctest.Options{})
+	c, err := unitycatalog.NewClient(srv.URL, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topicmetatest.Group(t, store, "m", "m.*")
+	topicmetatest.Batch(t, store, "deltabus-main", 100, "m.a", "m.b", "orders")
+	if err := catalog.WriteTopicMeta(ctx, store, catalog.TopicMeta{Topic: "m.a", Owner: "team-m", Description: "The own words of m.a."}); err != nil {
+		t.Fatal(err)
+	}
+	g := New(Config{Store: store, AppID: "deltabus-main", Interval: 20 * time.Millisecond,
+		UC: c, Target: unitycatalog.Target{Catalog: "lake", Schema: "events", Version: "t"}})
+	go g.Run(ctx)
+	description := func() string {
+		snap, err := delta.LoadSnapshot(ctx, storage.Sub(store, "_group.m"), -1)
+		if err != nil || snap.Metadata.Description == nil {
+			return ""
+		}
+		return *snap.Metadata.Description
+	}
+	registered := func(want string) func() bool {
+		return func() bool {
+			st := g.UnityCatalog()
+			return strings.Join(st.Registered, ",") == want && len(st.Pending) == 0
+		}
+	}
+	eventually(t, "the group's table registered for its topics", registered("m.a,m.b,orders"))
+	eventually(t, "the group's description in its table", func() bool { return strings.Contains(description(), "Topics: m.a, m.b.") })
+	if _, ok := srv.Table("lake.events._group_m"); !ok {
+		t.Fatal("the group's table is not in Unity Catalog")
+	}
+	for _, n := range []string{"m_a", "m_b"} {
+		if _, ok := srv.Table("lake.events." + n); ok {
+			t.Errorf("grouped topic %s registered on its own", n)
+		}
+	}
+	topicmetatest.Batch(t, store, "deltabus-main", 200, "m.a", "m.c") // a relay goes on; m.c joins
+	eventually(t, "m.c in the description", func() bool { return strings.Contains(description(), "Topics: m.a, m.b, m.c.") })
+	eventually(t, "m.c registered through its group's table", registered("m.a,m.b,m.c,orders"))
+	if d := description(); strings.Contains(d, "own words") || strings.Contains(d, "team-m") {
+		t.Fatalf("a topic's own description reached the shared table: %q", d)
+	}
+	if tbl, _ := srv.Table("lake.events._group_m"); tbl["properties"].(map[string]any)[unitycatalog.PropTopics] != "m.a,m.b" {
+		t.Fatalf("the relay replaced the group's registration (relay catalog sync's job): %v", tbl["properties"])
+	}
+	topicmetatest.Batch(t, store, "deltabus-main", 300, "m.b")
 }

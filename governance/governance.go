@@ -76,19 +76,19 @@ type UCStatus struct {
 type Governor struct {
 	cfg Config
 
-	mu       sync.Mutex
-	uc       *UCStatus
-	applied  map[string]bool
+	mu      sync.Mutex
+	uc      *UCStatus
+	applied map[string]bool
 	// places holds each registered topic's placement; groupsApplied, per
 	// group, the topics its table's description was written for.
 	places        map[string]catalog.Placement
 	groupsApplied map[string]string
-	backoff  time.Duration
-	retryAt  time.Time
-	logged   string // the last failure logged
-	saved    string // the last status written to the store
-	schemaOK bool
-	recheck  time.Time
+	backoff       time.Duration
+	retryAt       time.Time
+	logged        string // the last failure logged
+	saved         string // the last status written to the store
+	schemaOK      bool
+	recheck       time.Time
 }
 
 // New returns a Governor; Run starts it.

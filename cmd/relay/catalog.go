@@ -30,7 +30,7 @@ func cmdCatalog(ctx context.Context, env *cliEnv, args []string) int {
 	fs := newFlagSet(env, "catalog sync", "--unity-catalog URL --catalog C --schema S [--store URL] [--replace=false] [--json]")
 	storeURL := fs.String("store", "", "store URL: file:///path or s3://bucket/prefix (default from DELTABUS_STORE)")
 	ucURL := fs.String("unity-catalog", "", "Unity Catalog server, e.g. https://uc.example.com (default from "+envUC+"); the bearer token comes from "+envUCToken)
-	cat := fs.String("catalog", "", "catalog to register the topics in; created if missing (default from "+envUCCatalog+")")
+	cat := fs.String("catalog", "", "catalog to register the topics in (a topic group's table once, as _group_<name>); created if missing (default from "+envUCCatalog+")")
 	schema := fs.String("schema", "", "schema to register the topics in; created if missing (default from "+envUCSchema+")")
 	replace := fs.Bool("replace", true, "bring a table whose description, columns or properties changed up to date by deleting and creating it again (the API has no update; in Databricks grants on the table itself are lost: grant on the schema); false only reports it")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
@@ -54,13 +54,13 @@ func cmdCatalog(ctx context.Context, env *cliEnv, args []string) int {
 	if !ok {
 		return code
 	}
-	infos, err := topicmeta.Load(ctx, store)
+	listing, err := topicmeta.LoadAll(ctx, store)
 	if err != nil {
 		return fail(env, exitFailure, err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	rep, err := client.Sync(cctx, target, infos)
+	rep, err := client.Sync(cctx, target, listing)
 	if err != nil {
 		return fail(env, exitFailure, fmt.Errorf("catalog sync to %s: %w", client, err))
 	}
@@ -110,7 +110,7 @@ func printSync(env *cliEnv, t unitycatalog.Target, rep unitycatalog.Report) {
 		fmt.Fprintf(env.stdout, "conflict %s: %s\n", full(n), rep.Conflicts[n])
 	}
 	for _, n := range sortedKeys(rep.Skipped) {
-		fmt.Fprintf(env.stdout, "skipped topic %s: %s\n", n, rep.Skipped[n])
+		fmt.Fprintf(env.stdout, "skipped %s: %s\n", n, rep.Skipped[n])
 	}
 	fmt.Fprintf(env.stdout, "%d created, %d replaced, %d unchanged, %d differing, %d conflicts, %d skipped\n",
 		len(rep.Created), len(rep.Replaced), len(rep.Unchanged), len(rep.Drifted), len(rep.Conflicts), len(rep.Skipped))

@@ -23,7 +23,7 @@ func cmdTopics(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	fs := newFlagSet(env, "topics", "[--json] | describe --topic T [--owner O] [--description D]")
 	storeURL := fs.String("store", "", "store URL: file:///path or s3://bucket/prefix (default from DELTABUS_STORE)")
-	asJSON := fs.Bool("json", false, "print JSON: every topic with its owner, description, table, retention, columns, sources, contracts and personal columns")
+	asJSON := fs.Bool("json", false, "print JSON: every topic with its owner, description, table (and group), retention, columns, sources, contracts and personal columns, and every topic group")
 	schemas := piiSchemasFlag(fs, env)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -35,17 +35,17 @@ func cmdTopics(ctx context.Context, env *cliEnv, args []string) int {
 	if !ok {
 		return code
 	}
-	infos, err := topicmeta.Load(ctx, store)
+	l, err := topicmeta.LoadAll(ctx, store)
 	if err != nil {
 		return fail(env, exitFailure, err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(map[string]any{"topics": infos})
+		_ = enc.Encode(l)
 		return exitOK
 	}
-	printTopics(env, infos)
+	printTopics(env, l.Topics)
 	return exitOK
 }
 
@@ -69,7 +69,7 @@ func printTopics(env *cliEnv, infos []topicmeta.Info) {
 		return
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tOWNER\tVERSION\tRECORDS\tLAST COMMIT\tLOG RETENTION\tSOURCES\tCONTRACTS\tPERSONAL\tDESCRIPTION")
+	fmt.Fprintln(tw, "TOPIC\tOWNER\tGROUP\tVERSION\tRECORDS\tLAST COMMIT\tLOG RETENTION\tSOURCES\tCONTRACTS\tPERSONAL\tDESCRIPTION")
 	for _, in := range infos {
 		last := "-"
 		if !in.LastCommit.IsZero() {
@@ -83,7 +83,7 @@ func printTopics(env *cliEnv, infos []topicmeta.Info) {
 		if in.Problem != "" {
 			desc = strings.TrimSpace(desc + " [" + in.Problem + "]")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", in.Topic, cmpOr(in.Owner, "-"), in.Version, in.Records, last,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", in.Topic, cmpOr(in.Owner, "-"), cmpOr(in.Group, "-"), in.Version, in.RecordsText(), last,
 			strings.TrimPrefix(in.LogRetention, "interval "), cmpOr(strings.Join(srcs, ","), "-"),
 			topicmeta.ContractsText(in.Contracts), topicmeta.PersonalText(in.PersonalColumns), cmpOr(desc, "-"))
 	}
@@ -162,6 +162,8 @@ func cmdTopicsDescribe(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	v, changed, err := topicmeta.Apply(ctx, store, in)
 	switch {
+	case errors.Is(err, topicmeta.ErrShared):
+		return describedInGroup(ctx, env, store, in)
 	case errors.Is(err, topicmeta.ErrNoTable):
 		fmt.Fprintf(env.stdout, "topic %s described (owner %s); it has no table yet: `relay run` writes the description into the table once it exists\n", *name, cmpOr(m.Owner, "none"))
 	case err != nil:
@@ -170,6 +172,30 @@ func cmdTopicsDescribe(ctx context.Context, env *cliEnv, args []string) int {
 		fmt.Fprintf(env.stdout, "topic %s described (owner %s); its table's metaData carries the description and column comments from version %d\n", *name, cmpOr(m.Owner, "none"), v)
 	default:
 		fmt.Fprintf(env.stdout, "topic %s described (owner %s); its table already carried the description and column comments (version %d)\n", *name, cmpOr(m.Owner, "none"), v)
+	}
+	return exitOK
+}
+
+// describedInGroup reports a grouped topic's description, kept in the
+// catalog (the shared table's metaData describes the group, not its
+// topics), and brings the group table's own description up to date.
+func describedInGroup(ctx context.Context, env *cliEnv, store storage.Store, in topicmeta.Info) int {
+	fmt.Fprintf(env.stdout, "topic %s described (owner %s); it shares group %s's table %s, whose metaData describes the group and its topics: the topic's owner and description are kept in the catalog (relay topics, the operator's page, Unity Catalog)\n",
+		in.Topic, cmpOr(in.Owner, "none"), in.Group, in.Table)
+	gi, _, ok, err := topicmeta.LoadGroup(ctx, store, in.Group)
+	if err != nil {
+		return fail(env, exitFailure, fmt.Errorf("the description is recorded in the catalog, but: %w", err))
+	}
+	if !ok || gi.Version < 0 {
+		return exitOK // no table yet: relay run describes it once it exists
+	}
+	v, changed, err := topicmeta.ApplyGroup(ctx, store, gi)
+	switch {
+	case errors.Is(err, topicmeta.ErrNoTable):
+	case err != nil:
+		return fail(env, exitFailure, fmt.Errorf("the description is recorded in the catalog, but: %w", err))
+	case changed:
+		fmt.Fprintf(env.stdout, "group %s's table carries the group's description and column comments from version %d\n", in.Group, v)
 	}
 	return exitOK
 }

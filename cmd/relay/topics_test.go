@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/topicmeta/topicmetatest"
 	"github.com/deltabus/deltabus/unitycatalog/uctest"
 )
 
@@ -119,5 +123,74 @@ func TestTopicsListPersonalColumns(t *testing.T) {
 	}
 	if code, out, errOut = runWithEnv(t, vars, "topics"); code != 0 || !strings.Contains(out, "key (keyed hash), "+want) {
 		t.Fatalf("topics with the contract registered: %d %q %q", code, out, errOut)
+	}
+}
+
+// TestTopicsListGroupedTopics: relay topics lists each topic of a group
+// with its group, its own owner and description, and its own records
+// (a number where its files hold it alone, "shared" otherwise); describe
+// keeps a grouped topic's description in the catalog and writes the
+// group's own into the shared table; relay catalog sync registers the
+// group's table once.
+func TestTopicsListGroupedTopics(t *testing.T) {
+	dir := t.TempDir()
+	store, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topicmetatest.Group(t, store, "m", "m.*")
+	topicmetatest.Batch(t, store, "deltabus-main", 100, "m.a", "m.b", "orders")
+	topicmetatest.Batch(t, store, "deltabus-main", 200, "m.c", "m.c")
+	vars := map[string]string{"DELTABUS_STORE": "file://" + dir}
+	code, out, errOut := runWithEnv(t, vars, "topics", "describe", "--topic", "m.a", "--owner", "team-m", "--description", "Own words of m.a.")
+	if code != 0 || !strings.Contains(out, "shares group m's table _group.m") || !strings.Contains(out, "group m's table carries the group's description and column comments from version 3") {
+		t.Fatalf("describe a grouped topic: %d %q %q", code, out, errOut)
+	}
+	snap, err := delta.LoadSnapshot(context.Background(), storage.Sub(store, "_group.m"), -1)
+	if err != nil || snap.Metadata.Description == nil || strings.Contains(*snap.Metadata.Description, "Own words") ||
+		!strings.Contains(*snap.Metadata.Description, "Topics: m.a, m.b, m.c.") {
+		t.Fatalf("the group table's description: %v %v", snap.Metadata.Description, err)
+	}
+	code, out, errOut = runWithEnv(t, vars, "topics")
+	if code != 0 {
+		t.Fatalf("topics: %d %q %q", code, out, errOut)
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		rows[f[0]] = f
+	}
+	for topic, want := range map[string]string{"TOPIC": "TOPIC OWNER GROUP VERSION RECORDS", "m.a": "m.a team-m m 3 shared",
+		"m.b": "m.b - m 3 shared", "m.c": "m.c - m 3 2", "orders": "orders - - 1 1"} {
+		if got := strings.Join(rows[topic][:min(5, len(rows[topic]))], " "); got != want {
+			t.Errorf("row %s: %q, want %q\n%s", topic, got, want, out)
+		}
+	}
+	if !strings.HasSuffix(strings.Join(rows["m.a"], " "), "Own words of m.a.") {
+		t.Errorf("m.a's own description is not listed: %q", rows["m.a"])
+	}
+	code, out, _ = runWithEnv(t, vars, "topics", "--json")
+	var l struct {
+		Topics []struct {
+			Topic, Group, Table string
+			Records             int64
+			SharedRecords       int64 `json:"sharedRecords"`
+			Sources             []struct{ AppID, TxnLSN string }
+		}
+		Groups []struct {
+			Group  string
+			Topics []string
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &l); code != 0 || err != nil || len(l.Topics) != 4 || len(l.Groups) != 1 || strings.Join(l.Groups[0].Topics, ",") != "m.a,m.b,m.c" {
+		t.Fatalf("topics --json: %d %v %s", code, err, out)
+	}
+	if a := l.Topics[0]; a.Topic != "m.a" || a.Table != "_group.m" || a.Records != 0 || a.SharedRecords != 2 || len(a.Sources) != 1 || a.Sources[0].AppID != "deltabus-main" || a.Sources[0].TxnLSN != "0/64" {
+		t.Fatalf("m.a in JSON: %+v", a)
+	}
+	srv := uctest.Start(t, uctest.Options{})
+	code, out, errOut = runWithEnv(t, vars, "catalog", "sync", "--unity-catalog", srv.URL, "--catalog", "lake", "--schema", "events")
+	if code != 0 || !strings.Contains(out, "created lake.events._group_m\n") || strings.Contains(out, "lake.events.m_") || !strings.Contains(out, "2 created, 0 replaced") {
+		t.Fatalf("catalog sync of a group: %d %q %q", code, out, errOut)
 	}
 }

@@ -130,8 +130,14 @@ func (c *Collector) gather(ctx context.Context, now time.Time) *Status {
 }
 
 func (c *Collector) topic(ctx context.Context, in topicmeta.Info, appID string, now time.Time) Topic {
-	t := Topic{Topic: in.Topic, Owner: in.Owner, Description: in.Description, Events: in.Records, Version: in.Version,
-		LastCommit: in.LastCommit, Contracts: topicmeta.ContractsText(in.Contracts), Personal: topicmeta.PersonalText(in.PersonalColumns), Problem: in.Problem}
+	t := Topic{Topic: in.Topic, Group: in.Group, Table: in.Table, Owner: in.Owner, Description: in.Description, Events: in.Records,
+		SharedEvents: in.SharedRecords, Version: in.Version, LastCommit: in.LastCommit, Contracts: topicmeta.ContractsText(in.Contracts),
+		Personal: topicmeta.PersonalText(in.PersonalColumns), Problem: in.Problem}
+	for _, s := range in.Sources { // a grouped topic's sources are its txns appId/topic
+		if s.AppID == appID && appID != "" {
+			t.Position = s.TxnLSN
+		}
+	}
 	if !in.LastCommit.IsZero() {
 		age := now.Sub(in.LastCommit).Seconds()
 		t.AgeSeconds = &age

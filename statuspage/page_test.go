@@ -15,6 +15,7 @@ import (
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/topicmeta/topicmetatest"
 )
 
 // newStore holds topic "orders" (held: its table was changed
@@ -140,5 +141,57 @@ func TestStatusIsReusedWithinRefresh(t *testing.T) {
 	now = now.Add(2 * time.Minute)
 	if b := c.Status(context.Background()); b == a || !b.GeneratedAt.After(a.GeneratedAt) {
 		t.Fatal("no new reading after Refresh")
+	}
+}
+
+// TestPageShowsGroupedTopics: a topic of a topic group shows its group,
+// its own events ("shared" where its rows share files with other topics)
+// and this relay's position from its own txn in the group's table
+// (appId/topic), not another topic's or another relay's.
+func TestPageShowsGroupedTopics(t *testing.T) {
+	store, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	topicmetatest.Group(t, store, "m", "m.*")
+	topicmetatest.Batch(t, store, "deltabus-main", 100, "m.a", "m.b", "orders")
+	topicmetatest.Batch(t, store, "deltabus-main", 200, "m.a", "m.c")
+	topicmetatest.Batch(t, store, "deltabus-main", 250, "m.c")
+	topicmetatest.Batch(t, store, "deltabus-other", 300, "m.b")
+	c := New(Config{Store: store, AppID: func() string { return "deltabus-main" }, Slot: "main", Version: "test"})
+	srv := httptest.NewServer(c.Handler())
+	defer srv.Close()
+	page, _ := get(t, srv.URL+"/")
+	for _, want := range []string{
+		`<tr data-topic="m.a" data-group="m"><td>m.a <span class="muted group">group m</span></td>`,
+		`<tr data-topic="orders"><td>orders</td>`,
+		`<td class="num events"><span title="0 in files of its own, and some of 4 in files shared with other topics of its group">shared</span></td>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %s", want)
+		}
+	}
+	body, _ := get(t, srv.URL+"/api/status")
+	var st Status
+	if err := json.Unmarshal([]byte(body), &st); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Topic{}
+	for _, tp := range st.Topics {
+		got[tp.Topic] = tp
+	}
+	for topic, want := range map[string]struct {
+		group, position string
+		events, shared  int64
+	}{
+		"m.a":    {"m", "0/C8", 0, 4},
+		"m.b":    {"m", "0/64", 1, 4}, // deltabus-other's commit at 0/12C is not this relay's position
+		"m.c":    {"m", "0/FA", 1, 2},
+		"orders": {"", "0/64", 1, 0},
+	} {
+		tp := got[topic]
+		if tp.Group != want.group || tp.Position != want.position || tp.Events != want.events || tp.SharedEvents != want.shared || tp.Version < 0 {
+			t.Errorf("%s: %+v, want group %q position %s events %d shared %d", topic, tp, want.group, want.position, want.events, want.shared)
+		}
 	}
 }

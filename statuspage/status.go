@@ -76,21 +76,34 @@ type Source struct {
 	This            bool      `json:"this"` // the relay serving the page
 }
 
-// Topic is one topic's row.
+// Topic is one topic's row. A topic of a topic group (Group set) shares
+// its group's table: Version is the table's, Events, LastCommit and
+// Position are the topic's own (topicmeta.Info).
 type Topic struct {
-	Topic       string    `json:"topic"`
-	Owner       string    `json:"owner"`
-	Description string    `json:"description"`
-	Events      int64     `json:"events"`
-	Version     int64     `json:"version"`
-	LastCommit  time.Time `json:"lastCommit,omitzero"`
-	AgeSeconds  *float64  `json:"ageSeconds,omitempty"`
-	Held        bool      `json:"held"`
-	HeldWhy     string    `json:"heldWhy,omitempty"`
-	HeldSince   string    `json:"heldSince,omitempty"`
-	Contracts   string    `json:"contracts"`
-	Personal    string    `json:"personalColumns"`
-	Problem     string    `json:"problem,omitempty"`
+	Topic       string `json:"topic"`
+	Group       string `json:"group,omitempty"`
+	Table       string `json:"table"`
+	Owner       string `json:"owner"`
+	Description string `json:"description"`
+	// Events are the topic's rows by the files' statistics; SharedEvents,
+	// of a grouped topic, the rows of files it shares with other topics
+	// of its group (its own among them are not counted): the page shows
+	// "shared".
+	Events       int64 `json:"events"`
+	SharedEvents int64 `json:"sharedEvents,omitempty"`
+	Version      int64 `json:"version"`
+	// Position is the source position this relay last committed for the
+	// topic: its txn in the topic's table (appId, or appId/topic in a
+	// group's table).
+	Position   string    `json:"position,omitempty"`
+	LastCommit time.Time `json:"lastCommit,omitzero"`
+	AgeSeconds *float64  `json:"ageSeconds,omitempty"`
+	Held       bool      `json:"held"`
+	HeldWhy    string    `json:"heldWhy,omitempty"`
+	HeldSince  string    `json:"heldSince,omitempty"`
+	Contracts  string    `json:"contracts"`
+	Personal   string    `json:"personalColumns"`
+	Problem    string    `json:"problem,omitempty"`
 }
 
 // Consumer is one (group, topic) row of `relay check consumers`.

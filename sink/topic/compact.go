@@ -53,8 +53,18 @@ type CompactOptions struct {
 	// need (default 64 files, 256 MiB); a cluster needing more is skipped.
 	MaxOpenFiles int
 	MaxOpenBytes int64
-	Now          func() time.Time // nil = time.Now; the removes' deletionTimestamp
-	Logger       *slog.Logger     // nil = slog.Default()
+	// SplitTopics: the table is a group's (catalog.GroupTable), whose
+	// files mix the rows of many topics. Each row then goes to an output
+	// of its topic, so every output file holds one topic and a reader of
+	// one topic skips every other topic's outputs by the log alone
+	// (MayHold); files only need merging together when they may share a
+	// topic (splitClusters). A topic's own table needs none of it.
+	SplitTopics bool
+	// SplitMemoryBytes bounds the memory the outputs of a split hold
+	// together, one writer per topic (default 32 MiB; BoundPending).
+	SplitMemoryBytes int64
+	Now              func() time.Time // nil = time.Now; the removes' deletionTimestamp
+	Logger           *slog.Logger     // nil = slog.Default()
 }
 
 func (o CompactOptions) withDefaults() CompactOptions {
@@ -65,6 +75,7 @@ func (o CompactOptions) withDefaults() CompactOptions {
 	orDefault(&o.MaxCommitBytes, DefaultMaxCommitBytes)
 	orDefault(&o.MaxOpenFiles, DefaultMaxOpenFiles)
 	orDefault(&o.MaxOpenBytes, DefaultMaxOpenBytes)
+	orDefault(&o.SplitMemoryBytes, DefaultSplitMemoryBytes)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -94,6 +105,12 @@ type CompactResult struct {
 // they are, NULLs included, and counted against the log; memory holds one
 // batch per open input (files overlap only after a bootstrap) and one row
 // group of output, never a whole topic.
+//
+// A group's table (CompactOptions.SplitTopics) is planned the same way,
+// and each row of a chunk, mixed files (a group commit's) and files of one
+// topic alike, is written to an output of its topic, in merge order: each
+// output file holds one topic, its rows in the order they had, and the
+// commits are the same OPTIMIZE rewrites (dataChange=false, no txn).
 //
 // Compact works on tables with today's event or dead-letter schema and
 // refuses others (a table upgraded by a newer DeltaBus: rewriting it would
@@ -127,14 +144,33 @@ func Compact(ctx context.Context, tableStore storage.Store, opts CompactOptions)
 	return res, nil
 }
 
+// compactOutput is where a chunk's merged rows go: one FileWriter, or a
+// topicSplit of a group table.
+type compactOutput interface {
+	rowSink
+	close(ctx context.Context) ([]delta.Add, error)
+	abort()
+	deleteUploaded(adds []delta.Add)
+}
+
+// oneOutput is a FileWriter as a compactOutput.
+type oneOutput struct{ *FileWriter }
+
+func (w oneOutput) close(ctx context.Context) ([]delta.Add, error) { return w.Close(ctx) }
+func (w oneOutput) abort()                                         { w.Abort() }
+
 // compactChunk merges one chunk into new files and commits the rewrite.
 func compactChunk(ctx context.Context, tbl *delta.Table, store storage.Store, chunk []inputFile, deadLetter bool,
 	o CompactOptions, res *CompactResult) error {
 	// Outputs are large: they go to the store as they grow, past 1 MiB.
-	w := NewFileWriter(store, FileOptions{DeadLetter: deadLetter, MaxFileBytes: o.TargetFileBytes, MaxFileRows: math.MaxInt32,
-		RowGroupRows: o.RowGroupRows, MemoryBuffer: compactMemoryBuffer})
-	defer w.Abort()
-	n, err := mergeInto(ctx, store, w, chunk)
+	fo := FileOptions{DeadLetter: deadLetter, MaxFileBytes: o.TargetFileBytes, MaxFileRows: math.MaxInt32,
+		RowGroupRows: o.RowGroupRows, MemoryBuffer: compactMemoryBuffer}
+	var w compactOutput = oneOutput{NewFileWriter(store, fo)}
+	if o.SplitTopics {
+		w = newTopicSplit(store, fo, o.SplitMemoryBytes)
+	}
+	defer w.abort()
+	n, err := mergeInto(ctx, store, w, tableColumns(deadLetter), chunk, o.SplitTopics)
 	if err != nil {
 		return err
 	}
@@ -146,7 +182,7 @@ func compactChunk(ctx context.Context, tbl *delta.Table, store storage.Store, ch
 	if n != want {
 		return fmt.Errorf("merged %d rows from files whose stats hold %d", n, want)
 	}
-	adds, err := w.Close(ctx)
+	adds, err := w.close(ctx)
 	if err != nil {
 		return err
 	}

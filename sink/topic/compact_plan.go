@@ -10,12 +10,18 @@ import (
 )
 
 // inputFile is an active data file with what its stats say of it: its row
-// count and bounds [lo, hi] on the (commit_lsn, seq) of its rows.
+// count, bounds [lo, hi] on the (commit_lsn, seq) of its rows and bounds
+// [tlo, thi] on their topics.
 type inputFile struct {
-	add    delta.Add
-	rows   int64
-	lo, hi pos
-	ok     bool // stats give all of the above
+	add      delta.Add
+	rows     int64
+	lo, hi   pos
+	ok       bool // stats give all of the above but the topics
+	tlo, thi string
+	topics   bool // stats bound the topics of every row
+	// drain: no other file of a group table's split may share a topic with
+	// it and overlap its range, so the merge copies it whole (compact_split.go).
+	drain bool
 }
 
 // fileStatsOf reads numRecords and the commit_lsn and seq bounds from an
@@ -25,12 +31,14 @@ func fileStatsOf(a delta.Add) inputFile {
 	var s struct {
 		NumRecords *int64
 		MinValues  struct {
-			CommitLSN *int64 `json:"commit_lsn"`
-			Seq       *int64 `json:"seq"`
+			CommitLSN *int64  `json:"commit_lsn"`
+			Seq       *int64  `json:"seq"`
+			Topic     *string `json:"topic"`
 		}
 		MaxValues struct {
-			CommitLSN *int64 `json:"commit_lsn"`
-			Seq       *int64 `json:"seq"`
+			CommitLSN *int64  `json:"commit_lsn"`
+			Seq       *int64  `json:"seq"`
+			Topic     *string `json:"topic"`
 		}
 		NullCount map[string]int64
 	}
@@ -40,6 +48,9 @@ func fileStatsOf(a delta.Add) inputFile {
 		return in
 	}
 	in.rows, in.ok = *s.NumRecords, true
+	if lo, hi := s.MinValues.Topic, s.MaxValues.Topic; lo != nil && hi != nil && s.NullCount["topic"] == 0 {
+		in.tlo, in.thi, in.topics = *lo, *hi, true
+	}
 	in.lo, in.hi = pos{*s.MinValues.CommitLSN, minSeq}, pos{*s.MaxValues.CommitLSN, maxSeq}
 	if in.lo.lsn == in.hi.lsn && s.MinValues.Seq != nil && s.MaxValues.Seq != nil {
 		in.lo.seq, in.hi.seq = *s.MinValues.Seq, *s.MaxValues.Seq
@@ -58,9 +69,10 @@ type compactPlan struct {
 // them into runs of consecutive small files (a large file, or one without
 // usable stats, ends a run, so an output never spans a file it leaves in
 // place). A run is cut into clusters of files whose ranges overlap, each
-// merged whole; clusters are packed into chunks of at most MaxCommitFiles
-// files and MaxCommitBytes bytes. A chunk of fewer than MinFiles files is
-// not worth a commit.
+// merged whole (of a group's table: files that may share a topic and
+// whose ranges overlap, splitClusters); clusters are packed into chunks of
+// at most MaxCommitFiles files and MaxCommitBytes bytes. A chunk of fewer
+// than MinFiles files is not worth a commit.
 func planCompaction(files []delta.Add, o CompactOptions) compactPlan {
 	all := make([]inputFile, len(files))
 	for i, a := range files {
@@ -99,19 +111,25 @@ func planCompaction(files []delta.Add, o CompactOptions) compactPlan {
 
 // addRun splits a run into overlap clusters and packs them into chunks.
 func (p *compactPlan) addRun(run []inputFile, o CompactOptions) {
+	lens, open := clusters(run), peakOpen
+	if o.SplitTopics {
+		lens, open = splitClusters(run), peakOpenSplit
+	}
 	var chunk []inputFile
 	var chunkBytes int64
 	done := func() {
+		if o.SplitTopics {
+			chunk = withoutLoneFiles(chunk)
+		}
 		if len(chunk) >= o.MinFiles {
 			p.chunks = append(p.chunks, chunk)
 		}
 		chunk, chunkBytes = nil, 0
 	}
-	for len(run) > 0 {
-		n := clusterLen(run)
+	for _, n := range lens {
 		cl := run[:n]
 		run = run[n:]
-		files, bytes := peakOpen(cl)
+		files, bytes := open(cl)
 		if files > o.MaxOpenFiles || bytes > o.MaxOpenBytes {
 			p.skipped += n
 			done() // a skipped cluster ends the chunk: outputs never span it
@@ -128,6 +146,16 @@ func (p *compactPlan) addRun(run []inputFile, o CompactOptions) {
 		chunkBytes += clBytes
 	}
 	done()
+}
+
+// clusters returns the lengths of a sorted run's clusters, in order.
+func clusters(run []inputFile) []int {
+	var lens []int
+	for i := 0; i < len(run); {
+		n := clusterLen(run[i:])
+		lens, i = append(lens, n), i+n
+	}
+	return lens
 }
 
 // clusterLen returns how many leading files of a sorted run form one

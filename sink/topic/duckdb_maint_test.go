@@ -2,6 +2,7 @@ package topic
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -133,4 +134,110 @@ func compactedDeadLetters(t *testing.T, dlt storage.Store) []outbox.DeadLetter {
 		t.Fatalf("compact dead letters: %+v %v", res, err)
 	}
 	return all
+}
+
+// TestDuckDBReadsCompactedGroupTable: a group table of small mixed files,
+// compacted twice (split by topic, then the new mixed files split and each
+// topic's files packed), then appended to by commits of one topic each,
+// its log cleaned up and its files vacuumed, is read by DuckDB as we read
+// it: the same files, each of whose stats (as DuckDB reads them from the
+// checkpoint and the commits) name one topic, every row once in commit
+// order, each topic's rows in its files alone, every topic's txn intact.
+func TestDuckDBReadsCompactedGroupTable(t *testing.T) {
+	duckdbDir(t)
+	ctx := t.Context()
+	dir := t.TempDir()
+	local, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, tbl := openTopic(t, local, "_group.m")
+	if _, err := delta.SetProperties(ctx, tbl, map[string]string{delta.PropCheckpointInterval: "10"}); err != nil {
+		t.Fatal(err)
+	}
+	evs := groupEvents(40*40+600, 6, 0x16B3748, groupTopics)
+	var want []outbox.Event
+	txns := map[string]string{}
+	commit := func(batch []outbox.Event) {
+		t.Helper()
+		if err := groupCommit(t, st, tbl, FileOptions{MaxFileRows: 15}, batch); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, batch...)
+		for name := range byTopic(batch) {
+			txns[relayApp+"/"+name] = strconv.FormatInt(batch[len(batch)-1].CommitLSN, 10)
+		}
+	}
+	opts := CompactOptions{SplitTopics: true, TargetFileBytes: 48 << 10, RowGroupRows: 300}
+	for b := range 30 {
+		commit(evs[b*40 : (b+1)*40])
+	}
+	if res, err := Compact(ctx, st, opts); err != nil || res.FilesAdded < len(groupTopics) {
+		t.Fatalf("compact: %+v %v", res, err)
+	}
+	for b := 30; b < 40; b++ {
+		commit(evs[b*40 : (b+1)*40])
+	}
+	res, err := Compact(ctx, st, opts)
+	if err != nil || res.FilesRemoved == 0 {
+		t.Fatalf("second compaction: %+v %v", res, err)
+	}
+	// Commits of one topic each, past the next checkpoint: the log's tail
+	// adds only files that stay.
+	past := res.Versions[len(res.Versions)-1]/10*10 + 13
+	for i := 0; tbl.Version() < past; i++ {
+		if batch := byTopic(evs[1600+i*10 : 1610+i*10])[groupTopics[i%len(groupTopics)]]; len(batch) > 0 {
+			commit(batch)
+		}
+	}
+	later := time.Now().Add(time.Hour)
+	if _, err := delta.CleanupLog(ctx, st, delta.CleanupOptions{Now: later, Retention: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := delta.Vacuum(ctx, st, delta.VacuumOptions{Now: later, Retention: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := delta.LoadSnapshot(ctx, st, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := checkOneTopicFiles(t, st, snap)
+
+	groupDir := filepath.Join(dir, "_group.m")
+	got := runDuckDB(t, groupDir)[groupDir].Snapshot
+	var paths, files []string
+	duckFiles := map[string]int{}
+	for _, f := range got.Files {
+		paths = append(paths, f.Path)
+		name := fileTopic(t, delta.Add{Path: f.Path, Stats: f.Stats})
+		if name == "" {
+			t.Fatalf("DuckDB reads file %s with stats %s: not one topic", f.Path, f.Stats)
+		}
+		duckFiles[name]++
+	}
+	for _, a := range snap.Files {
+		files = append(files, a.Path)
+	}
+	slices.Sort(paths)
+	slices.Sort(files)
+	if !slices.Equal(paths, files) || !maps.Equal(duckFiles, ours) || got.CheckpointVersion < 0 {
+		t.Fatalf("DuckDB's snapshot: checkpoint %d, files %v (by topic %v)\nwant %v (by topic %v)", got.CheckpointVersion, paths, duckFiles, files, ours)
+	}
+	slices.SortStableFunc(want, func(a, b outbox.Event) int { return pos{a.CommitLSN, int64(a.Seq)}.cmp(pos{b.CommitLSN, int64(b.Seq)}) })
+	if !got.Ordered || len(got.Rows) != len(want) {
+		t.Fatalf("DuckDB read %d rows (want %d), files in order: %t", len(got.Rows), len(want), got.Ordered)
+	}
+	perTopic := map[string]int{}
+	for i, r := range got.Rows {
+		checkDuckRow(t, i, r, want[i])
+		perTopic[r["topic"].(string)]++
+	}
+	for name, rows := range byTopic(want) {
+		if perTopic[name] != len(rows) {
+			t.Fatalf("DuckDB read %d rows of %s, want %d", perTopic[name], name, len(rows))
+		}
+	}
+	if !maps.Equal(got.Txns, txns) {
+		t.Fatalf("DuckDB's txns %v, want %v", got.Txns, txns)
+	}
 }

@@ -34,24 +34,25 @@ var minSeq, maxSeq = int64(math.MinInt32) - 1, int64(math.MaxInt32) + 1
 const mergeBatchRows = 1024
 
 // cursor reads one data file row by row, in file order, checking that the
-// rows come in (commit_lsn, seq) order and that their number is the one
-// the log recorded.
+// rows come in (commit_lsn, seq) order (of each topic, when perTopic) and
+// that their number is the one the log recorded.
 type cursor struct {
-	in   inputFile
-	ord  int // position in the merge's input order, breaks ties
-	pf   *file.Reader
-	rr   pqarrow.RecordReader
-	view *recordView
-	list []column // the table's columns
-	want []int    // the table's columns the file has
-	n, i int
-	at   pos
-	read int64
+	in       inputFile
+	ord      int            // position in the merge's input order, breaks ties
+	perTopic map[string]pos // the last row of each topic; nil: one order for the file
+	pf       *file.Reader
+	rr       pqarrow.RecordReader
+	view     *recordView
+	list     []column // the table's columns
+	want     []int    // the table's columns the file has
+	n, i     int
+	at       pos
+	read     int64
 }
 
 // openCursor reads the file of in and positions the cursor on its first
 // row; it returns nil for a file without rows.
-func openCursor(ctx context.Context, store storage.Store, in inputFile, list []column, ord int) (*cursor, error) {
+func openCursor(ctx context.Context, store storage.Store, in inputFile, list []column, ord int, perTopic bool) (*cursor, error) {
 	key, err := url.PathUnescape(in.add.Path)
 	if err != nil {
 		return nil, fmt.Errorf("data file path %q: %w", in.add.Path, err)
@@ -65,6 +66,9 @@ func openCursor(ctx context.Context, store storage.Store, in inputFile, list []c
 		return nil, fmt.Errorf("open parquet %s: %w", key, err)
 	}
 	c := &cursor{in: in, ord: ord, pf: pf}
+	if perTopic {
+		c.perTopic = map[string]pos{}
+	}
 	if err := c.start(ctx, list); err != nil {
 		c.close()
 		return nil, fmt.Errorf("read data file %s: %w", key, err)
@@ -130,7 +134,7 @@ func (c *cursor) next() (bool, error) {
 		return false, fmt.Errorf("data file %s has a row without commit_lsn or seq", c.in.add.Path)
 	}
 	at := pos{lsn.Value(c.i), int64(seq.Value(c.i))}
-	if c.read > 0 && at.cmp(c.at) < 0 {
+	if !c.inOrder(at) {
 		return false, fmt.Errorf("data file %s is not in (commit_lsn, seq) order at row %d", c.in.add.Path, c.read)
 	}
 	if at.cmp(c.in.lo) < 0 || at.cmp(c.in.hi) > 0 {
@@ -139,6 +143,27 @@ func (c *cursor) next() (bool, error) {
 	c.at = at
 	c.read++
 	return true, nil
+}
+
+// inOrder reports whether the current row, at at, comes after the rows
+// before it: of the file, or of its topic when the cursor checks order per
+// topic (a group table's file needs only each topic's rows in order).
+func (c *cursor) inOrder(at pos) bool {
+	if c.perTopic == nil {
+		return c.read == 0 || at.cmp(c.at) >= 0
+	}
+	name := topicAt(c.view, c.i)
+	last, seen := c.perTopic[name]
+	c.perTopic[name] = at
+	return !seen || at.cmp(last) >= 0
+}
+
+// topicAt returns the topic column of row i, "" when NULL or absent.
+func topicAt(v *recordView, i int) string {
+	if a := v.strs[colTopic]; a != nil && !a.IsNull(i) {
+		return a.Value(i)
+	}
+	return ""
 }
 
 func (c *cursor) close() {
@@ -167,11 +192,19 @@ func (h *cursorHeap) Pop() any {
 	return c
 }
 
-// mergeInto appends the rows of files, sorted by their lower bound, to w
-// in (commit_lsn, seq) order and returns how many it appended. A file is
-// opened only when the merge reaches its lower bound and closed at its
-// end, so only files whose ranges overlap are open together.
-func mergeInto(ctx context.Context, store storage.Store, w *FileWriter, files []inputFile) (n int64, err error) {
+// rowSink takes the rows of a merge, in merge order: a FileWriter, or a
+// topicSplit (one writer per topic).
+type rowSink interface {
+	appendRow(v *recordView, i int) error
+}
+
+// mergeInto appends the rows of files, sorted by their lower bound, to out
+// in (commit_lsn, seq) order and returns how many it appended; cols are
+// the table's columns. A file is opened only when the merge reaches its
+// lower bound and closed at its end, so only files whose ranges overlap
+// are open together. perTopic: each file is checked for order per topic,
+// and out checks what it writes (topicSplit).
+func mergeInto(ctx context.Context, store storage.Store, out rowSink, cols []column, files []inputFile, perTopic bool) (n int64, err error) {
 	h := &cursorHeap{}
 	defer func() {
 		for _, c := range *h {
@@ -181,11 +214,17 @@ func mergeInto(ctx context.Context, store storage.Store, w *FileWriter, files []
 	next := 0
 	for {
 		for next < len(files) && (h.Len() == 0 || files[next].lo.cmp((*h)[0].at) <= 0) {
-			c, err := openCursor(ctx, store, files[next], w.cols, next)
+			c, err := openCursor(ctx, store, files[next], cols, next, perTopic)
 			if err != nil {
 				return n, err
 			}
-			if c != nil {
+			switch {
+			case c != nil && files[next].drain:
+				d, err := drain(c, out)
+				if n += d; err != nil {
+					return n, err
+				}
+			case c != nil:
 				heap.Push(h, c)
 			}
 			next++
@@ -194,7 +233,7 @@ func mergeInto(ctx context.Context, store storage.Store, w *FileWriter, files []
 			return n, ctx.Err()
 		}
 		c := (*h)[0]
-		if err := w.appendCopy(c.view, c.i); err != nil {
+		if err := out.appendRow(c.view, c.i); err != nil {
 			return n, err
 		}
 		n++
@@ -211,4 +250,18 @@ func mergeInto(ctx context.Context, store storage.Store, w *FileWriter, files []
 			return n, err
 		}
 	}
+}
+
+// drain appends every row of c to out and closes it: a file of a group
+// table's split that no other file may share a topic with within its
+// range (inputFile.drain) is copied whole when the merge reaches it.
+func drain(c *cursor, out rowSink) (n int64, err error) {
+	defer c.close()
+	for ok := true; ok; ok, err = c.next() {
+		if err := out.appendRow(c.view, c.i); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, err
 }

@@ -2,14 +2,17 @@
 // topic), never an aggregate, with
 //
 //   - lag: versions between the group's position and the newest commit, and
-//     seconds between the newest commit and the group's last consumed one;
+//     seconds between the newest commit and the group's last consumed one
+//     (for a topic of a group: the newest commit of the group's table that
+//     may hold the topic's events, see newestOfTopic);
 //   - retention headroom: the group's position against the earliest version
 //     the log still holds, and the time left before log clean-up passes
 //     it: the first checkpoint after the position becomes clean-up's
 //     boundary once its commit is older than delta.logRetentionDuration,
 //     so time left = its commit time + the retention − now (the retention
 //     itself while no checkpoint follows the position);
-//   - per source database writing the topic (a Delta txn appId), the WAL
+//   - per source database writing the topic (a Delta txn appId; in a
+//     group's table the txn appId/topic, catalog.TxnAppID), the WAL
 //     position of its events the group has read against its newest one
 //     in the table, so that a shared topic's lag can be told per source;
 //   - for groups that materialise the topic into a PostgreSQL table
@@ -23,6 +26,14 @@
 // before the group's position: it ends at or before the smallest source
 // commit_time of the first version the group has not consumed (minus a
 // grace for concurrent source transactions), or now when caught up.
+//
+// A topic of a group (catalog.Group) is checked on its group's table:
+// versions, retention and headroom are the table's; lag counts up to the
+// newest version that may hold the topic's events, and is none when the
+// group has read every source's position in the topic (its txns), however
+// far the table went on with other topics; completeness counts the
+// topic's events only, and a group that read all of them is caught up.
+//
 // Thresholds turn rows into breaches; Metrics exports the rows as
 // Prometheus gauges.
 package check
@@ -30,14 +41,12 @@ package check
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/pgsource"
-	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
 	"github.com/deltabus/deltabus/subscribe/pgcheckpoint"
@@ -103,6 +112,9 @@ type Row struct {
 	Checkpoints string `json:"checkpoints"` // "store" or "postgres <host>/<db>"
 	Version     int64  `json:"version"`
 	Offset      int64  `json:"offset"`
+	// Table is, for a topic of a group, the group's table (the topic's
+	// own table otherwise: omitted). Versions are the table's.
+	Table string `json:"table,omitempty"`
 
 	LatestVersion int64   `json:"latest_version"`
 	LagVersions   int64   `json:"lag_versions"`
@@ -143,12 +155,16 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	topics := map[string]*topicState{}
+	groups, err := catalog.ListGroups(ctx, cfg.Store)
+	if err != nil {
+		return nil, err
+	}
+	topics, tables := map[string]*topicState{}, map[string]*tableState{}
 	rows := make([]Row, 0, len(srcs))
 	for _, s := range srcs {
 		ts, ok := topics[s.cp.Topic]
 		if !ok {
-			ts = loadTopic(ctx, cfg.Store, s.cp.Topic)
+			ts = loadTopic(ctx, cfg.Store, s.cp.Topic, groups, tables)
 			topics[s.cp.Topic] = ts
 		}
 		row := ts.row(ctx, s, cfg.Now(), databases)
@@ -228,50 +244,11 @@ func listPG(ctx context.Context, dsn string) ([]subscribe.Checkpoint, string, er
 	return list, name, err
 }
 
-// topicState is what one look at a topic's log gives, shared by its groups.
-type topicState struct {
-	tbl       storage.Store
-	snap      *delta.Snapshot
-	view      *subscribe.LogView
-	retention time.Duration
-	atVersion map[int64]*delta.Snapshot // snapshots at groups' positions
-	err       error
-}
-
-func loadTopic(ctx context.Context, store storage.Store, topic string) *topicState {
-	ts := &topicState{tbl: storage.Sub(store, topic), atVersion: map[int64]*delta.Snapshot{}}
-	ts.snap, ts.err = delta.LoadSnapshot(ctx, ts.tbl, -1)
-	if ts.err != nil {
-		ts.err = fmt.Errorf("topic %q: %w", topic, ts.err)
-		return ts
-	}
-	if ts.view, ts.err = subscribe.ListLog(ctx, ts.tbl, 0); ts.err != nil {
-		return ts
-	}
-	ts.retention = 30 * 24 * time.Hour
-	if v, ok := ts.snap.Metadata.Configuration["delta.logRetentionDuration"]; ok {
-		if d, err := delta.ParseInterval(v); err == nil {
-			ts.retention = d
-		}
-	}
-	return ts
-}
-
-// versionTime is the commit timestamp of version v, when the log holds it.
-func (ts *topicState) versionTime(ctx context.Context, v int64) (time.Time, bool, error) {
-	obj, ok := ts.view.Commits[v]
-	if !ok {
-		return time.Time{}, false, nil
-	}
-	t, err := subscribe.VersionTime(ctx, ts.tbl, v, obj.ModTime)
-	if errors.Is(err, storage.ErrNotFound) {
-		return time.Time{}, false, nil
-	}
-	return t, err == nil, err
-}
-
 func (ts *topicState) row(ctx context.Context, s source, now time.Time, databases map[string]string) Row {
 	r := Row{Group: s.cp.Group, Topic: s.cp.Topic, Checkpoints: s.name, Version: s.cp.Version, Offset: s.cp.Offset}
+	if ts.place.Shared() {
+		r.Table = ts.place.Table
+	}
 	if ts.err != nil {
 		r.Error = ts.err.Error()
 		return r
@@ -291,13 +268,24 @@ func (ts *topicState) row(ctx context.Context, s source, now time.Time, database
 	return r
 }
 
+// lag is the versions and seconds from the group's position to the
+// newest commit, for a grouped topic the newest that may hold its events
+// (newestOfTopic): the group passes its group table's later versions
+// without delivering anything.
 func (ts *topicState) lag(ctx context.Context, r *Row) error {
 	r.LatestVersion = ts.snap.Version
-	r.LagVersions = max(0, r.LatestVersion-r.Version+1)
+	newestV := r.LatestVersion
+	if ts.place.Shared() {
+		var err error
+		if newestV, err = ts.newestOfTopic(ctx, r.Version); err != nil {
+			return err
+		}
+	}
+	r.LagVersions = max(0, newestV-r.Version+1)
 	if r.LagVersions == 0 {
 		return nil
 	}
-	newest, ok, err := ts.versionTime(ctx, r.LatestVersion)
+	newest, ok, err := ts.versionTime(ctx, newestV)
 	if err != nil || !ok {
 		return err
 	}

@@ -86,10 +86,16 @@ func completeness(ctx context.Context, cfg Config, ts *topicState, cp subscribe.
 
 // closedEnd is the end of the closed periods for the group: the smallest
 // source commit_time of the first version it has not consumed (from the
-// files' stats), or now when it has consumed everything, minus the grace.
+// files' stats, of any topic in a group's table), or now when it has
+// consumed everything (every event of a grouped topic), minus the grace.
 func closedEnd(ctx context.Context, cfg Config, ts *topicState, cp subscribe.Checkpoint) (time.Time, error) {
 	if cp.Version > ts.snap.Version {
 		return cfg.Now().Add(-cfg.Grace), nil
+	}
+	if ts.place.Shared() { // caught up with the topic, if not with its group's table
+		if v, err := ts.newestOfTopic(ctx, cp.Version); err != nil || v < 0 {
+			return cfg.Now().Add(-cfg.Grace), err
+		}
 	}
 	data, err := ts.tbl.Get(ctx, delta.CommitKey(cp.Version))
 	if err != nil {
@@ -135,7 +141,9 @@ func commitTimeBounds(stats string) (lo, hi time.Time, ok bool) {
 }
 
 // scan reads the events of the closed periods from the table's current
-// files (skipping files whose stats lie outside) and counts their keys.
+// files (skipping files whose stats lie outside, or, in a group's table,
+// whose topic bounds exclude the topic) and counts the keys of the
+// topic's events.
 func (k *counter) scan(ctx context.Context, ts *topicState, period time.Duration, field string) error {
 	paths := make([]string, 0, len(ts.snap.Files))
 	for p := range ts.snap.Files {
@@ -149,8 +157,12 @@ func (k *counter) scan(ctx context.Context, ts *topicState, period time.Duration
 		if lo, hi, ok := commitTimeBounds(add.Stats); ok && (!hi.After(k.c.From) || !lo.Before(k.c.To)) {
 			continue
 		}
+		shared := ts.place.Shared()
+		if shared && !topic.MayHold(add.Stats, ts.place.Topic) {
+			continue
+		}
 		err := topic.ReadEvents(ctx, ts.tbl, add, func(e outbox.Event) error {
-			if e.CommitTime.Before(k.c.From) || !e.CommitTime.Before(k.c.To) {
+			if (shared && e.Topic != ts.place.Topic) || e.CommitTime.Before(k.c.From) || !e.CommitTime.Before(k.c.To) {
 				return nil
 			}
 			key, ok := eventKey(e, field)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/deltabus/deltabus/catalog"
 )
 
 // Breached reports whether any row breaches a threshold.
@@ -36,7 +38,11 @@ func WriteText(w io.Writer, rows []Row) error {
 			complete = fmt.Sprintf("%.4f (%d/%d)", c.Ratio, c.Found, c.Expected)
 			dups = fmt.Sprintf("%.4f (%d)", c.DuplicateRate, c.Duplicates)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d:%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Group, r.Topic, r.Version, r.Offset,
+		topic := r.Topic
+		if g, ok := catalog.GroupOfTable(r.Table); ok {
+			topic += " (group " + g + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d:%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.Group, topic, r.Version, r.Offset,
 			r.LagVersions, secs(r.LagSeconds), r.EarliestVersion, r.HeadroomVersions, secs(r.HeadroomSeconds), complete, dups, r.Checkpoints, sourcesText(r.Sources))
 	}
 	if err := tw.Flush(); err != nil {

@@ -6,8 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-
-	"github.com/deltabus/deltabus/sink/delta"
 )
 
 // SourceRead is how far a group has read one source's events in a shared
@@ -28,29 +26,24 @@ type SourceRead struct {
 
 // sourceReads fills r.Sources: the txns of the snapshot at the group's last
 // consumed version against the table's newest snapshot. One snapshot load
-// per distinct position, shared by the topic's groups.
+// per distinct position, shared by the table's groups. In a group's
+// table a source's position in the topic is its txn of appId
+// "<appId>/<topic>" (catalog.TxnAppID); the other topics' are not the
+// group's concern.
 func (ts *topicState) sourceReads(ctx context.Context, r *Row, databases map[string]string) error {
-	read := map[string]delta.Txn{}
-	if pos := r.Version - 1; pos >= ts.snap.Version {
-		read = ts.snap.Txns
-	} else if pos >= 0 && ts.view != nil && pos < ts.view.First {
+	read, ok, err := ts.txnsRead(ctx, r.Version)
+	if err != nil || !ok {
 		// Retention passed the group's position: what it read of each
 		// source is gone with the log; the row's breach says so.
-		return nil
-	} else if pos >= 0 {
-		snap, ok := ts.atVersion[pos]
-		if !ok {
-			var err error
-			if snap, err = delta.LoadSnapshot(ctx, ts.tbl, pos); err != nil {
-				return fmt.Errorf("sources at the group's position (version %d): %w", pos, err)
-			}
-			ts.atVersion[pos] = snap
-		}
-		read = snap.Txns
+		return err
 	}
 	for _, app := range slices.Sorted(maps.Keys(ts.snap.Txns)) {
+		src, mine := ts.source(app)
+		if !mine {
+			continue
+		}
 		latest := ts.snap.Txns[app].Version
-		s := SourceRead{AppID: app, Database: databases[app], Latest: lsnString(latest), LagBytes: latest}
+		s := SourceRead{AppID: src, Database: databases[src], Latest: lsnString(latest), LagBytes: latest}
 		if t, ok := read[app]; ok {
 			s.Read, s.LagBytes = lsnString(t.Version), max(0, latest-t.Version)
 		}

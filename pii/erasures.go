@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pii/envelope"
 	"github.com/deltabus/deltabus/pii/keys"
@@ -156,11 +157,17 @@ func (w *ErasureWatcher) Run(ctx context.Context, every time.Duration) {
 	}
 }
 
-// CountSubject counts the events of a topic table whose payload holds an
-// envelope of sub, reading every data file of its latest version, never
-// decrypting. It also returns the events read.
+// CountSubject counts the events of a topic whose payload holds an
+// envelope of sub, reading every data file of its table's latest version
+// that may hold the topic, never decrypting. It also returns the topic's
+// events read. A topic of a topic group is read from its group's table:
+// only the files whose topic bounds reach it, and of them only its rows.
 func CountSubject(ctx context.Context, root storage.Store, topicName string, sub envelope.Subject) (matched, total int64, err error) {
-	st := storage.Sub(root, topicName)
+	p, err := catalog.Locate(ctx, root, topicName)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read topic %q: %w", topicName, err)
+	}
+	st := storage.Sub(root, p.Table)
 	snap, err := delta.LoadSnapshot(ctx, st, -1)
 	if errors.Is(err, delta.ErrNoTable) {
 		return 0, 0, nil
@@ -170,7 +177,13 @@ func CountSubject(ctx context.Context, root storage.Store, topicName string, sub
 	}
 	needle := string(envelope.SubjectNeedle(sub))
 	for _, add := range snap.Files {
+		if p.Shared() && !topic.MayHold(add.Stats, topicName) {
+			continue
+		}
 		err := topic.ReadEvents(ctx, st, add, func(ev outbox.Event) error {
+			if p.Shared() && ev.Topic != topicName {
+				return nil
+			}
 			total++
 			if containsString(ev.Payload, needle) {
 				matched++

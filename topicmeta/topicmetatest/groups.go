@@ -30,13 +30,23 @@ func Group(t testing.TB, root storage.Store, name string, patterns ...string) {
 // with a txn each. It returns the events' tables.
 func Batch(t testing.TB, root storage.Store, appID string, pos int64, topics ...string) []string {
 	t.Helper()
+	evs := make([]*outbox.Event, len(topics))
+	for i, name := range topics {
+		evs[i] = Event(name, pos, i, `{}`)
+	}
+	return Commit(t, root, appID, pos, evs...)
+}
+
+// Commit is Batch of the events evs.
+func Commit(t testing.TB, root storage.Store, appID string, pos int64, evs ...*outbox.Event) []string {
+	t.Helper()
 	ctx := context.Background()
 	s := deltasink.New(root, deltasink.Options{AppID: appID, SyncCheckpoints: true})
 	b := s.NewBatch()
 	var tables []string
 	seen := map[string]bool{}
-	for i, name := range topics {
-		tp, err := s.Open(ctx, name)
+	for _, ev := range evs {
+		tp, err := s.Open(ctx, ev.Topic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +54,7 @@ func Batch(t testing.TB, root storage.Store, appID string, pos int64, topics ...
 			seen[tp.Table] = true
 			tables = append(tables, tp.Table)
 		}
-		if err := b.Append(Event(name, pos, i, `{}`)); err != nil {
+		if err := b.Append(ev); err != nil {
 			t.Fatal(err)
 		}
 	}

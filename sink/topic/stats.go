@@ -3,6 +3,7 @@ package topic
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -48,16 +49,20 @@ type stringBounds struct {
 	ok       bool
 }
 
-// add widens the bounds to v.
+// add widens the bounds to v. A bound is kept as a copy: v may alias a
+// buffer its caller reuses (an event appended from a bootstrap's COPY
+// chunk, an Arrow value of a file being compacted), and the bounds are
+// written when the file is.
 func (s *stringBounds) add(v string) {
 	switch {
 	case !s.ok:
+		v = strings.Clone(v)
 		s.min, s.max, s.ok = v, v, true
 	case v == s.min || v == s.max:
 	case v < s.min:
-		s.min = v
+		s.min = strings.Clone(v)
 	case v > s.max:
-		s.max = v
+		s.max = strings.Clone(v)
 	}
 }
 

@@ -202,7 +202,7 @@ func (g *Governor) place(ctx context.Context, topic string) (catalog.Placement, 
 	p, err := catalog.ReadPlacement(ctx, g.cfg.Store, topic, nil)
 	if err != nil {
 		if ctx.Err() == nil {
-			g.cfg.Log.Warn("governance: cannot read where the topic lives; trying again", "topic", topic, "err", err)
+			g.cfg.Log.Debug("governance: cannot read where the topic lives; trying again next round", "topic", topic, "err", err)
 		}
 		return p, false
 	}

@@ -21,7 +21,7 @@ func cmdConsume(ctx context.Context, env *cliEnv, args []string) int {
 	fs.StringVar(&cfg.Topic, "topic", "", "topic to read")
 	fs.StringVar(&cfg.Group, "group", "", "consumer group: its checkpoint says where to go on")
 	fs.BoolVar(&cfg.Follow, "follow", false, "keep polling for new events (default: stop when caught up)")
-	fromVersion := fs.Int64("from-version", -1, "reset the group to this version first (a replay)")
+	fromVersion := fs.Int64("from-version", -1, "reset the group to this version first (a replay; of the group's table for a topic of a topic group)")
 	fromTime := fs.String("from-time", "", "reset the group to the first version committed at or after this RFC 3339 time")
 	fs.StringVar(&cfg.CheckpointDSN, "checkpoint", "", "keep the checkpoint in this PostgreSQL database (postgres://...) instead of the store")
 	fs.IntVar(&cfg.BatchSize, "batch-size", subscribe.DefaultBatchSize, "events per checkpoint")

@@ -72,6 +72,9 @@ type Options struct {
 	// LatencyName names the latency run's lines and result (default
 	// "latency": latency_p50, latency_p99).
 	LatencyName string
+	// LatencyGroup puts the latency run's five topics in one topic group
+	// (catalog.Group), so that each batch is one commit of one table.
+	LatencyGroup bool
 	// RelayBin is the relay binary measured (default: this executable).
 	RelayBin string
 	// Loaded repeats each drain with a CPU hog spinning on one core,

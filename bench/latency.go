@@ -65,6 +65,11 @@ func (b *bench) latency(ctx context.Context) error {
 	if b.o.LatencyStore != "" {
 		dir = b.o.LatencyStore // e.g. s3://bucket/prefix, with DELTABUS_S3_* and AWS_* in the environment
 	}
+	if b.o.LatencyGroup {
+		if err := writeBenchGroup(ctx, dir); err != nil {
+			return err
+		}
+	}
 	// The relay's metrics, for where its batches' time went.
 	metrics, extra := os.Getenv("DELTABUS_BENCH_METRICS"), []string(nil)
 	if metrics == "" {
@@ -206,14 +211,48 @@ func commitLatencies(ctx context.Context, root storage.Store) ([]time.Duration, 
 	return out, err
 }
 
-// commitLatenciesBy calls fn with each event's source (its appId) and
-// latency, for every topic of root.
-func commitLatenciesBy(ctx context.Context, root storage.Store, fn func(source string, d time.Duration)) error {
-	topics, err := catalog.ListTopics(ctx, root)
+// writeBenchGroup makes every topic of the store at dir one group's.
+func writeBenchGroup(ctx context.Context, dir string) error {
+	if !strings.Contains(dir, "://") {
+		dir = "file://" + dir
+	}
+	store, err := storage.Open(ctx, dir, storage.S3Options{})
 	if err != nil {
 		return err
 	}
+	return catalog.WriteGroup(ctx, store, catalog.Group{Name: "bench", Topics: []string{"*"}, Created: time.Now().UTC()})
+}
+
+// tables returns the tables of root's registered topics, each once (a
+// group's table holds many topics).
+func tables(ctx context.Context, root storage.Store) ([]string, error) {
+	topics, err := catalog.ListTopics(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	seen := map[string]bool{}
 	for _, name := range topics {
+		p, err := catalog.ReadPlacement(ctx, root, name, nil)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[p.Table] {
+			seen[p.Table] = true
+			out = append(out, p.Table)
+		}
+	}
+	return out, nil
+}
+
+// commitLatenciesBy calls fn with each event's source (its appId) and
+// latency, for every table of root.
+func commitLatenciesBy(ctx context.Context, root storage.Store, fn func(source string, d time.Duration)) error {
+	names, err := tables(ctx, root)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
 		st := storage.Sub(root, name)
 		objs, err := st.List(ctx, delta.LogDir, "")
 		if err != nil {

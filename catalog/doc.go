@@ -14,12 +14,18 @@
 //	  _delta_log/NNNNNNNNNNNNNNNNNNNN.checkpoint.parquet, _last_checkpoint
 //	  part-*.parquet                  data files; unreferenced ones are orphans of
 //	                                  a batch that never committed (VACUUM removes them)
+//	_group.<group>/                   one Delta table per topic group, shared by its topics
+//	                                  (Group): rows of many topics in each data file
 //	_dead_letter/                     the dead-letter topic: rows the relay could not route
 //	_reconciliation/                  the reconciler's results (package reconcile)
 //	_deltabus/                        the catalog (Prefix)
 //	  topics/<topic>                  registry entry, written right after the table's
 //	                                  version 0: a registered topic without a table was
-//	                                  deleted, never "not created yet"
+//	                                  deleted, never "not created yet"; a grouped topic's
+//	                                  names its group's table and that table's id
+//	                                  (Placement), written before its first rows
+//	  groups/<group>.json             Group: topic-name patterns whose new topics share
+//	                                  the group's table, and its commit interval
 //	  relays/<appId>.json             Marker: the relay's first start committed its snapshot;
 //	                                  it names the source (Source: system id, database, slot)
 //	  rebuilds/<topic>/<appId>/record.json    RebuildRecord: a rebuild's files and seam (relay rebuild)
@@ -148,6 +154,43 @@
 //     source column), and maintenance skips a topic any source holds.
 //   - Files uploaded and not yet committed are covered by their writer's
 //     Lease: other relays' VACUUM keeps them whatever its retention.
+//
+// # Topic groups
+//
+// A topic group (Group) makes many low-rate topics share one table, so
+// that a batch's rows of all of them are one commit (one data file and one
+// log entry, whatever their number). Steps 1 to 7 hold per (source,
+// topic) inside a group's table unchanged, with these readings:
+//
+//   - v(t) is the txn of appId A/t (Placement.TxnAppID), not A: each topic
+//     of the group has its own position. A batch commits the group's
+//     table once, with one txn {A/t, version = c(last transaction of B)}
+//     per topic t it holds rows of, in the same commit as those rows; so
+//     for every t, v(t) moves exactly when t's rows land, as a topic's own
+//     table's txn does (step 3 reads v(t) per topic when a session opens
+//     it). A topic of the group without rows in a batch keeps its v(t),
+//     as a topic absent from a batch does.
+//   - Fencing (5) refuses the whole group commit when any of its txns is
+//     at or beyond its version: a zombie's batch lands for no topic.
+//   - Holds (7) are per topic: a held topic's events are dropped before
+//     they reach the batch, so the group commit holds the other topics
+//     only, and the held topic's v(t) does not move.
+//   - A rebuild of topic T commits T's snapshot files to the group's table
+//     with txn A/T = R alone (a commit of its own): the other topics'
+//     positions are not touched, and the seam argument is T's alone.
+//   - Placement is decided once: a topic not registered joins the first
+//     group (in name order) whose pattern matches it, and is registered
+//     with the group table's id before the commit of its first rows
+//     (Register, put-if-absent: two writers that placed it differently
+//     are told apart, the loser reads the entry again). So a topic's
+//     events are never split between two tables. A registered grouped
+//     topic whose group table is gone, or has another id (deleted and
+//     created again: the topic's rows went with the old one), is held as
+//     a missing table is (7), never restarted empty.
+//
+// Readers of one topic of a group read the group's table and keep the rows
+// whose topic column is the topic; every data file's stats bound the topic
+// column, so files that hold no row of it are skipped unread.
 //
 // Where the relay cannot prove that progress it meets is its source's (a
 // marker of this appId for another database, a legacy marker without a

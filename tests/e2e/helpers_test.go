@@ -60,8 +60,16 @@ func setup(t testing.TB) *pgtest.DB {
 // or when ctx ends. Insert errors during a PostgreSQL restart are retried.
 type producers struct {
 	written atomic.Int64
-	rate    int // events per second across workers; 0 = as fast as possible
+	rate    int      // events per second across workers; 0 = as fast as possible
+	topics  []string // the topics written; nil = topics
 	workers atomic.Int64
+}
+
+func (p *producers) topicList() []string {
+	if p.topics == nil {
+		return topics
+	}
+	return p.topics
 }
 
 func (p *producers) run(ctx context.Context, t testing.TB, dsn string, workers, n int) {
@@ -99,7 +107,7 @@ func (p *producers) worker(ctx context.Context, t testing.TB, dsn string, w, n i
 		k := min(1+rng.IntN(4), n-done)
 		evs := make([]outbox.NewEvent, k)
 		for i := range evs {
-			tp := topics[rng.IntN(len(topics))]
+			tp := p.topicList()[rng.IntN(len(p.topicList()))]
 			payload, _ := json.Marshal(map[string]any{"worker": w, "n": done + i, "note": "ünïcode \"quoted\""})
 			evs[i] = outbox.NewEvent{Topic: tp, Key: fmt.Sprintf("k%d", rng.IntN(100)), Type: "Happened", Payload: payload}
 		}

@@ -191,33 +191,7 @@ func Tail(ctx context.Context, store storage.Store, from, to int64, w io.Writer)
 // as JSON strings otherwise: `relay tail` prints an event's payload and
 // headers as objects, not as strings holding JSON.
 func TailJSON(ctx context.Context, store storage.Store, from, to int64, w io.Writer, jsonColumns []string) error {
-	nested := make(map[string]bool, len(jsonColumns))
-	for _, c := range jsonColumns {
-		nested[c] = true
-	}
-	snap, err := LoadSnapshot(ctx, store, -1)
-	if err != nil {
-		return fmt.Errorf("tail %s: %w", store, err)
-	}
-	if to >= 0 && to < snap.Version {
-		if snap, err = LoadSnapshot(ctx, store, to); err != nil {
-			return fmt.Errorf("tail %s: %w", store, err)
-		}
-	}
-	schema, err := snap.Schema()
-	if err != nil {
-		return fmt.Errorf("tail %s: %w", store, err)
-	}
-	bw := bufio.NewWriter(w)
-	err = ReadChanges(ctx, store, from, to, func(cf ChangeFile) error {
-		return ReadChangeRows(ctx, store, schema, cf, func(row []RowField) error {
-			return writeRow(bw, row, nested)
-		})
-	})
-	if err != nil {
-		return fmt.Errorf("tail %s: %w", store, err)
-	}
-	return bw.Flush()
+	return TailJSONFiltered(ctx, store, from, to, w, jsonColumns, TailFilter{})
 }
 
 // RowField is one named value of a change row, in output order.

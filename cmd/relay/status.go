@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
 	"text/tabwriter"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/governance"
 	"github.com/deltabus/deltabus/pgsource"
-	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
 )
 
@@ -26,9 +23,11 @@ type statusReport struct {
 	// StreamAge is how long ago the relay on --relay-addr last received a
 	// message on its replication stream for the slot; absent when no
 	// relay answers there.
-	StreamAge *float64       `json:"relayStreamMessageAgeSeconds,omitempty"`
-	Topics    []topicStatus  `json:"topics"`
-	Others    []sourceStatus `json:"otherSources,omitempty"`
+	StreamAge *float64      `json:"relayStreamMessageAgeSeconds,omitempty"`
+	Topics    []topicStatus `json:"topics"`
+	// Groups are the store's topic groups, each table read once.
+	Groups []groupStatus  `json:"groups,omitempty"`
+	Others []sourceStatus `json:"otherSources,omitempty"`
 	// UnityCatalog is what this source's relay last recorded of its
 	// registrations (absent when it registers none).
 	UnityCatalog *governance.UCStatus `json:"unityCatalog,omitempty"`
@@ -43,17 +42,6 @@ type sourceStatus struct {
 	// Adopted: the progress of an earlier release's relay on this source,
 	// kept under its legacy appId.
 	Adopted bool `json:"adopted,omitempty"`
-}
-
-type topicStatus struct {
-	Topic      string `json:"topic"`
-	Version    int64  `json:"version"`
-	TxnVersion string `json:"txnLsn,omitempty"`
-	Files      int    `json:"files"`
-	Records    int64  `json:"records"`
-	// Problem is set when the table is missing, unreadable or changed
-	// incompatibly, or the topic is held (the slot is then held there).
-	Problem string `json:"problem,omitempty"`
 }
 
 func cmdStatus(ctx context.Context, env *cliEnv, args []string) int {
@@ -104,7 +92,7 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) int {
 			return fail(env, exitFailure, err)
 		}
 		rep.Source = &sourceStatus{AppID: id.AppID, SystemID: src.SystemID, Database: src.Database, Slot: src.Slot, Adopted: id.Adopted}
-		if rep.Topics, err = topicStatuses(ctx, store, id.AppID); err != nil {
+		if rep.Topics, rep.Groups, err = topicStatuses(ctx, store, id.AppID); err != nil {
 			return fail(env, exitFailure, err)
 		}
 		if rep.Others, err = otherSources(ctx, store, id.AppID); err != nil {
@@ -124,68 +112,6 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	printStatus(env, rep)
 	return exitOK
-}
-
-func topicStatuses(ctx context.Context, store storage.Store, appID string) ([]topicStatus, error) {
-	names, err := catalog.ListTopics(ctx, store)
-	if err != nil {
-		return nil, err
-	}
-	// A topic held before its first commit (a contract hold) has a state
-	// but no table yet.
-	states, err := catalog.StateTopics(ctx, store, appID)
-	if err != nil {
-		return nil, err
-	}
-	registered := map[string]bool{}
-	for _, n := range names {
-		registered[n] = true
-	}
-	for _, n := range states {
-		if !registered[n] {
-			st, _, err := catalog.ReadRebuildState(ctx, store, appID, n)
-			if err != nil {
-				return nil, err
-			}
-			if st.Paused == catalog.HoldContract {
-				names = append(names, n)
-			}
-		}
-	}
-	sort.Strings(names)
-	var out []topicStatus
-	for _, n := range names {
-		ts := topicStatus{Topic: n, Version: -1}
-		snap, err := delta.LoadSnapshot(ctx, storage.Sub(store, n), -1)
-		switch {
-		case errors.Is(err, delta.ErrNoTable) && !registered[n]:
-			// no table yet: its first events are held (below)
-		case errors.Is(err, delta.ErrNoTable):
-			ts.Problem = "table missing: `relay rebuild --topic " + n + "` restores it from the outbox"
-		case err != nil:
-			ts.Problem = fmt.Sprintf("table unreadable (%v): move it away, then `relay rebuild --topic %s`", err, n)
-		default:
-			ts.Version, ts.Files, ts.Records = snap.Version, len(snap.Files), snap.StatsRecords()
-			if txn, ok := snap.Txns[appID]; ok {
-				ts.TxnVersion = lsnString(txn.Version)
-			}
-		}
-		st, _, err := catalog.ReadRebuildState(ctx, store, appID, n)
-		if err != nil {
-			return nil, err
-		}
-		switch st.Paused {
-		case "":
-		case catalog.HoldContract:
-			ts.Problem = fmt.Sprintf("held since %s (slot held there): %s; register a contract version that admits it, or `relay contract policy --topic %s --on-violation dead-letter`", st.PausedAt, st.Last, n)
-		case catalog.HoldMissingTable, catalog.HoldIncompatibleTable:
-			ts.Problem = fmt.Sprintf("held since %s (slot held there): %s; `relay rebuild --topic %s` restores it", st.PausedAt, st.Last, n)
-		default:
-			ts.Problem = fmt.Sprintf("paused for rebuild %s since %s (slot held there)", st.Paused, st.PausedAt)
-		}
-		out = append(out, ts)
-	}
-	return out, nil
 }
 
 // otherSources lists the other relays whose markers the store holds: the
@@ -246,13 +172,41 @@ func printStatus(env *cliEnv, rep statusReport) {
 		fmt.Fprintf(env.stdout, "unity catalog %s -> %s.%s: %s; %d topics registered, %d pending (as of %s)\n", uc.URL, uc.Catalog, uc.Schema, state,
 			len(uc.Registered), len(uc.Pending), uc.Updated.UTC().Format(time.RFC3339))
 	}
-	if len(rep.Topics) == 0 {
-		return
+	if len(rep.Topics) > 0 {
+		printTopicStatuses(env, rep.Topics, len(rep.Groups) > 0)
 	}
+	if len(rep.Groups) > 0 {
+		tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "GROUP\tTABLE\tTOPICS\tVERSION\tFILES\tRECORDS\tPROBLEM")
+		for _, g := range rep.Groups {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", g.Group, g.Table, g.Topics, g.Version, g.Files, g.Records, g.Problem)
+		}
+		_ = tw.Flush()
+	}
+}
+
+// printTopicStatuses prints a line per topic; with groups, the table that holds
+// each ("-" for a topic's own).
+func printTopicStatuses(env *cliEnv, topics []topicStatus, groups bool) {
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tVERSION\tTXN LSN\tFILES\tRECORDS\tPROBLEM")
-	for _, t := range rep.Topics {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\n", t.Topic, t.Version, t.TxnVersion, t.Files, t.Records, t.Problem)
+	head := "TOPIC\tVERSION\tTXN LSN\tFILES\tRECORDS\tPROBLEM"
+	if groups {
+		head = "TOPIC\tTABLE\tVERSION\tTXN LSN\tFILES\tRECORDS\tPROBLEM"
+	}
+	fmt.Fprintln(tw, head)
+	for _, t := range topics {
+		records := fmt.Sprint(t.Records)
+		if t.SharedRecords > 0 {
+			records = "shared"
+		}
+		table := ""
+		if groups {
+			table = "-\t"
+			if t.Table != "" {
+				table = t.Table + "\t"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s%d\t%s\t%d\t%s\t%s\n", t.Topic, table, t.Version, t.TxnVersion, t.Files, records, t.Problem)
 	}
 	_ = tw.Flush()
 }

@@ -31,6 +31,7 @@ type copyJob struct {
 	lsn      pglogrepl.LSN // commit_lsn of every snapshot row: consistent point - 1
 	takenAt  time.Time
 	existing map[string]*idSet // read-only while copying
+	places   *places           // where each topic's files go
 	metrics  *metrics
 
 	rows    atomic.Int64 // rows read
@@ -341,8 +342,15 @@ func (w *unitWriter) out(name string) (*topicOut, error) {
 		return nil, fmt.Errorf("row of topic %q in the unit of topic %q", name, *w.u.topic)
 	}
 	name = strings.Clone(name)
+	// A grouped topic's files go to its group's table, one writer per
+	// topic: each file holds one topic (its stats' topic bounds are equal),
+	// which readers of another topic of the group skip unread.
+	p, err := w.j.places.of(w.ctx, name)
+	if err != nil {
+		return nil, err
+	}
 	o := &topicOut{name: name, set: w.j.existing[name], seq: w.j.seqOf(name),
-		w: topic.NewFileWriter(storage.Sub(w.j.root, name), w.j.opts.Files)}
+		w: topic.NewFileWriter(w.j.places.store(p), w.j.opts.Files)}
 	w.outs[name] = o
 	return o, nil
 }

@@ -18,9 +18,12 @@
 //  1. An idle leftover slot is dropped (a bootstrap that never finished, or
 //     a lost slot during Recover).
 //  2. The identity of every event already in a topic written by this relay
-//     (a topic whose table holds a txn of our appId) is read: 16 bytes per
-//     event (the uuid; for dead letters a hash of source table and raw row),
-//     kept as a sorted slice.
+//     (a topic whose table holds our txn for it: appId in a topic's own
+//     table, appId/topic in a group's) is read: 16 bytes per event (the
+//     uuid; for dead letters a hash of source table and raw row), kept as
+//     a sorted slice. A group's table is read once for all of its topics:
+//     files whose topic bounds (topic.MayHold) hold none of them are
+//     skipped unread, and of the others only those topics' rows are kept.
 //  3. `CREATE_REPLICATION_SLOT <slot> LOGICAL pgoutput (SNAPSHOT 'export')`
 //     on a replication connection. Options.Connections (default 1) normal
 //     connections each run `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
@@ -57,14 +60,23 @@
 //     tables, is turned into its exact text tuple and routed by
 //     outbox.Router exactly as streamed rows are, so dead letters and their
 //     reasons are the stream's. Each worker streams rows into one
-//     topic.FileWriter per topic it meets; past 8 MiB of unencoded rows
-//     across them the largest is encoded into a row group, so memory is
-//     bounded by the writers' buffers, never by the table. Events already
-//     present (step 2) are skipped. When a unit is done its files are uploaded; they stay
-//     invisible (unreferenced) until step 5.
+//     topic.FileWriter per topic it meets, writing under the folder of the
+//     topic's table (catalog.Placement: its own, or its group's for a
+//     topic a group places; groups are read once, when the copy starts).
+//     A grouped topic's files thus hold that topic only, and readers of
+//     the group's other topics skip them by their stats. Past 8 MiB of
+//     unencoded rows across them the largest is encoded into a row group,
+//     so memory is bounded by the writers' buffers, never by the table.
+//     Events already present (step 2) are skipped. When a unit is done its
+//     files are uploaded; they stay invisible (unreferenced) until step 5.
 //  5. One Delta commit per topic holds all of its snapshot files, in unit
-//     and worker order, with txn{appId, version = cp - 1}. Topics whose rows were all
-//     present get no commit. Then the marker is written, then cp returned.
+//     and worker order, with txn{appId, version = cp - 1}: appId/topic in a
+//     group's table, whose topics are committed one after the other
+//     (deltasink.Sink.CommitFiles, which registers a grouped topic with
+//     the table's id). A topic whose placement changed since its files
+//     were written (a group created meanwhile) fails the bootstrap, which
+//     is redone. Topics whose rows were all present get no commit. Then
+//     the marker is written, then cp returned.
 //
 // # What snapshot rows carry
 //
@@ -113,6 +125,15 @@
 // nothing. Rows the router rejects are left to `_dead_letter`, which
 // received them when they were streamed. A table that cannot be read must
 // be moved away first; Rebuild refuses it with that instruction.
+//
+// A grouped topic is rebuilt the same way inside its group's table: the
+// events it holds and its txn (appId/topic) are read from its rows there,
+// its snapshot files (of it alone) are written to that table's folder,
+// and the relay commits them with the topic's txn while it streams the
+// group's other topics into the same table. When the group's table was
+// deleted, the rebuild recreates it and registers the topic with the new
+// table's id; the group's other topics stay held (Missing) until each is
+// rebuilt or aborted (RebuildResult.Held lists them).
 //
 // # Limits
 //

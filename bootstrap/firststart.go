@@ -116,6 +116,9 @@ type TopicResult struct {
 	Added   int64 // events (or dead letters) committed
 	Skipped int64 // already in the topic, not written again
 	Version int64 // Delta version of the snapshot commit, -1 when nothing was committed
+	// Table is the folder, under the store root, of the table holding the
+	// topic: its own name, or its group's table (catalog.GroupTable).
+	Table string
 }
 
 // Result describes a finished snapshot.

@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/google/uuid"
@@ -77,76 +79,154 @@ func (s *idSet) len() int {
 	return len(s.keys)
 }
 
-// existingIDs reads, for every registered topic whose table holds a txn of
-// appID (a commit of this relay), the identity of every event it holds.
-// Topics without such a txn hold none of our events and are not read.
-func existingIDs(ctx context.Context, root storage.Store, appID string) (map[string]*idSet, error) {
+// existingIDs reads, for every registered topic whose table holds this
+// relay's txn for it (appID in a topic's own table, appID/topic in a
+// group's: catalog.Placement.TxnAppID), the identity of every event of the
+// topic the table holds. Topics without such a txn hold none of our events
+// and are not read; a group's table is read once for all of its topics.
+func existingIDs(ctx context.Context, root storage.Store, appID string, pl *places) (map[string]*idSet, error) {
 	names, err := catalog.ListTopics(ctx, root)
 	if err != nil {
 		return nil, err
 	}
-	sets := map[string]*idSet{}
+	var tables []string
+	byTable := map[string][]catalog.Placement{}
 	for _, name := range names {
-		set, err := topicIDs(ctx, root, name, appID)
+		p, err := pl.of(ctx, name)
 		if err != nil {
 			return nil, err
 		}
-		if set != nil {
-			sets[name] = set
+		if byTable[p.Table] == nil {
+			tables = append(tables, p.Table)
 		}
+		byTable[p.Table] = append(byTable[p.Table], p)
+	}
+	sets := map[string]*idSet{}
+	for _, table := range tables {
+		got, err := tableIDs(ctx, root, table, byTable[table], appID)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(sets, got)
 	}
 	return sets, nil
 }
 
-// topicIDs reads the identity of every event in one topic's table; nil when
-// the table does not exist or holds no txn of appID.
-func topicIDs(ctx context.Context, root storage.Store, name, appID string) (*idSet, error) {
-	st := storage.Sub(root, name)
+// topicIDs reads the identity of every event of one topic; nil when its
+// table does not exist or holds no txn of this relay for the topic.
+func topicIDs(ctx context.Context, root storage.Store, p catalog.Placement, appID string) (*idSet, error) {
+	sets, err := tableIDs(ctx, root, p.Table, []catalog.Placement{p}, appID)
+	return sets[p.Topic], err
+}
+
+// tableIDs reads the events of the topics ps (all placed in table) that
+// table holds. In a group's table it reads only the files whose stats say
+// they may hold one of them (topic.MayHold), and of those only the rows
+// of these topics.
+func tableIDs(ctx context.Context, root storage.Store, table string, ps []catalog.Placement, appID string) (map[string]*idSet, error) {
+	st := storage.Sub(root, table)
 	snap, err := delta.LoadSnapshot(ctx, st, -1)
 	if errors.Is(err, delta.ErrNoTable) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read topic %q table: %w", name, err)
+		return nil, fmt.Errorf("read %s: %w", tableName(table), err)
 	}
-	txn, ok := snap.Txns[appID]
-	if !ok {
+	sets := map[string]*idSet{}
+	for _, p := range ps {
+		if txn, ok := snap.Txns[p.TxnAppID(appID)]; ok {
+			sets[p.Topic] = &idSet{txn: txn.Version}
+		}
+	}
+	if len(sets) == 0 {
 		return nil, nil
 	}
-	set := &idSet{txn: txn.Version}
-	ours := func(source string) bool { return source == appID || (source == "" && catalog.LegacyLayout(appID)) }
+	r := keyReader{st: st, table: table, sets: sets, shared: ps[0].Shared(), names: slices.Sorted(maps.Keys(sets)),
+		ours: func(source string) bool { return source == appID || (source == "" && catalog.LegacyLayout(appID)) }}
 	for _, add := range snap.Files {
-		if err := readKeys(ctx, st, name, add, ours, set); err != nil {
+		if r.shared && !mayHoldAny(add.Stats, r.names) {
+			continue
+		}
+		if err := r.read(ctx, add); err != nil {
 			return nil, err
 		}
 	}
-	slices.SortFunc(set.keys, cmpKey)
-	set.keys = slices.CompactFunc(set.keys, func(a, b idKey) bool { return a == b })
-	return set, nil
+	for _, set := range sets {
+		slices.SortFunc(set.keys, cmpKey)
+		set.keys = slices.CompactFunc(set.keys, func(a, b idKey) bool { return a == b })
+	}
+	return sets, nil
 }
 
-// readKeys collects the keys of the events of one data file that are this
-// relay's (ours, by their source column): another source's event with the
-// same id (a database copied from another) is not one this relay holds.
-func readKeys(ctx context.Context, st storage.Store, name string, add delta.Add, ours func(string) bool, set *idSet) error {
+// tableName names a table in messages: a topic's, or a group's.
+func tableName(table string) string {
+	if g, ok := catalog.GroupOfTable(table); ok {
+		return fmt.Sprintf("group %q table %s", g, table)
+	}
+	return fmt.Sprintf("topic %q table", table)
+}
+
+// mayHoldAny reports whether a data file of a group's table may hold rows
+// of one of names (sorted): its topic bounds are parsed once, however many
+// topics are asked about.
+func mayHoldAny(stats string, names []string) bool {
+	if len(names) == 1 {
+		return topic.MayHold(stats, names[0])
+	}
+	var s struct {
+		Min struct {
+			Topic *string `json:"topic"`
+		} `json:"minValues"`
+		Max struct {
+			Topic *string `json:"topic"`
+		} `json:"maxValues"`
+	}
+	if stats == "" || json.Unmarshal([]byte(stats), &s) != nil || s.Min.Topic == nil || s.Max.Topic == nil {
+		return true
+	}
+	i, _ := slices.BinarySearch(names, *s.Min.Topic)
+	return i < len(names) && names[i] <= *s.Max.Topic
+}
+
+// keyReader collects the keys of the events of one table's data files
+// that are this relay's (ours, by their source column): another source's
+// event with the same id (a database copied from another) is not one this
+// relay holds. In a topic's own table every row is the topic's; in a
+// group's, each row goes to its topic's set, if that topic is asked for.
+type keyReader struct {
+	st     storage.Store
+	table  string
+	shared bool
+	names  []string
+	sets   map[string]*idSet
+	ours   func(source string) bool
+}
+
+func (r *keyReader) read(ctx context.Context, add delta.Add) error {
 	var err error
-	if name == outbox.DeadLetterTopic {
-		err = topic.ReadDeadLetters(ctx, st, add, func(d outbox.DeadLetter) error {
-			if ours(d.Source) {
+	if r.table == outbox.DeadLetterTopic {
+		set := r.sets[r.table]
+		err = topic.ReadDeadLetters(ctx, r.st, add, func(d outbox.DeadLetter) error {
+			if r.ours(d.Source) {
 				set.keys = append(set.keys, deadLetterKey(d.SourceTable, d.RawRow))
 			}
 			return nil
 		})
 	} else {
-		err = topic.ReadEventIDs(ctx, st, add, func(r topic.EventRef) error {
-			if k, ok := eventKey(r.ID); ok && ours(r.Source) {
+		own := r.sets[r.table]
+		err = topic.ReadEventIDs(ctx, r.st, add, func(e topic.EventRef) error {
+			set := own
+			if r.shared {
+				set = r.sets[e.Topic]
+			}
+			if k, ok := eventKey(e.ID); ok && set != nil && r.ours(e.Source) {
 				set.keys = append(set.keys, k)
 			}
 			return nil
 		})
 	}
 	if err != nil {
-		return fmt.Errorf("read event ids of topic %q: %w", name, err)
+		return fmt.Errorf("read event ids of %s: %w", tableName(r.table), err)
 	}
 	return nil
 }

@@ -42,6 +42,14 @@ type RebuildResult struct {
 	SeamEnd    pglogrepl.LSN
 	Committed  bool // the relay committed it within CommitWait
 	Took       time.Duration
+	// Table is the folder of the table holding the topic: its own name, or
+	// its group's table (catalog.GroupTable).
+	Table string
+	// Held lists, when the rebuild restored a grouped topic whose group
+	// table was gone or replaced, the group's other topics whose events
+	// were in the lost table: each stays held (Missing) until it is
+	// rebuilt or aborted on its own.
+	Held []string
 }
 
 // Rebuild re-snapshots one topic while the relay streams the others (see
@@ -66,9 +74,20 @@ func Rebuild(ctx context.Context, cfg Config, store storage.Store, name string, 
 		return res, fmt.Errorf("rebuild: %w", err)
 	}
 	log = log.With("app_id", cfg.AppID)
-	if err := checkRebuildable(ctx, cfg, store, name); err != nil {
+	before, err := checkRebuildable(ctx, cfg, store, name)
+	if err != nil {
 		return res, err
 	}
+	pl, err := newPlaces(ctx, store)
+	if err != nil {
+		return res, fmt.Errorf("rebuild: %w", err)
+	}
+	p, err := pl.of(ctx, name)
+	if err != nil {
+		return res, fmt.Errorf("rebuild: %w", err)
+	}
+	res.Table = p.Table
+	log = log.With("table", p.Table)
 	sql, err := pgsource.Connect(ctx, cfg.Source)
 	if err != nil {
 		return res, err
@@ -107,13 +126,19 @@ func Rebuild(ctx context.Context, cfg Config, store storage.Store, name string, 
 		return res, err
 	}
 	holder, copyStart := catalog.LeaseName(cfg.AppID, "rebuild"), time.Now()
-	lease, err := catalog.HoldLease(ctx, store, holder, []string{name}, func() time.Time { return copyStart }, log)
+	// The lease names the topic and, for a grouped one, its group's table,
+	// under which the files are written.
+	leased := []string{name}
+	if p.Shared() {
+		leased = append(leased, p.Table)
+	}
+	lease, err := catalog.HoldLease(ctx, store, holder, leased, func() time.Time { return copyStart }, log)
 	if err != nil {
 		return res, fmt.Errorf("rebuild: %w", err)
 	}
 	defer lease.Release(context.WithoutCancel(ctx), store, holder)
 	pctx, ps = opts.startSpan(ctx, "rebuild.copy")
-	rec, err := copyRebuild(pctx, cfg, store, name, pauseLSN, opts.Options, log)
+	rec, err := copyRebuild(pctx, cfg, store, pl, p, pauseLSN, opts.Options, log)
 	if ps.end(err, attribute.Int64("deltabus.rows", rec.Rows), attribute.Int64("deltabus.added", rec.Added)); err != nil {
 		return res, err
 	}
@@ -135,8 +160,11 @@ func Rebuild(ctx context.Context, cfg Config, store storage.Store, name string, 
 	log.Info("rebuild: snapshot handed to the relay", "rows", rec.Rows, "added", rec.Added, "present", rec.Present,
 		"txn_version", res.TxnVersion, "seam_end", res.SeamEnd)
 	pctx, ps = opts.startSpan(ctx, "rebuild.wait_commit")
-	res.Committed, err = waitCommitted(pctx, store, name, cfg.AppID, rec.TxnVersion, opts.CommitWait)
+	res.Committed, err = waitCommitted(pctx, store, p, cfg.AppID, rec.TxnVersion, opts.CommitWait)
 	ps.end(err)
+	if err == nil && p.Shared() && before.Status == sink.Missing {
+		res.Held, err = heldInGroup(ctx, store, p)
+	}
 	res.Took = time.Since(start)
 	return res, err
 }
@@ -176,27 +204,31 @@ func abortRebuild(ctx context.Context, sql *pgx.Conn, wm catalog.Watermark, log 
 }
 
 // checkRebuildable refuses what a rebuild cannot do, before anything is
-// written.
-func checkRebuildable(ctx context.Context, cfg Config, store storage.Store, name string) error {
+// written, and returns the topic as the relay's sink sees it.
+func checkRebuildable(ctx context.Context, cfg Config, store storage.Store, name string) (sink.Topic, error) {
 	if err := outbox.ValidTopic(name); err != nil {
-		return usererr.New(err, "rebuild: %q is not a topic name: %v", name, err)
+		return sink.Topic{}, usererr.New(err, "rebuild: %q is not a topic name: %v", name, err)
 	}
 	if name == outbox.DeadLetterTopic {
-		return usererr.New(nil, "rebuild: the dead-letter topic holds rows the relay could not route; it cannot be rebuilt from the outbox")
+		return sink.Topic{}, usererr.New(nil, "rebuild: the dead-letter topic holds rows the relay could not route; it cannot be rebuilt from the outbox")
 	}
 	t, err := deltasink.New(store, deltasink.Options{AppID: cfg.AppID}).Open(ctx, name)
 	if err != nil {
-		return fmt.Errorf("rebuild: %w", err)
+		return t, fmt.Errorf("rebuild: %w", err)
 	}
 	if t.Status == sink.Foreign || t.Status == sink.Incompatible {
-		return usererr.New(nil, "rebuild: the table of topic %q cannot take this relay's events (%s): move it away, then run the rebuild again", name, t.Reason)
+		what := fmt.Sprintf("the table of topic %q", name)
+		if g, ok := catalog.GroupOfTable(t.Table); ok {
+			what = fmt.Sprintf("group %q's table %s, which holds topic %q,", g, t.Table, name)
+		}
+		return t, usererr.New(nil, "rebuild: %s cannot take this relay's events (%s): move it away, then run the rebuild again", what, t.Reason)
 	}
 	if _, ok, err := catalog.ReadMarker(ctx, store, cfg.AppID); err != nil {
-		return fmt.Errorf("rebuild: %w", err)
+		return t, fmt.Errorf("rebuild: %w", err)
 	} else if !ok {
-		return usererr.New(nil, "rebuild: store %s has no relay %q yet: start `relay run`, whose first start copies every topic", store, cfg.AppID)
+		return t, usererr.New(nil, "rebuild: store %s has no relay %q yet: start `relay run`, whose first start copies every topic", store, cfg.AppID)
 	}
-	return nil
+	return t, nil
 }
 
 // keepPaused is a failure after which the topic stays paused (no abort

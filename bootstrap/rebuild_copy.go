@@ -18,15 +18,17 @@ import (
 // copyRebuild copies the topic's rows under a new snapshot, once the relay
 // has paused the topic (its table no longer changes) and every transaction
 // that committed before the pause watermark is visible. Events the table
-// holds are skipped. It returns the record the relay commits from.
-func copyRebuild(ctx context.Context, cfg Config, store storage.Store, name string, pauseLSN pglogrepl.LSN,
+// holds are skipped (in a group's table, the topic's rows only, with the
+// topic's txn appId/topic). Its files are written to the topic's table's
+// folder (its group's for a grouped topic). It returns the record the
+// relay commits from.
+func copyRebuild(ctx context.Context, cfg Config, store storage.Store, pl *places, p catalog.Placement, pauseLSN pglogrepl.LSN,
 	opts Options, log *slog.Logger) (catalog.RebuildRecord, error) {
+	name := p.Topic
 	rec := catalog.RebuildRecord{Topic: name, AppID: cfg.AppID, TxnVersion: int64(pauseLSN), Created: time.Now().UTC()}
-	set, err := topicIDs(ctx, store, name, cfg.AppID)
+	set, err := topicIDs(ctx, store, p, cfg.AppID)
 	if err != nil {
-		return rec, keepPaused{usererr.New(err, "rebuild: the table of topic %q at %s cannot be read (%v). "+
-			"The topic stays paused, so nothing writes there: move the table away, then run `relay rebuild --topic %s` again (or --abort to resume streaming it)",
-			name, storage.Sub(store, name), err, name)}
+		return rec, keepPaused{unreadable(store, p, err)}
 	}
 	if set != nil && set.txn >= rec.TxnVersion {
 		rec.TxnVersion = set.txn + 1 // the relay committed past the watermark before pausing
@@ -66,7 +68,7 @@ func copyRebuild(ctx context.Context, cfg Config, store storage.Store, name stri
 		"events_in_table", set.len(), "units", len(units))
 	opts.Files.Source = cfg.AppID
 	job := &copyJob{root: store, opts: opts, lsn: pglogrepl.LSN(rec.TxnVersion), takenAt: rec.Created,
-		existing: map[string]*idSet{name: set}, metrics: newMetrics(opts.Metrics), results: map[string][]unitFiles{},
+		existing: map[string]*idSet{name: set}, places: pl, metrics: newMetrics(opts.Metrics), results: map[string][]unitFiles{},
 		added: map[string]int64{}, skipped: map[string]int64{}}
 	stop := job.reportProgress(ctx, 0)
 	defer stop()
@@ -80,9 +82,31 @@ func copyRebuild(ctx context.Context, cfg Config, store storage.Store, name stri
 			_ = storage.Sub(store, outbox.DeadLetterTopic).Delete(context.WithoutCancel(ctx), a.Path)
 		}
 	}
+	groups, err := catalog.ListGroups(ctx, store)
+	if err != nil {
+		return rec, fmt.Errorf("rebuild: %w", err)
+	}
+	if err := checkPlaced(ctx, store, groups, p); err != nil {
+		return rec, fmt.Errorf("rebuild: %w", err)
+	}
 	rec.Adds = sortedAdds(job.results[name])
 	rec.Rows, rec.Added, rec.Present = job.rows.Load(), job.added[name], job.skipped[name]
 	return rec, nil
+}
+
+// unreadable is the instruction for a topic whose table cannot be read.
+// Moving a group's table away takes every topic of the group with it:
+// each is then held until it is rebuilt or aborted.
+func unreadable(store storage.Store, p catalog.Placement, err error) error {
+	if p.Shared() {
+		return usererr.New(err, "rebuild: the table of topic %q, group %q's table at %s, cannot be read (%v). "+
+			"The topic stays paused, so nothing writes there for it: move the table away (every topic of group %q is then held until it is rebuilt, or aborted, one by one), "+
+			"then run `relay rebuild --topic %s` again (or --abort to resume streaming it)",
+			p.Topic, p.Group(), storage.Sub(store, p.Table), err, p.Group(), p.Topic)
+	}
+	return usererr.New(err, "rebuild: the table of topic %q at %s cannot be read (%v). "+
+		"The topic stays paused, so nothing writes there: move the table away, then run `relay rebuild --topic %s` again (or --abort to resume streaming it)",
+		p.Topic, storage.Sub(store, p.Table), err, p.Topic)
 }
 
 // openExportingConn opens the rebuild's snapshot and records what the seam

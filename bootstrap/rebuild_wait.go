@@ -92,18 +92,52 @@ func waitOlderTransactions(ctx context.Context, sql *pgx.Conn, log *slog.Logger)
 }
 
 // waitCommitted waits until the topic's table records the rebuild's txn
-// version; false when limit passed first (the relay commits it when its
-// stream reaches the commit watermark).
-func waitCommitted(ctx context.Context, store storage.Store, name, appID string, version int64, limit time.Duration) (bool, error) {
+// version for the topic (txn appId/topic in a group's table); false when
+// limit passed first (the relay commits it when its stream reaches the
+// commit watermark).
+func waitCommitted(ctx context.Context, store storage.Store, p catalog.Placement, appID string, version int64, limit time.Duration) (bool, error) {
 	return poll(ctx, limit, 100*time.Millisecond, func() (bool, error) {
-		snap, err := delta.LoadSnapshot(ctx, storage.Sub(store, name), -1)
+		snap, err := delta.LoadSnapshot(ctx, storage.Sub(store, p.Table), -1)
 		if errors.Is(err, delta.ErrNoTable) {
 			return false, nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("rebuild: read topic %q table: %w", name, err)
+			return false, fmt.Errorf("rebuild: read %s: %w", tableName(p.Table), err)
 		}
-		txn, ok := snap.Txns[appID]
+		txn, ok := snap.Txns[p.TxnAppID(appID)]
 		return ok && txn.Version >= version, nil
 	}, func(time.Duration) {})
+}
+
+// heldInGroup lists the topics, other than p's, registered in p's group
+// table with another table id than its current one (or whose table is
+// gone): their events were in a table that was lost, and the relay holds
+// each (Missing) until it is rebuilt or aborted.
+func heldInGroup(ctx context.Context, store storage.Store, p catalog.Placement) ([]string, error) {
+	id := ""
+	snap, err := delta.LoadSnapshot(ctx, storage.Sub(store, p.Table), -1)
+	switch {
+	case err == nil:
+		id = snap.Metadata.ID
+	case !errors.Is(err, delta.ErrNoTable):
+		return nil, fmt.Errorf("rebuild: read %s: %w", tableName(p.Table), err)
+	}
+	names, err := catalog.ListTopics(ctx, store)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild: %w", err)
+	}
+	var held []string
+	for _, name := range names {
+		if name == p.Topic {
+			continue
+		}
+		q, err := catalog.ReadPlacement(ctx, store, name, nil)
+		if err != nil {
+			return nil, fmt.Errorf("rebuild: %w", err)
+		}
+		if q.Registered && q.Table == p.Table && (id == "" || q.TableID != "" && q.TableID != id) {
+			held = append(held, name)
+		}
+	}
+	return held, nil
 }

@@ -50,8 +50,12 @@ func Snapshot(ctx context.Context, cfg Config, store storage.Store, opts Options
 	if res.DroppedSlot {
 		log.Warn("bootstrap: dropped the existing replication slot: its snapshot was never committed, or it was lost; copying again")
 	}
+	pl, err := newPlaces(ctx, store)
+	if err != nil {
+		return res, fmt.Errorf("bootstrap: %w", err)
+	}
 	pctx, ps = opts.startSpan(ctx, "bootstrap.existing_ids")
-	existing, err := existingIDs(pctx, store, cfg.AppID)
+	existing, err := existingIDs(pctx, store, cfg.AppID, pl)
 	if ps.end(err, attribute.Int("deltabus.topics", len(existing))); err != nil {
 		return res, fmt.Errorf("bootstrap: read events already in the topics: %w", err)
 	}
@@ -77,7 +81,7 @@ func Snapshot(ctx context.Context, cfg Config, store storage.Store, opts Options
 	log.Info("bootstrap: slot created with an exported snapshot", "consistent_point", slot.consistentPoint,
 		"snapshot", slot.snapshotName, "topics_with_events", len(existing))
 	opts.Files.Source = cfg.AppID
-	job := &copyJob{root: store, opts: opts, lsn: slot.consistentPoint - 1, takenAt: slot.takenAt, existing: existing,
+	job := &copyJob{root: store, opts: opts, lsn: slot.consistentPoint - 1, takenAt: slot.takenAt, existing: existing, places: pl,
 		metrics: newMetrics(opts.Metrics), results: map[string][]unitFiles{}, added: map[string]int64{}, skipped: map[string]int64{}}
 	pctx, ps = opts.startSpan(ctx, "bootstrap.copy")
 	err = job.copyAll(pctx, cfg, slot, log)

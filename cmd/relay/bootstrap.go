@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	"github.com/deltabus/deltabus/bootstrap"
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/daemon"
 )
 
@@ -67,8 +69,15 @@ func printBootstrap(env *cliEnv, res bootstrap.Result) {
 	}
 	slices.Sort(names)
 	fmt.Fprintf(env.stdout, "%-40s %12s %12s\n", "TOPIC", "ADDED", "ALREADY-THERE")
+	grouped := map[string][]string{}
 	for _, n := range names {
 		t := res.Topics[n]
 		fmt.Fprintf(env.stdout, "%-40s %12d %12d\n", n, t.Added, t.Skipped)
+		if g, ok := catalog.GroupOfTable(t.Table); ok {
+			grouped[g] = append(grouped[g], n)
+		}
+	}
+	for _, g := range slices.Sorted(maps.Keys(grouped)) {
+		fmt.Fprintf(env.stdout, "group %q: %d topics in table %s (%s)\n", g, len(grouped[g]), catalog.GroupTable(g), nameList(grouped[g], 10))
 	}
 }

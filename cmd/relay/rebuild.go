@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/deltabus/deltabus/bootstrap"
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/usererr"
 )
@@ -63,12 +65,28 @@ func cmdRebuild(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		return fail(env, code, err)
 	}
-	fmt.Fprintf(env.stdout, "rebuild %s of topic %q: %d rows in the outbox, %d events added, %d already in the table\n",
-		res.ID, res.Topic, res.Rows, res.Added, res.Present)
+	where := ""
+	if g, ok := catalog.GroupOfTable(res.Table); ok {
+		where = fmt.Sprintf(" (group %q, table %s)", g, res.Table)
+	}
+	fmt.Fprintf(env.stdout, "rebuild %s of topic %q%s: %d rows in the outbox, %d events added, %d already in the table\n",
+		res.ID, res.Topic, where, res.Rows, res.Added, res.Present)
 	if !res.Committed {
 		fmt.Fprintf(env.stdout, "handed to the relay: it commits the snapshot when its stream reaches the commit watermark (txn version %s)\n", res.TxnVersion)
-		return exitOK
+	} else {
+		fmt.Fprintf(env.stdout, "committed by the relay at txn version %s in %s; streaming resumed from the seam\n", res.TxnVersion, res.Took.Round(time.Millisecond))
 	}
-	fmt.Fprintf(env.stdout, "committed by the relay at txn version %s in %s; streaming resumed from the seam\n", res.TxnVersion, res.Took.Round(time.Millisecond))
+	if len(res.Held) > 0 {
+		fmt.Fprintf(env.stdout, "still held: %d other topics of the group were in its lost table (%s); the relay holds each until `relay rebuild --topic T` (or --abort) is run for it\n",
+			len(res.Held), nameList(res.Held, 10))
+	}
 	return exitOK
+}
+
+// nameList joins names, the first max of them and how many more.
+func nameList(names []string, max int) string {
+	if len(names) <= max {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:max], ", "), len(names)-max)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/deltabus/deltabus/bootstrap"
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/migrations"
 	"github.com/deltabus/deltabus/relay"
@@ -169,11 +170,16 @@ func sourceIDs(t testing.TB, db *pgtest.DB) map[string][]string {
 }
 
 // topicRows returns a topic's rows sorted by (commit_lsn, seq), and the
-// txn version of appID (-1 without one).
+// txn version of appID for it (-1 without one): in a group's table, the
+// rows whose topic column is the topic, and the txn appId/topic.
 func topicRows(t testing.TB, store storage.Store, name, appID string) ([]topic.EventRef, int64) {
 	t.Helper()
 	ctx := testCtx(t, time.Minute)
-	st := storage.Sub(store, name)
+	p, err := catalog.Locate(ctx, store, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := storage.Sub(store, p.Table)
 	snap, err := delta.LoadSnapshot(ctx, st, -1)
 	if errors.Is(err, delta.ErrNoTable) {
 		return nil, -1
@@ -183,8 +189,13 @@ func topicRows(t testing.TB, store storage.Store, name, appID string) ([]topic.E
 	}
 	var refs []topic.EventRef
 	for _, add := range snap.Files {
+		if p.Shared() && !topic.MayHold(add.Stats, name) {
+			continue
+		}
 		err := topic.ReadEventIDs(ctx, st, add, func(r topic.EventRef) error {
-			refs = append(refs, r)
+			if !p.Shared() || r.Topic == name {
+				refs = append(refs, r)
+			}
 			return nil
 		})
 		if err != nil {
@@ -195,7 +206,7 @@ func topicRows(t testing.TB, store storage.Store, name, appID string) ([]topic.E
 		return cmp.Or(cmp.Compare(a.CommitLSN, b.CommitLSN), cmp.Compare(a.Seq, b.Seq))
 	})
 	v := int64(-1)
-	if x, ok := snap.Txns[appID]; ok {
+	if x, ok := snap.Txns[p.TxnAppID(appID)]; ok {
 		v = x.Version
 	}
 	return refs, v
@@ -255,7 +266,11 @@ func checkPhysicalOrder(t testing.TB, db *pgtest.DB, store storage.Store, name s
 		}
 		pos[id] = p
 	}
-	st := storage.Sub(store, name)
+	pl, err := catalog.Locate(ctx, store, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := storage.Sub(store, pl.Table)
 	snap, err := delta.LoadSnapshot(ctx, st, -1)
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +280,7 @@ func checkPhysicalOrder(t testing.TB, db *pgtest.DB, store storage.Store, name s
 		var prevPos [2]int64
 		first := true
 		err := topic.ReadEventIDs(ctx, st, add, func(r topic.EventRef) error {
-			if r.CommitLSN != snapLSN {
+			if r.CommitLSN != snapLSN || r.Topic != name {
 				return nil
 			}
 			p := pos[r.ID]

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
 
@@ -62,4 +64,46 @@ func atoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestDemoWithATopicGroup: topics of a group the store holds share its
+// table; the progress counts each table's rows once (produced and relayed
+// agree after the drain), the verification reads each grouped topic's
+// rows from the group's table, and the summary names the table and how to
+// tail one grouped topic.
+func TestDemoWithATopicGroup(t *testing.T) {
+	db := pgtest.NewDB(t)
+	dir := t.TempDir()
+	root, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := catalog.Group{Name: "ops", Topics: []string{"ingestion.*", "data.*"}, Created: time.Now()}
+	if err := catalog.WriteGroup(context.Background(), root, g); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := Run(ctx, &out, Options{Source: db.DSN, Dir: dir, Events: 2000, Rate: 1000}); err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	var last []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if m := progressLine.FindStringSubmatch(l); m != nil {
+			last = m
+		}
+	}
+	if last == nil || last[1] != last[2] || !strings.Contains(out.String(), "verified: "+last[1]+" source rows") {
+		t.Fatalf("last progress line %q: want produced = relayed, all verified:\n%s", last, out.String())
+	}
+	for _, want := range []string{`(?m)^ingestion\.orchestration +_group\.ops +\d+ +\d+$`, `(?m)^data\.quality +_group\.ops +\d+ +\d+$`,
+		`(?m)^agent\.messages +agent\.messages +\d+ +\d+$`, `tail --store file://` + regexp.QuoteMeta(dir) + ` --topic (agent|data|ingestion)`} {
+		if !regexp.MustCompile(want).MatchString(out.String()) {
+			t.Errorf("summary lacks %s:\n%s", want, out.String())
+		}
+	}
+	if _, err := os.Stat(dir + "/ingestion.orchestration"); !os.IsNotExist(err) {
+		t.Errorf("a grouped topic has a table of its own: %v", err)
+	}
 }

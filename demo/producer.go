@@ -1,12 +1,14 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,7 +18,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/storage"
 )
@@ -129,18 +130,6 @@ func (d *demo) drain(ctx context.Context, out io.Writer) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("relay did not catch up with WAL position %s within 2 minutes", target)
-}
-
-func (d *demo) relayedCount(ctx context.Context) int64 {
-	topics, err := catalog.ListTopics(ctx, d.store)
-	if err != nil {
-		return 0
-	}
-	var n int64
-	for _, t := range topics {
-		n += topicRecords(ctx, d.store, t)
-	}
-	return n
 }
 
 // produce writes realistic platform events in transactions that often span
@@ -271,23 +260,38 @@ type demoSummary struct {
 
 type topicSummary struct {
 	name     string
+	table    string // its group's table; "" for its own
 	events   int64
-	versions int64
+	versions int64 // the last version of the table that holds it
 }
 
 func (s demoSummary) print(out io.Writer, dir string, took time.Duration) {
 	fmt.Fprintf(out, "\nverified: %d source rows, each exactly once in its topic, in source commit order (%.1fs)\n\n", s.sourceRows, took.Seconds())
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tEVENTS\tDELTA VERSION")
 	sort.Slice(s.topics, func(i, j int) bool { return s.topics[i].name < s.topics[j].name })
+	grouped := slices.ContainsFunc(s.topics, func(t topicSummary) bool { return t.table != "" })
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if grouped {
+		fmt.Fprintln(tw, "TOPIC\tTABLE\tEVENTS\tDELTA VERSION")
+	} else {
+		fmt.Fprintln(tw, "TOPIC\tEVENTS\tDELTA VERSION")
+	}
 	for _, t := range s.topics {
-		fmt.Fprintf(tw, "%s\t%d\t%d\n", t.name, t.events, t.versions)
+		if grouped {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", t.name, cmp.Or(t.table, t.name), t.events, t.versions)
+		} else {
+			fmt.Fprintf(tw, "%s\t%d\t%d\n", t.name, t.events, t.versions)
+		}
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(out, "\nend-to-end latency (source commit -> Delta commit): p50 %v, p99 %v\n", s.p50.Round(time.Millisecond), s.p99.Round(time.Millisecond))
 	fmt.Fprintf(out, "tables: %s/<topic>   (poison rows in %s/_dead_letter: %d)\n", dir, dir, s.deadLetter)
-	if len(s.topics) > 0 {
-		fmt.Fprintf(out, "read one: %s tail %s/%s | head\n", selfName(), dir, s.topics[0].name)
+	if i := slices.IndexFunc(s.topics, func(t topicSummary) bool { return t.table == "" }); i >= 0 {
+		fmt.Fprintf(out, "read one: %s tail %s/%s | head\n", selfName(), dir, s.topics[i].name)
+	}
+	if i := slices.IndexFunc(s.topics, func(t topicSummary) bool { return t.table != "" }); i >= 0 {
+		t := s.topics[i]
+		fmt.Fprintf(out, "grouped topics share their group's table (%s/%s for %s): %s tail --store file://%s --topic %s reads one\n",
+			dir, t.table, t.name, selfName(), dir, t.name)
 	}
 }
 

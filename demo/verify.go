@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
@@ -29,6 +30,10 @@ func (d *demo) verify(ctx context.Context) (demoSummary, error) {
 		return sum, fmt.Errorf("verification FAILED:\n  %s", strings.Join(rep.Problems, "\n  "))
 	}
 	sum.sourceRows = rep.SourceRows
+	groups, err := catalog.ListGroups(ctx, d.store)
+	if err != nil {
+		return sum, fmt.Errorf("verify: %w", err)
+	}
 	for name, rows := range rep.Topics {
 		if name == outbox.DeadLetterTopic {
 			sum.deadLetter = int64(len(rows))
@@ -38,16 +43,53 @@ func (d *demo) verify(ctx context.Context) (demoSummary, error) {
 		if len(rows) > 0 {
 			v = rows[len(rows)-1].Version
 		}
-		sum.topics = append(sum.topics, topicSummary{name: name, events: int64(len(rows)), versions: v})
+		p, err := catalog.ReadPlacement(ctx, d.store, name, groups)
+		if err != nil {
+			return sum, fmt.Errorf("verify: %w", err)
+		}
+		ts := topicSummary{name: name, events: int64(len(rows)), versions: v}
+		if p.Shared() {
+			ts.table = p.Table
+		}
+		sum.topics = append(sum.topics, ts)
 	}
 	sum.p50 = verify.Percentile(rep.Latencies, 50)
 	sum.p99 = verify.Percentile(rep.Latencies, 99)
 	return sum, nil
 }
 
-// topicRecords is a topic's row count from its snapshot's file stats.
-func topicRecords(ctx context.Context, root storage.Store, name string) int64 {
-	snap, err := delta.LoadSnapshot(ctx, storage.Sub(root, name), -1)
+// relayedCount is the rows of every table that holds topics (their own,
+// their groups'), from the snapshots' file stats: each table is counted
+// once, whatever the number of its topics.
+func (d *demo) relayedCount(ctx context.Context) int64 {
+	topics, err := catalog.ListTopics(ctx, d.store)
+	if err != nil {
+		return 0
+	}
+	groups, err := catalog.ListGroups(ctx, d.store)
+	if err != nil {
+		return 0
+	}
+	tables := map[string]bool{}
+	var n int64
+	for _, t := range topics {
+		p := catalog.Placement{Topic: t, Table: t}
+		if !strings.HasPrefix(t, "_") {
+			if p, err = catalog.ReadPlacement(ctx, d.store, t, groups); err != nil {
+				continue
+			}
+		}
+		if !tables[p.Table] {
+			tables[p.Table] = true
+			n += tableRecords(ctx, d.store, p.Table)
+		}
+	}
+	return n
+}
+
+// tableRecords is a table's row count from its snapshot's file stats.
+func tableRecords(ctx context.Context, root storage.Store, table string) int64 {
+	snap, err := delta.LoadSnapshot(ctx, storage.Sub(root, table), -1)
 	if err != nil {
 		return 0
 	}

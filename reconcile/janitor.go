@@ -75,7 +75,10 @@ type JanitorReport struct {
 // it waits until the relay's slot has confirmed W0; then it deletes only
 // rows with occurred_at < T0 - Retention whose inserting transaction is
 // older than X. Such a row committed before W0 was sampled, so its event is
-// in a committed Delta version. Rows it skips are taken by a later pass.
+// in a committed Delta version: the relay confirms no position past an
+// event it has not committed, a grouped topic's rows waiting for their
+// group's next commit (its commit interval) included. Rows it skips are
+// taken by a later pass.
 func RunJanitor(ctx context.Context, dsn string, opts JanitorOptions, log *slog.Logger) (*JanitorReport, error) {
 	started := time.Now()
 	opts = opts.withDefaults()

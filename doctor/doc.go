@@ -43,6 +43,13 @@
 //     check (it is part of the relay's preflight there), not again by the
 //     privileges check.
 //
+// Topic groups (relay groups): when the store has any, every group's
+// definition must read (the relay places new topics by them), and each
+// group table that registered topics live in must be there with the table
+// id they were written to; otherwise the relay holds those topics until
+// `relay rebuild`, and the check names them. Without groups it is not
+// listed.
+//
 // Personal data (package pii): with --pii-schemas, the schemas must
 // parse; when they mark personal data, the KEK must encrypt and decrypt a
 // probe (a KMS key that exists, credentials with kms:Encrypt and

@@ -120,6 +120,7 @@ func Run(ctx context.Context, o Options) Report {
 		r.skip("store_writable", "not checked: the store could not be opened (see the store check)")
 		r.skip("conditional_write", "not checked: the store could not be opened (see the store check)")
 	}
+	checkGroups(ctx, o, store, &r)
 	checkPersonal(ctx, o, store, &r)
 	d.each(ctx, "slot", func(ctx context.Context) error { return d.slot(ctx, store) })
 	r.OK = true

@@ -27,7 +27,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		return ctr
 	}
 	m := &Metrics{
-		runs:         c(0, "runs_total", "Maintenance runs over every topic."),
+		runs:         c(0, "runs_total", "Maintenance runs over every table."),
 		errors:       c(1, "errors_total", "Maintenance steps that failed (retried at the next run)."),
 		compacted:    c(2, "files_compacted_total", "Small data files rewritten into larger ones."),
 		logDeleted:   c(3, "log_files_deleted_total", "Expired log files deleted."),
@@ -47,7 +47,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 func (m *Metrics) add(r Report) {
 	ctx := context.Background()
 	var errs, compacted, logs, files int
-	for _, t := range r.Topics {
+	for _, t := range r.Tables {
 		errs, compacted = errs+len(t.Errors), compacted+t.Compacted
 		logs, files = logs+t.LogDeleted, files+t.FilesDeleted
 	}
@@ -88,10 +88,10 @@ func Loop(ctx context.Context, root storage.Store, every time.Duration, opts Opt
 		}
 		m.observe(rep)
 		var compacted, logs, files int
-		for _, t := range rep.Topics {
+		for _, t := range rep.Tables {
 			compacted, logs, files = compacted+t.Compacted, logs+t.LogDeleted, files+t.FilesDeleted
 		}
-		opts.Logger.Info("maintenance", "topics", len(rep.Topics), "files_compacted", compacted,
+		opts.Logger.Info("maintenance", "tables", len(rep.Tables), "files_compacted", compacted,
 			"log_files_deleted", logs, "data_files_deleted", files, "took", rep.Took.Round(time.Millisecond))
 	}
 }

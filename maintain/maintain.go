@@ -1,6 +1,8 @@
-// Package maintain keeps a store's topic tables fast for months: per
-// topic it compacts small files (sink/topic.Compact: OPTIMIZE commits with
-// dataChange=false that commute with the relay's appends), deletes log
+// Package maintain keeps a store's tables fast for months: per table (a
+// topic's own, or a topic group's, shared by its topics, maintained once)
+// it compacts small files (sink/topic.Compact: OPTIMIZE commits with
+// dataChange=false that commute with the relay's appends; a group's
+// table is compacted into files of one topic each), deletes log
 // entries older than delta.logRetentionDuration (delta.CleanupLog: the
 // newest checkpoint at or before the horizon and every commit after it
 // stay), and deletes data files no reader within
@@ -11,9 +13,10 @@
 //   - Never a row lost or doubled: compaction rewrites rows in (commit_lsn,
 //     seq) order and never touches txn actions; the relay's exactly-once
 //     position survives.
-//   - A topic held by the relay (rebuild, missing or incompatible table) is
-//     skipped: its table is the operator's until the hold is lifted.
-//   - One topic's failure does not stop the others: it is reported in the
+//   - A table is skipped while any of its topics is held by any relay
+//     (rebuild, missing or incompatible table): it is the operator's until
+//     the hold is lifted. A group's table waits for every topic's hold.
+//   - One table's failure does not stop the others: it is reported in the
 //     Report and the run goes on.
 //
 // `relay run` calls Loop in the background (--maintenance, default 1h);
@@ -38,10 +41,12 @@ import (
 )
 
 // Options choose what a run does. The zero value compacts, cleans the log
-// and vacuums every registered topic with each table's own retention
-// settings.
+// and vacuums the table of every registered topic and of every group,
+// each once, with each table's own retention settings.
 type Options struct {
-	Topics []string // only these (default: every registered topic)
+	// Topics and Groups: only these topics' tables (a grouped topic's is
+	// its group's) and these groups' (default: every table).
+	Topics, Groups []string
 	// SkipCompact, SkipCleanup and SkipVacuum leave one step out.
 	SkipCompact, SkipCleanup, SkipVacuum bool
 	DryRun                               bool // clean-up and vacuum list, delete nothing; no compaction
@@ -54,12 +59,15 @@ type Options struct {
 	TempAge time.Duration
 	Now     func() time.Time
 	Logger  *slog.Logger
-	Tracer  trace.TracerProvider // spans of runs, topics and steps (trace.go); nil: none
+	Tracer  trace.TracerProvider // spans of runs, tables and steps (trace.go); nil: none
 }
 
-// TopicReport is what one run did to one topic.
-type TopicReport struct {
-	Topic          string        `json:"topic"`
+// TableReport is what one run did to one table.
+type TableReport struct {
+	Table          string        `json:"table"`             // its folder under the store root
+	Topic          string        `json:"topic,omitempty"`   // a topic's own table: the topic
+	Group          string        `json:"group,omitempty"`   // a group's table: the group
+	Topics         []string      `json:"topics,omitempty"`  // a group's table: its registered topics
 	Skipped        string        `json:"skipped,omitempty"` // why nothing was done
 	Compacted      int           `json:"filesCompacted"`    // input files rewritten
 	Written        int           `json:"filesWritten"`
@@ -74,15 +82,15 @@ type TopicReport struct {
 	compactVersion []int64
 }
 
-// Report is one run over the topics.
+// Report is one run over the tables.
 type Report struct {
-	Topics []TopicReport `json:"topics"`
+	Tables []TableReport `json:"tables"`
 	Took   time.Duration `json:"tookNs"`
 }
 
-// Failed reports whether any topic had an error.
+// Failed reports whether any table had an error.
 func (r Report) Failed() bool {
-	for _, t := range r.Topics {
+	for _, t := range r.Tables {
 		if len(t.Errors) > 0 {
 			return true
 		}
@@ -106,29 +114,33 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Run maintains each topic once.
+// Run maintains each table once.
 func Run(ctx context.Context, root storage.Store, opts Options) (rep Report, err error) {
 	opts = opts.withDefaults()
 	start := time.Now()
 	ctx, span := opts.startSpan(ctx, "")
-	defer func() { endSpan(span, err, attribute.Int("deltabus.topics", len(rep.Topics))) }()
-	names := opts.Topics
-	if len(names) == 0 {
-		var err error
-		if names, err = catalog.ListTopics(ctx, root); err != nil {
-			return Report{}, err
-		}
+	defer func() { endSpan(span, err, attribute.Int("deltabus.tables", len(rep.Tables))) }()
+	tables, err := targets(ctx, root, opts)
+	if err != nil {
+		return Report{}, err
 	}
 	leases := &leaseCache{root: root}
-	for _, name := range names {
+	for _, t := range tables {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		rep.Topics = append(rep.Topics, maintainTopic(ctx, root, name, opts, leases))
+		tr := maintainTable(ctx, root, t, opts, leases)
+		if t.unplaced && tr.Skipped == skipNoTable {
+			continue // a group no topic was placed in yet
+		}
+		rep.Tables = append(rep.Tables, tr)
 	}
 	rep.Took = time.Since(start)
 	return rep, nil
 }
+
+// skipNoTable is TableReport.Skipped of a table that does not exist.
+const skipNoTable = "no table"
 
 // leaseCache lists the writers' leases (catalog.Lease) at most every 30 s:
 // a lease written after a listing protects files younger than any allowed
@@ -152,10 +164,10 @@ func (c *leaseCache) get(ctx context.Context) ([]catalog.Lease, error) {
 	return l, nil
 }
 
-func maintainTopic(ctx context.Context, root storage.Store, name string, opts Options, leases *leaseCache) (tr TopicReport) {
+func maintainTable(ctx context.Context, root storage.Store, t target, opts Options, leases *leaseCache) (tr TableReport) {
 	start := time.Now()
-	tr = TopicReport{Topic: name, Earliest: -1}
-	ctx, span := opts.startSpan(ctx, ".topic", attribute.String("deltabus.topic", name))
+	tr = t.report()
+	ctx, span := opts.startSpan(ctx, ".table", attribute.String("deltabus.table", t.table), attribute.String("deltabus.group", t.group))
 	defer func() {
 		tr.Took = time.Since(start)
 		var err error
@@ -164,69 +176,99 @@ func maintainTopic(ctx context.Context, root storage.Store, name string, opts Op
 		}
 		endSpan(span, err, attribute.String("deltabus.skipped", tr.Skipped))
 	}()
-	states, err := catalog.ListRebuildStates(ctx, root, name)
+	if t.err != nil {
+		tr.Errors = append(tr.Errors, t.err.Error())
+		return tr
+	}
+	why, err := held(ctx, root, t)
 	if err != nil {
 		tr.Errors = append(tr.Errors, err.Error())
 		return tr
 	}
-	for _, st := range states {
-		if st.Paused != "" {
-			tr.Skipped = "held by relay " + st.AppID + " (" + st.Paused + "): maintenance waits until the hold is lifted"
-			return tr
-		}
-	}
-	table := storage.Sub(root, name)
-	if _, err := delta.LoadSnapshot(ctx, table, -1); errors.Is(err, delta.ErrNoTable) {
-		tr.Skipped = "no table"
+	if why != "" {
+		tr.Skipped = why
 		return tr
 	}
-	fail := func(step string, err error) {
-		tr.Errors = append(tr.Errors, fmt.Sprintf("%s: %v", step, err))
-		opts.Logger.Warn("maintenance step failed (the next run tries again)", "topic", name, "step", step, "err", err)
+	table := storage.Sub(root, t.table)
+	if _, err := delta.LoadSnapshot(ctx, table, -1); errors.Is(err, delta.ErrNoTable) {
+		tr.Skipped = skipNoTable
+		return tr
 	}
+	run := tableRun{opts: opts, t: t, table: table, tr: &tr}
 	if !opts.SkipCompact && !opts.DryRun {
-		sctx, span := opts.startSpan(ctx, ".compact")
-		res, err := topic.Compact(sctx, table, opts.Compact)
-		endSpan(span, err, attribute.Int("deltabus.files_removed", res.FilesRemoved), attribute.Int("deltabus.files_added", res.FilesAdded))
-		tr.Compacted, tr.Written, tr.compactVersion = res.FilesRemoved, res.FilesAdded, res.Versions
-		if err != nil && !errors.Is(err, delta.ErrRewriteConflict) {
-			fail("compact", err)
-		}
+		run.compact(ctx)
 	}
 	if !opts.SkipCleanup {
-		sctx, span := opts.startSpan(ctx, ".cleanup")
-		res, err := delta.CleanupLog(sctx, table, delta.CleanupOptions{Now: opts.Now(), Retention: opts.LogRetention, DryRun: opts.DryRun, Logger: opts.Logger})
-		endSpan(span, err, attribute.Int("deltabus.log_files_deleted", len(res.Deleted)), attribute.Int64("deltabus.earliest_version", res.Earliest))
-		if err != nil {
-			fail("clean up the log", err)
-		}
-		tr.LogDeleted, tr.Earliest = len(res.Deleted), res.Earliest
+		run.cleanup(ctx)
 	}
 	if !opts.SkipVacuum {
-		vo := delta.VacuumOptions{Now: opts.Now(), Retention: opts.FileRetention, DryRun: opts.DryRun, Logger: opts.Logger}
-		if leases, err := leases.get(ctx); err != nil {
-			fail("vacuum", fmt.Errorf("read the writers' leases: %w", err))
-			return tr
-		} else if since, ok := catalog.InFlightSince(leases, name, time.Now()); ok {
-			vo.InFlightSince = since
-		}
-		if sw, ok := table.(storage.Sweeper); ok && !opts.DryRun {
-			vo.SweepTemp = func(ctx context.Context, prefix string, _ time.Time) error {
-				n, err := sw.SweepTemp(ctx, prefix, opts.TempAge)
-				tr.TempSwept += n
-				if errors.Is(err, errors.ErrUnsupported) {
-					return nil
-				}
-				return err
-			}
-		}
-		sctx, span := opts.startSpan(ctx, ".vacuum")
-		res, err := delta.Vacuum(sctx, table, vo)
-		endSpan(span, err, attribute.Int("deltabus.data_files_deleted", len(res.Deleted)), attribute.Int64("deltabus.bytes_deleted", res.DeletedBytes))
-		if err != nil {
-			fail("vacuum", err)
-		}
-		tr.FilesDeleted, tr.BytesDeleted, tr.ActiveFiles = len(res.Deleted), res.DeletedBytes, res.Active
+		run.vacuum(ctx, leases)
 	}
 	return tr
+}
+
+// tableRun is the steps of one table's maintenance, each recording what
+// it did, or its error, in tr.
+type tableRun struct {
+	opts  Options
+	t     target
+	table storage.Store
+	tr    *TableReport
+}
+
+// fail records a step's error; the next run tries again.
+func (r tableRun) fail(step string, err error) {
+	r.tr.Errors = append(r.tr.Errors, fmt.Sprintf("%s: %v", step, err))
+	r.opts.Logger.Warn("maintenance step failed (the next run tries again)", "table", r.t.table, "step", step, "err", err)
+}
+
+func (r tableRun) compact(ctx context.Context) {
+	co := r.opts.Compact
+	co.SplitTopics = r.t.group != "" // a group's table: outputs of one topic each
+	ctx, span := r.opts.startSpan(ctx, ".compact")
+	res, err := topic.Compact(ctx, r.table, co)
+	endSpan(span, err, attribute.Int("deltabus.files_removed", res.FilesRemoved), attribute.Int("deltabus.files_added", res.FilesAdded))
+	r.tr.Compacted, r.tr.Written, r.tr.compactVersion = res.FilesRemoved, res.FilesAdded, res.Versions
+	if err != nil && !errors.Is(err, delta.ErrRewriteConflict) {
+		r.fail("compact", err)
+	}
+}
+
+func (r tableRun) cleanup(ctx context.Context) {
+	o := r.opts
+	ctx, span := o.startSpan(ctx, ".cleanup")
+	res, err := delta.CleanupLog(ctx, r.table, delta.CleanupOptions{Now: o.Now(), Retention: o.LogRetention, DryRun: o.DryRun, Logger: o.Logger})
+	endSpan(span, err, attribute.Int("deltabus.log_files_deleted", len(res.Deleted)), attribute.Int64("deltabus.earliest_version", res.Earliest))
+	if err != nil {
+		r.fail("clean up the log", err)
+	}
+	r.tr.LogDeleted, r.tr.Earliest = len(res.Deleted), res.Earliest
+}
+
+func (r tableRun) vacuum(ctx context.Context, leases *leaseCache) {
+	o := r.opts
+	vo := delta.VacuumOptions{Now: o.Now(), Retention: o.FileRetention, DryRun: o.DryRun, Logger: o.Logger}
+	if leases, err := leases.get(ctx); err != nil {
+		r.fail("vacuum", fmt.Errorf("read the writers' leases: %w", err))
+		return
+	} else if since, ok := inFlightSince(leases, r.t, time.Now()); ok {
+		vo.InFlightSince = since
+	}
+	if sw, ok := r.table.(storage.Sweeper); ok && !o.DryRun {
+		vo.SweepTemp = func(ctx context.Context, prefix string, _ time.Time) error {
+			n, err := sw.SweepTemp(ctx, prefix, o.TempAge)
+			r.tr.TempSwept += n
+			if errors.Is(err, errors.ErrUnsupported) {
+				return nil
+			}
+			return err
+		}
+	}
+	ctx, span := o.startSpan(ctx, ".vacuum")
+	res, err := delta.Vacuum(ctx, r.table, vo)
+	endSpan(span, err, attribute.Int("deltabus.data_files_deleted", len(res.Deleted)), attribute.Int64("deltabus.bytes_deleted", res.DeletedBytes))
+	if err != nil {
+		r.fail("vacuum", err)
+	}
+	r.tr.FilesDeleted, r.tr.BytesDeleted, r.tr.ActiveFiles = len(res.Deleted), res.DeletedBytes, res.Active
 }

@@ -80,8 +80,8 @@ func TestRunKeepsEveryRowAndTheTxn(t *testing.T) {
 	if err != nil || rep.Failed() {
 		t.Fatalf("Run: %v %+v", err, rep)
 	}
-	byTopic := map[string]TopicReport{}
-	for _, tr := range rep.Topics {
+	byTopic := map[string]TableReport{}
+	for _, tr := range rep.Tables {
 		byTopic[tr.Topic] = tr
 	}
 	if o := byTopic["orders"]; o.Compacted != 230 || o.ActiveFiles > 2 || o.LogDeleted == 0 || o.FilesDeleted != 230 {

@@ -10,9 +10,11 @@ import (
 	"github.com/deltabus/deltabus/telemetry/otelspan"
 )
 
-// Spans: a run is "deltabus.maintenance", each topic a child
-// "deltabus.maintenance.topic", each step of it (compact, cleanup, vacuum)
-// a child of that, with what the step did. Options.Tracer nil records none.
+// Spans: a run is "deltabus.maintenance", each table a child
+// "deltabus.maintenance.table" (attributes deltabus.table and, of a
+// group's table, deltabus.group), each step of it (compact, cleanup,
+// vacuum) a child of that, with what the step did. Options.Tracer nil
+// records none.
 
 func (o Options) startSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	tp := o.Tracer

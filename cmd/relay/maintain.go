@@ -3,36 +3,65 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"strings"
 	"text/tabwriter"
-	"time"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/maintain"
-	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/usererr"
 )
 
-// maintainFlags are the flags of compact and vacuum.
+// maintainFlags are the flags of compact, vacuum and retention.
 type maintainFlags struct {
-	store  string
-	topics stringList
-	asJSON bool
+	store          string
+	topics, groups stringList
+	asJSON         bool
 }
 
 func (f *maintainFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.store, "store", "", "store URL: file:///path or s3://bucket/prefix (default from DELTABUS_STORE)")
-	fs.Var(&f.topics, "topic", "only this topic (repeatable; default every registered topic)")
+	fs.Var(&f.topics, "topic", "only this topic's table, its group's when the topic is in a group (repeatable; default every table)")
+	fs.Var(&f.groups, "group", "only this topic group's table (repeatable)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 }
 
-// cmdCompact bin-packs small files of the topic tables (OPTIMIZE commits
-// that change no data; the relay's appends go on meanwhile).
+// check refuses names that cannot be topics or groups: one line, before
+// anything is read or written.
+func (f *maintainFlags) check() error {
+	for _, t := range f.topics {
+		if err := catalog.CheckName("topic", t); err != nil {
+			return usererr.New(err, "%v", err)
+		}
+	}
+	for _, g := range f.groups {
+		if err := (catalog.Group{Name: g, Topics: []string{"x"}}).Check(); err != nil {
+			return usererr.New(err, "%v", err)
+		}
+	}
+	return nil
+}
+
+// checkGroups refuses a --group the store does not define.
+func (f *maintainFlags) checkGroups(ctx context.Context, store storage.Store) error {
+	for _, g := range f.groups {
+		if _, ok, err := catalog.ReadGroup(ctx, store, g); err != nil {
+			return err
+		} else if !ok {
+			return usererr.New(nil, "no topic group %q in %s: `relay groups` lists the groups", g, store)
+		}
+	}
+	return nil
+}
+
+// cmdCompact bin-packs small files of the tables (OPTIMIZE commits that
+// change no data; the relay's appends go on meanwhile); a group's table
+// into files of one topic each.
 func cmdCompact(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet(env, "compact", "[--topic T ...] [--target-file-bytes N] [flags]")
+	fs := newFlagSet(env, "compact", "[--topic T ...] [--group G ...] [--target-file-bytes N] [flags]")
 	var f maintainFlags
 	f.register(fs)
 	target := fs.Int64("target-file-bytes", 0, "size of the files compaction writes (default 128 MiB)")
@@ -47,7 +76,7 @@ func cmdCompact(ctx context.Context, env *cliEnv, args []string) int {
 // cmdVacuum deletes expired log entries and data files no reader within the
 // retention needs.
 func cmdVacuum(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet(env, "vacuum", "[--topic T ...] [--dry-run] [flags]")
+	fs := newFlagSet(env, "vacuum", "[--topic T ...] [--group G ...] [--dry-run] [flags]")
 	var f maintainFlags
 	f.register(fs)
 	var opts maintain.Options
@@ -62,6 +91,9 @@ func cmdVacuum(ctx context.Context, env *cliEnv, args []string) int {
 }
 
 func runMaintain(ctx context.Context, env *cliEnv, f maintainFlags, opts maintain.Options) int {
+	if err := f.check(); err != nil {
+		return fail(env, exitUsage, err)
+	}
 	if f.store == "" {
 		f.store = env.getenv("DELTABUS_STORE")
 	}
@@ -73,7 +105,10 @@ func runMaintain(ctx context.Context, env *cliEnv, f maintainFlags, opts maintai
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
-	opts.Topics, opts.Logger = f.topics, log
+	if err := f.checkGroups(ctx, store); err != nil {
+		return fail(env, exitCode(err), err)
+	}
+	opts.Topics, opts.Groups, opts.Logger = f.topics, f.groups, log
 	rep, err := maintain.Run(ctx, store, opts)
 	if err != nil {
 		return fail(env, exitFailure, err)
@@ -90,80 +125,28 @@ func runMaintain(ctx context.Context, env *cliEnv, f maintainFlags, opts maintai
 	return exitOK
 }
 
+// exitCode is exitUsage for an error the operator must fix, else exitFailure.
+func exitCode(err error) int {
+	if usererr.Is(err) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
 func printMaintain(env *cliEnv, rep maintain.Report, dry bool) {
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	deleted := "DELETED"
 	if dry {
 		deleted = "WOULD DELETE"
 	}
-	fmt.Fprintf(tw, "TOPIC\tCOMPACTED\tWRITTEN\tLOG %s\tFILES %s\tEARLIEST VERSION\tNOTE\n", deleted, deleted)
-	for _, t := range rep.Topics {
+	fmt.Fprintf(tw, "TABLE\tGROUP\tCOMPACTED\tWRITTEN\tLOG %s\tFILES %s\tEARLIEST VERSION\tNOTE\n", deleted, deleted)
+	for _, t := range rep.Tables {
 		note := t.Skipped
 		if len(t.Errors) > 0 {
 			note = strings.Join(t.Errors, "; ")
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", t.Topic, t.Compacted, t.Written, t.LogDeleted, t.FilesDeleted, t.Earliest, note)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", t.Table, cmpOr(t.Group, "-"), t.Compacted, t.Written, t.LogDeleted,
+			t.FilesDeleted, t.Earliest, note)
 	}
 	_ = tw.Flush()
-}
-
-// cmdRetention shows or sets a topic table's retention properties.
-func cmdRetention(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet(env, "retention", "--topic T [--log D] [--files D]")
-	var f maintainFlags
-	f.register(fs)
-	logRet := fs.Duration("log", 0, "keep the log (versions a reader can start from) this long: delta.logRetentionDuration (default 30 days)")
-	fileRet := fs.Duration("files", 0, "keep removed data files this long: delta.deletedFileRetentionDuration (default 7 days)")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	if len(f.topics) != 1 {
-		return fail(env, exitUsage, errors.New("retention: give exactly one --topic"))
-	}
-	if f.store == "" {
-		f.store = env.getenv("DELTABUS_STORE")
-	}
-	store, err := daemon.OpenStore(ctx, f.store, storage.S3Options{})
-	if err != nil {
-		return fail(env, exitUsage, err)
-	}
-	tbl, err := delta.OpenTable(ctx, storage.Sub(store, f.topics[0]), delta.Options{})
-	if err != nil {
-		return fail(env, exitFailure, err)
-	}
-	props := map[string]string{}
-	if *logRet > 0 {
-		props[delta.PropLogRetention] = interval(*logRet)
-	}
-	if *fileRet > 0 {
-		props[delta.PropDeletedFileRetention] = interval(*fileRet)
-	}
-	if len(props) > 0 {
-		if _, err := delta.SetProperties(ctx, tbl, props); err != nil {
-			return fail(env, exitUsage, err)
-		}
-	}
-	cfg := tbl.Metadata().Configuration
-	show := func(key string, def time.Duration) string {
-		if v, ok := cfg[key]; ok {
-			return v
-		}
-		return interval(def) + " (default)"
-	}
-	fmt.Fprintf(env.stdout, "topic %s: %s = %s, %s = %s\n", f.topics[0], delta.PropLogRetention, show(delta.PropLogRetention, delta.DefaultLogRetention),
-		delta.PropDeletedFileRetention, show(delta.PropDeletedFileRetention, delta.DefaultDeletedFileRetention))
-	return exitOK
-}
-
-// interval renders a duration as Delta's "interval N <unit>" property form.
-func interval(d time.Duration) string {
-	switch {
-	case d%(24*time.Hour) == 0:
-		return fmt.Sprintf("interval %d days", d/(24*time.Hour))
-	case d%time.Hour == 0:
-		return fmt.Sprintf("interval %d hours", d/time.Hour)
-	case d%time.Minute == 0:
-		return fmt.Sprintf("interval %d minutes", d/time.Minute)
-	}
-	return fmt.Sprintf("interval %d seconds", d/time.Second)
 }

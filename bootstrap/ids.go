@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -173,19 +172,12 @@ func mayHoldAny(stats string, names []string) bool {
 	if len(names) == 1 {
 		return topic.MayHold(stats, names[0])
 	}
-	var s struct {
-		Min struct {
-			Topic *string `json:"topic"`
-		} `json:"minValues"`
-		Max struct {
-			Topic *string `json:"topic"`
-		} `json:"maxValues"`
-	}
-	if stats == "" || json.Unmarshal([]byte(stats), &s) != nil || s.Min.Topic == nil || s.Max.Topic == nil {
+	lo, hi, ok := topic.TopicBounds(stats)
+	if !ok {
 		return true
 	}
-	i, _ := slices.BinarySearch(names, *s.Min.Topic)
-	return i < len(names) && names[i] <= *s.Max.Topic
+	i, _ := slices.BinarySearch(names, lo)
+	return i < len(names) && names[i] <= hi
 }
 
 // keyReader collects the keys of the events of one table's data files

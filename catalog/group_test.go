@@ -86,6 +86,12 @@ func TestPlacementFollowsTheRegistry(t *testing.T) {
 	if got := p.TxnAppID("deltabus-1-s"); got != "deltabus-1-s/metrics.new" {
 		t.Fatalf("TxnAppID = %q", got)
 	}
+	if app, topic, shared := SplitTxnAppID(p.TxnAppID("deltabus-1-s")); app != "deltabus-1-s" || topic != "metrics.new" || !shared {
+		t.Fatalf("SplitTxnAppID = %q, %q, %v", app, topic, shared)
+	}
+	if app, _, shared := SplitTxnAppID(TxnAppID("deltabus-1-s", "orders", false)); app != "deltabus-1-s" || shared {
+		t.Fatalf("SplitTxnAppID of an own table's txn = %q, %v", app, shared)
+	}
 	p.TableID, p.Registered = "id-1", true
 	if err := Register(ctx, st, p); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/deltabus/deltabus/storage"
 )
@@ -54,6 +55,12 @@ func TxnAppID(appID, topic string, shared bool) string {
 		return appID + "/" + topic
 	}
 	return appID
+}
+
+// SplitTxnAppID is TxnAppID's inverse: the relay appId and the topic of a
+// txn appId of a group's table (shared=true), or the appId itself.
+func SplitTxnAppID(txnAppID string) (appID, topic string, shared bool) {
+	return strings.Cut(txnAppID, "/")
 }
 
 // entry is a grouped topic's registry entry; a topic with its own table

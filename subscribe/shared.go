@@ -2,7 +2,6 @@ package subscribe
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/parquet"
@@ -83,16 +82,7 @@ func (s *subscription) fileRows(stats string) (may bool, rows int64, ok bool) {
 	if !topic.MayHold(stats, s.topic) {
 		return false, 0, true
 	}
-	var st struct {
-		Min struct {
-			Topic *string `json:"topic"`
-		} `json:"minValues"`
-		Max struct {
-			Topic *string `json:"topic"`
-		} `json:"maxValues"`
-	}
-	if json.Unmarshal([]byte(stats), &st) != nil || st.Min.Topic == nil || st.Max.Topic == nil ||
-		*st.Min.Topic != s.topic || *st.Max.Topic != s.topic {
+	if !topic.OnlyTopic(stats, s.topic) {
 		return true, 0, false
 	}
 	rows, ok = delta.StatsNumRecords(stats)

@@ -67,7 +67,7 @@ func (ld *loader) group(ctx context.Context, g catalog.Group, members []string) 
 		gi.Columns = columns(snap.Metadata.SchemaString)
 		newest := map[string]delta.Txn{}
 		for appID, txn := range snap.Txns {
-			app, _, _ := strings.Cut(appID, "/")
+			app, _, _ := catalog.SplitTxnAppID(appID)
 			if cur, ok := newest[app]; !ok || txn.Version > cur.Version {
 				newest[app] = txn
 			}

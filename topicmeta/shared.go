@@ -1,12 +1,12 @@
 package topicmeta
 
 import (
-	"encoding/json"
 	"sort"
-	"strings"
 	"time"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/topic"
 )
 
 // sharedIndex is what a group table's log says of each of its topics,
@@ -33,16 +33,6 @@ type appTxn struct {
 	txn delta.Txn
 }
 
-type fileStats struct {
-	NumRecords *int64 `json:"numRecords"`
-	Min        struct {
-		Topic *string `json:"topic"`
-	} `json:"minValues"`
-	Max struct {
-		Topic *string `json:"topic"`
-	} `json:"maxValues"`
-}
-
 func newSharedIndex(snap *delta.Snapshot) *sharedIndex {
 	x := &sharedIndex{alone: map[string]int64{}, txns: map[string][]appTxn{}}
 	type span struct {
@@ -51,21 +41,15 @@ func newSharedIndex(snap *delta.Snapshot) *sharedIndex {
 	}
 	var mixed []span
 	for _, a := range snap.Files {
-		var s fileStats
-		if a.Stats != "" {
-			_ = json.Unmarshal([]byte(a.Stats), &s)
-		}
-		var n int64
-		if s.NumRecords != nil {
-			n = *s.NumRecords
-		}
+		n, _ := delta.StatsNumRecords(a.Stats)
+		lo, hi, ok := topic.TopicBounds(a.Stats)
 		switch {
-		case s.Min.Topic == nil || s.Max.Topic == nil:
+		case !ok:
 			mixed = append(mixed, span{"", "\U0010FFFF", n}) // no bounds: it may hold any topic
-		case *s.Min.Topic == *s.Max.Topic:
-			x.alone[*s.Min.Topic] += n
+		case lo == hi:
+			x.alone[lo] += n
 		default:
-			mixed = append(mixed, span{*s.Min.Topic, *s.Max.Topic, n})
+			mixed = append(mixed, span{lo, hi, n})
 		}
 	}
 	sums := func(key func(span) string) []bound {
@@ -80,10 +64,9 @@ func newSharedIndex(snap *delta.Snapshot) *sharedIndex {
 	}
 	x.byMin = sums(func(s span) string { return s.min })
 	x.byMax = sums(func(s span) string { return s.max })
-	for appID, txn := range snap.Txns {
-		if i := strings.LastIndexByte(appID, '/'); i > 0 { // <appId>/<topic>: catalog.TxnAppID
-			topic := appID[i+1:]
-			x.txns[topic] = append(x.txns[topic], appTxn{appID[:i], txn})
+	for id, txn := range snap.Txns {
+		if app, topic, ok := catalog.SplitTxnAppID(id); ok {
+			x.txns[topic] = append(x.txns[topic], appTxn{app, txn})
 		}
 	}
 	return x

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -178,27 +177,12 @@ func topicFiles(ts *topicStatus, p catalog.Placement, snap *delta.Snapshot) {
 		}
 		ts.Files++
 		n, _ := delta.StatsNumRecords(a.Stats)
-		if onlyTopic(a.Stats, p.Topic) {
+		if topic.OnlyTopic(a.Stats, p.Topic) {
 			ts.Records += n
 		} else {
 			ts.SharedRecords += n
 		}
 	}
-}
-
-// onlyTopic reports whether the stats bound a file's topic column to the
-// one topic.
-func onlyTopic(stats, name string) bool {
-	var s struct {
-		Min struct {
-			Topic *string `json:"topic"`
-		} `json:"minValues"`
-		Max struct {
-			Topic *string `json:"topic"`
-		} `json:"maxValues"`
-	}
-	return json.Unmarshal([]byte(stats), &s) == nil && s.Min.Topic != nil && s.Max.Topic != nil &&
-		*s.Min.Topic == name && *s.Max.Topic == name
 }
 
 // holdStatus sets the problem of a topic the relay holds.

@@ -4,16 +4,12 @@ import (
 	"encoding/json"
 )
 
-// MayHold reports whether the data file whose add.stats are stats may
-// hold rows of topic: false only when the stats bound the topic column and
-// topic is outside the bounds. A reader of one topic of a group's table
-// (catalog.Placement) skips the files for which it is false, without
-// reading them, and keeps, of the files it reads, the rows whose topic
-// column is the topic. Files of a topic's own table, and files written
-// before topic bounds were (no bounds), may always hold it.
-func MayHold(stats, topic string) bool {
+// TopicBounds returns the bounds of the topic column in a data file's
+// add.stats; ok=false when the stats hold none (no stats, or a file
+// written before topic bounds were).
+func TopicBounds(stats string) (min, max string, ok bool) {
 	if stats == "" {
-		return true
+		return "", "", false
 	}
 	var s struct {
 		Min struct {
@@ -24,7 +20,26 @@ func MayHold(stats, topic string) bool {
 		} `json:"maxValues"`
 	}
 	if json.Unmarshal([]byte(stats), &s) != nil || s.Min.Topic == nil || s.Max.Topic == nil {
-		return true
+		return "", "", false
 	}
-	return *s.Min.Topic <= topic && topic <= *s.Max.Topic
+	return *s.Min.Topic, *s.Max.Topic, true
+}
+
+// MayHold reports whether the data file whose add.stats are stats may
+// hold rows of topic: false only when the stats bound the topic column and
+// topic is outside the bounds. A reader of one topic of a group's table
+// (catalog.Placement) skips the files for which it is false, without
+// reading them, and keeps, of the files it reads, the rows whose topic
+// column is the topic. Files of a topic's own table, and files written
+// before topic bounds were (no bounds), may always hold it.
+func MayHold(stats, topic string) bool {
+	lo, hi, ok := TopicBounds(stats)
+	return !ok || (lo <= topic && topic <= hi)
+}
+
+// OnlyTopic reports whether the stats bound the file's topic column to
+// topic alone: every row of the file is the topic's.
+func OnlyTopic(stats, topic string) bool {
+	lo, hi, ok := TopicBounds(stats)
+	return ok && lo == topic && hi == topic
 }

@@ -19,6 +19,13 @@ func TestMixedFileTopicBounds(t *testing.T) {
 			t.Errorf("MayHold(%s) = %v, want %v (stats %s)", topic, got, want, adds[0].Stats)
 		}
 	}
+	if OnlyTopic(adds[0].Stats, "m.b") {
+		t.Errorf("OnlyTopic(m.b) of a file of three topics")
+	}
+	single := writeEvents(t, newLocalStore(t), FileOptions{}, testEvents(3, 1, 0x100))
+	if !OnlyTopic(single[0].Stats, "orders") || OnlyTopic(single[0].Stats, "order") {
+		t.Errorf("OnlyTopic of a file of orders alone: stats %s", single[0].Stats)
+	}
 	got := readAll(t, st, adds)
 	for i := range got {
 		if got[i].Topic != evs[i].Topic || got[i].ID != evs[i].ID {

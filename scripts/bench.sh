@@ -43,6 +43,9 @@ if [ -z "${DELTABUS_BENCH_EXTRA_ONLY:-}" ]; then
   fi
 fi
 
+echo "# latency on local disk with the five topics in one topic group (one commit of one table per batch), 60 s"
+./bin/relay bench --only latency --latency-group --latency-name latency_group --json "$results/latency_group.json"
+
 source scripts/services.sh
 ensure_versitygw
 start_versitygw

@@ -43,7 +43,7 @@ func init() {
 		"migrate": {"create the outbox table, its index and the publication (idempotent)", cmdMigrate},
 		"demo":    {"run everything on embedded defaults: throwaway PostgreSQL, local store, demo producer", cmdDemo},
 		"inspect": {"print a Delta table's snapshot (version, protocol, metadata, files, records, txns)", cmdInspect},
-		"tail":    {"print a Delta table's change feed as JSON lines", cmdTail},
+		"tail":    {"print a Delta table's change feed as JSON lines, or --topic T's rows from the table that holds it", cmdTail},
 		"status":  {"show the slot, WAL held back and every topic's position", cmdStatus},
 		"doctor":  {"check every precondition of `relay run` on the database and the store, each with its fix", cmdDoctor},
 		"version": {"print the version", cmdVersion},
@@ -57,9 +57,9 @@ func init() {
 		"check":     {"check consumers: lag, retention headroom, completeness and duplicates per group and topic", cmdCheck},
 		"contract":  {"event contracts: register, compat, list, show, check, policy, mode (JSON Schemas per topic and type)", cmdContract},
 
-		"compact":   {"bin-pack small files of the topic tables (commits that change no data)", cmdCompact},
+		"compact":   {"bin-pack small files of the tables, a group's into files of one topic each (commits that change no data)", cmdCompact},
 		"vacuum":    {"delete expired log entries and data files no reader within the retention needs", cmdVacuum},
-		"retention": {"show or set a topic's log and file retention", cmdRetention},
+		"retention": {"show or set a topic's or a topic group's log and file retention", cmdRetention},
 
 		"groups":  {"list topic groups, or `groups create NAME --topics 'metrics.*'`: many low-rate topics sharing one table and one commit", cmdGroups},
 		"topics":  {"list topics with owner, description, retention, sources, contracts and personal columns; `topics describe` sets owner and description", cmdTopics},

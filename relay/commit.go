@@ -301,6 +301,9 @@ func (c *committer) commitTopic(ctx context.Context, b *batch, table string) (er
 	if err != nil {
 		return c.topicError(b, table, err)
 	}
+	if res.Topics == nil {
+		c.r.metrics.topicCommitted(table, res.Events) // the topic's own table
+	}
 	for name, events := range res.Topics {
 		c.r.metrics.topicCommitted(name, events)
 	}

@@ -80,7 +80,8 @@ type Batch interface {
 type Commit struct {
 	Version int64 // table version written
 	Events  int
-	// Topics is the number of events of each topic in the commit.
+	// Topics is the number of events of each topic in a group table's
+	// commit; nil for a topic's own table, whose Events are the topic's.
 	Topics map[string]int
 	Files  int
 	Bytes  int64

@@ -20,9 +20,11 @@ import (
 // only read; prepared is written by concurrent Prepares of different
 // tables.
 type batch struct {
-	s       *Sink
-	units   map[string]*unit // by table
-	byTopic map[string]*unit // by topic: the unit each topic's rows go to
+	s     *Sink
+	units map[string]*unit // by table: a topic's own table is named as the topic
+	// byTopic is the unit of each grouped topic (a group's table is never
+	// named as a topic: topic names cannot start with "_").
+	byTopic map[string]*unit
 	events  int
 
 	mu       sync.Mutex
@@ -51,6 +53,9 @@ func (s *Sink) NewBatch() sink.Batch {
 // unitOf returns the unit the topic's rows go to, starting it on the
 // topic's first row in the batch.
 func (b *batch) unitOf(name string) *unit {
+	if u := b.units[name]; u != nil {
+		return u // the topic's own table
+	}
 	if u := b.byTopic[name]; u != nil {
 		return u
 	}
@@ -66,7 +71,9 @@ func (b *batch) unitOf(name string) *unit {
 		}
 		b.units[p.Table] = u
 	}
-	b.byTopic[name] = u
+	if u.shared {
+		b.byTopic[name] = u
+	}
 	return u
 }
 
@@ -186,7 +193,6 @@ func (b *batch) Commit(ctx context.Context, table string, pos int64) (sink.Commi
 		c.Topics = maps.Clone(u.topics)
 		ca.Txns = groupTxns(b.s.opts.AppID, u.topics, pos)
 	} else {
-		c.Topics = map[string]int{table: f.rows}
 		ca.Txn = &delta.Txn{AppID: b.s.opts.AppID, Version: pos}
 	}
 	races := t.LostRaces()
@@ -270,9 +276,7 @@ func (s *Sink) CommitFiles(ctx context.Context, name string, adds []delta.Add, p
 			if err := register(ctx, s.root, p); err != nil {
 				return -1, err
 			}
-			s.mu.Lock()
-			s.places[name] = p
-			s.mu.Unlock()
+			s.remember(p)
 		}
 	}
 	v, err := t.Commit(ctx, delta.CommitActions{Adds: adds, Operation: "WRITE",

@@ -66,14 +66,26 @@ func (s *Sink) locate(ctx context.Context, name string) (catalog.Placement, erro
 			p.Table = catalog.GroupTable(g.Name)
 		}
 	}
-	s.mu.Lock()
-	s.places[name] = p
-	s.mu.Unlock()
+	s.remember(p)
 	return p, nil
 }
 
-// place returns where Open saw the topic; a topic not opened has its own
-// table.
+// remember keeps where a grouped topic lives for Append and Commit. A
+// topic with its own table is not kept: place's answer for a topic it
+// does not know is its own table (no entry per topic for the common
+// case, which a batch of 10,000 new topics would hold all at once).
+func (s *Sink) remember(p catalog.Placement) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p.Shared() {
+		s.places[p.Topic] = p
+	} else {
+		delete(s.places, p.Topic)
+	}
+}
+
+// place returns where Open saw the topic; a topic not opened, or with its
+// own table, has its own table.
 func (s *Sink) place(name string) catalog.Placement {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -176,9 +188,7 @@ func (s *Sink) registerGrouped(ctx context.Context, tbl *delta.Table, table stri
 		if err := register(ctx, s.root, p); err != nil {
 			return err
 		}
-		s.mu.Lock()
-		s.places[name] = p
-		s.mu.Unlock()
+		s.remember(p)
 	}
 	return nil
 }

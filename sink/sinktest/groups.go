@@ -3,7 +3,9 @@ package sinktest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/deltabus/deltabus/outbox"
@@ -140,5 +142,65 @@ func testGroupTableDeleted(t *testing.T, h Harness) {
 	}
 	if tp := openIn(t, h.Reopen(), "m.a", table); tp.Status != sink.Missing {
 		t.Fatalf("m.a after its group table was deleted: %+v, want Missing", tp)
+	}
+}
+
+// testGroupConcurrentSources: several sources commit into one group's
+// table at once (a new table, so they race for its creation and for each
+// topic's registration too), each batch holding both topics of the group:
+// every commit lands once with a txn per topic, and each source's rows of
+// each topic are in its own order.
+func testGroupConcurrentSources(t *testing.T, h Harness) {
+	const sources, batches = 3, 8
+	table := h.Group(t, "m", "m.*")
+	var wg sync.WaitGroup
+	errs := make([]error, sources)
+	for s := range sources {
+		snk := h.Source(fmt.Sprintf("deltabus-%d-s", s+1))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, name := range []string{"m.a", "m.b"} {
+				if _, errs[s] = snk.Open(context.Background(), name); errs[s] != nil {
+					return
+				}
+			}
+			for k := range batches {
+				b := snk.NewBatch()
+				pos := int64(1000 * (k + 1))
+				for j, name := range []string{"m.a", "m.b", "m.a"} {
+					_ = b.Append(event(name, s*10000+k*100+j, pos))
+				}
+				if _, err := b.Commit(context.Background(), table, pos); err != nil {
+					errs[s] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	for name, per := range map[string]int{"m.a": 2, "m.b": 1} {
+		got := h.IDs(t, name)
+		if len(got) != sources*batches*per {
+			t.Fatalf("%s: %d rows, want %d", name, len(got), sources*batches*per)
+		}
+		last := map[int]int{}
+		for _, id := range got {
+			var n int
+			fmt.Sscanf(id[len(id)-12:], "%d", &n)
+			s := n / 10000
+			if prev, ok := last[s]; ok && n <= prev {
+				t.Fatalf("%s, source %d: row %d after %d", name, s, n, prev)
+			}
+			last[s] = n
+		}
+		for s := range sources {
+			if tp := openIn(t, h.Source(fmt.Sprintf("deltabus-%d-s", s+1)), name, table); tp.Position != 1000*batches {
+				t.Fatalf("%s, source %d at %d, want %d", name, s, tp.Position, 1000*batches)
+			}
+		}
 	}
 }

@@ -53,6 +53,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"GroupTopicPositions", testGroupTopicPositions},
 		{"GroupCarry", testGroupCarry},
 		{"GroupTableDeleted", testGroupTableDeleted},
+		{"GroupConcurrentSources", testGroupConcurrentSources},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newHarness(t)) })
 	}

@@ -3,7 +3,6 @@ package bootstrap
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/deltabus/deltabus/catalog"
@@ -31,11 +30,7 @@ func newPlaces(ctx context.Context, root storage.Store) (*places, error) {
 }
 
 // of returns where the topic lives, reading its registry entry once.
-// Internal topics (_dead_letter) always have their own table.
 func (p *places) of(ctx context.Context, name string) (catalog.Placement, error) {
-	if strings.HasPrefix(name, "_") {
-		return catalog.Placement{Topic: name, Table: name}, nil
-	}
 	p.mu.Lock()
 	pl, ok := p.m[name]
 	p.mu.Unlock()
@@ -52,11 +47,9 @@ func (p *places) of(ctx context.Context, name string) (catalog.Placement, error)
 	return pl, nil
 }
 
-// known returns the placement of a topic of returned before.
+// known returns the placement of a topic of returned before (a topic it
+// did not, an internal one among them, has its own table).
 func (p *places) known(name string) catalog.Placement {
-	if strings.HasPrefix(name, "_") {
-		return catalog.Placement{Topic: name, Table: name}
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if pl, ok := p.m[name]; ok {
@@ -73,9 +66,6 @@ func (p *places) store(pl catalog.Placement) storage.Store { return storage.Sub(
 // (or another writer registered it elsewhere) while the snapshot copied.
 // The bootstrap or rebuild is then run again, and places it anew.
 func checkPlaced(ctx context.Context, root storage.Store, groups []catalog.Group, wrote catalog.Placement) error {
-	if strings.HasPrefix(wrote.Topic, "_") {
-		return nil
-	}
 	now, err := catalog.ReadPlacement(ctx, root, wrote.Topic, groups)
 	if err != nil {
 		return err

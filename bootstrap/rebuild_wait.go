@@ -135,7 +135,7 @@ func heldInGroup(ctx context.Context, store storage.Store, p catalog.Placement) 
 		if err != nil {
 			return nil, fmt.Errorf("rebuild: %w", err)
 		}
-		if q.Registered && q.Table == p.Table && (id == "" || q.TableID != "" && q.TableID != id) {
+		if q.Registered && q.Table == p.Table && (id == "" || q.Replaced(id)) {
 			held = append(held, name)
 		}
 	}

@@ -96,9 +96,13 @@ func checkPattern(p string) error {
 	return nil
 }
 
+// internal reports whether topic is one of DeltaBus's own (_dead_letter):
+// it always has its own table.
+func internal(topic string) bool { return strings.HasPrefix(topic, "_") }
+
 // Matches reports whether the topic is one of the group's.
 func (g Group) Matches(topic string) bool {
-	if strings.HasPrefix(topic, "_") {
+	if internal(topic) {
 		return false
 	}
 	for _, p := range g.Topics {

@@ -132,3 +132,32 @@ func TestCorruptEntryIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// An internal topic has its own table and no group, whatever the groups:
+// its entry is not read.
+func TestInternalTopicPlacement(t *testing.T) {
+	ctx, st := context.Background(), newStore(t)
+	key, _ := Key(KindTopic, "_dead_letter")
+	if err := st.Put(ctx, key, []byte(`{not json`)); err != nil { // a read would fail
+		t.Fatal(err)
+	}
+	p, err := ReadPlacement(ctx, st, "_dead_letter", []Group{{Name: "all", Topics: []string{"*"}}})
+	if err != nil || p.Shared() || p.Table != "_dead_letter" {
+		t.Fatalf("internal topic placed %+v, %v", p, err)
+	}
+}
+
+// Replaced is true only of a registered grouped topic whose table has
+// another id now.
+func TestPlacementReplaced(t *testing.T) {
+	p := Placement{Topic: "m.a", Table: "_group.m", TableID: "id-1", Registered: true}
+	if p.Replaced("id-1") || !p.Replaced("id-2") {
+		t.Fatalf("Replaced of %+v", p)
+	}
+	for _, q := range []Placement{{Topic: "m.a", Table: "_group.m", TableID: "id-1"}, {Topic: "m.a", Table: "_group.m", Registered: true},
+		{Topic: "orders", Table: "orders", Registered: true}} {
+		if q.Replaced("id-2") {
+			t.Errorf("Replaced of %+v", q)
+		}
+	}
+}

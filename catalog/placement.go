@@ -49,6 +49,14 @@ func (p Placement) Shared() bool { return p.Table != p.Topic }
 // appId/topic in a group's.
 func (p Placement) TxnAppID(appID string) string { return TxnAppID(appID, p.Topic, p.Shared()) }
 
+// Replaced reports whether the topic was written to another table than
+// the one with table id tableID at its place: a grouped topic registered
+// with an id its group's table no longer has (the table was deleted and
+// created again, and the topic's rows went with the old one).
+func (p Placement) Replaced(tableID string) bool {
+	return p.Shared() && p.Registered && p.TableID != "" && p.TableID != tableID
+}
+
 // TxnAppID is Placement.TxnAppID for a topic that is or is not shared.
 func TxnAppID(appID, topic string, shared bool) string {
 	if shared {
@@ -100,11 +108,16 @@ func parseEntry(topic string, b []byte) (Placement, error) {
 // ReadPlacement reads where the topic lives: its registry entry, or, for
 // a topic not registered, the first of groups that matches it (its own
 // table when none does). groups is what ListGroups returned, read by the
-// caller as often as it wants new groups to be seen.
+// caller as often as it wants new groups to be seen. An internal topic
+// (_dead_letter: a name starting with "_") always has its own table and
+// no group: nothing is read for it, and Registered is not set.
 func ReadPlacement(ctx context.Context, store storage.Store, topic string, groups []Group) (Placement, error) {
 	key, err := Key(KindTopic, topic)
 	if err != nil {
 		return Placement{}, fmt.Errorf("catalog: %w", err)
+	}
+	if internal(topic) {
+		return Placement{Topic: topic, Table: topic}, nil
 	}
 	b, err := store.Get(ctx, key)
 	switch {
@@ -123,6 +136,9 @@ func ReadPlacement(ctx context.Context, store storage.Store, topic string, group
 // Locate reads where the topic lives, listing the groups itself: for
 // tools that look a topic up once.
 func Locate(ctx context.Context, store storage.Store, topic string) (Placement, error) {
+	if internal(topic) {
+		return ReadPlacement(ctx, store, topic, nil)
+	}
 	groups, err := ListGroups(ctx, store)
 	if err != nil {
 		return Placement{}, err

@@ -60,9 +60,6 @@ func groupTables(ctx context.Context, st storage.Store, groups []catalog.Group) 
 	placed, held := map[string]int{}, map[string][]string{}
 	ids := map[string]string{}
 	for _, t := range topics {
-		if strings.HasPrefix(t, "_") {
-			continue
-		}
 		p, err := catalog.ReadPlacement(ctx, st, t, groups)
 		if err != nil {
 			return nil, nil, err
@@ -76,7 +73,7 @@ func groupTables(ctx context.Context, st storage.Store, groups []catalog.Group) 
 			id = tableID(ctx, st, p.Table)
 			ids[p.Table] = id
 		}
-		if id == "" || id == "?" || p.TableID != "" && id != p.TableID {
+		if id == "" || id == "?" || p.Replaced(id) {
 			held[p.Table] = append(held[p.Table], t)
 		}
 	}

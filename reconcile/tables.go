@@ -35,12 +35,9 @@ type tableLog struct {
 	splitBytes int64
 }
 
-// placement says where a topic's log is; internal topics (_dead_letter)
-// always have their own table. The store's groups are listed once a run.
+// placement says where a topic's log is. The store's groups are listed
+// once a run.
 func (c *checker) placement(ctx context.Context, name string) (catalog.Placement, error) {
-	if strings.HasPrefix(name, "_") {
-		return catalog.Placement{Topic: name, Table: name}, nil
-	}
 	if c.groups == nil {
 		gs, err := catalog.ListGroups(ctx, c.root)
 		if err != nil {
@@ -69,7 +66,7 @@ func (c *checker) loadLog(ctx context.Context, name string) (*topicLog, error) {
 	if tb.snap == nil {
 		return tl, nil
 	}
-	if id := tb.snap.Metadata.ID; p.Shared() && p.Registered && p.TableID != "" && id != p.TableID {
+	if id := tb.snap.Metadata.ID; p.Replaced(id) {
 		return nil, fmt.Errorf("topic %q: its events were written to group %q's table with id %s, but %s is now table id %s (deleted and created again): its history is missing; `relay rebuild --topic %s` restores it",
 			name, p.Group(), p.TableID, p.Table, id, name)
 	}

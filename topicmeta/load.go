@@ -225,7 +225,7 @@ func (ld *loader) fromTable(ctx context.Context, in *Info, p catalog.Placement) 
 	case p.Shared():
 		tableFields(in, t.snap)
 		sharedFields(in, t, ld)
-		if p.TableID != "" && p.TableID != t.snap.Metadata.ID {
+		if p.Replaced(t.snap.Metadata.ID) {
 			in.Problem = join(in.Problem, fmt.Sprintf("its group's table %s was created again (id %s) after its events were written (id %s): they are missing", p.Table, t.snap.Metadata.ID, p.TableID))
 		}
 	default:

@@ -188,11 +188,9 @@ func tailTarget(ctx context.Context, env *cliEnv, pos []string, name, storeURL s
 	if err != nil {
 		return nil, "", none, err
 	}
-	p := catalog.Placement{Topic: name, Table: name}
-	if !strings.HasPrefix(name, "_") {
-		if p, err = catalog.Locate(ctx, store, name); err != nil {
-			return nil, "", none, err
-		}
+	p, err := catalog.Locate(ctx, store, name)
+	if err != nil {
+		return nil, "", none, err
 	}
 	what := fmt.Sprintf("topic %q (table %s of %s)", name, p.Table, store)
 	if !p.Registered && !strings.HasPrefix(name, "_") {

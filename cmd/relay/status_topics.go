@@ -150,7 +150,7 @@ func tableStatus(p catalog.Placement, t tableSnap, appID string, registered bool
 		ts.Problem = what + " missing: `relay rebuild --topic " + n + "` restores it from the outbox"
 	case t.err != nil:
 		ts.Problem = fmt.Sprintf("%s unreadable (%v): move it away, then `relay rebuild --topic %s`", what, t.err, n)
-	case p.Shared() && registered && p.TableID != "" && p.TableID != t.snap.Metadata.ID:
+	case registered && p.Replaced(t.snap.Metadata.ID):
 		ts.Version = t.snap.Version
 		ts.Problem = fmt.Sprintf("%s was replaced (table id %s; the topic's events were written to table id %s): `relay rebuild --topic %s` restores it", what, t.snap.Metadata.ID, p.TableID, n)
 	default:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -48,11 +47,8 @@ func (c *groupCache) list(ctx context.Context, s *Sink) ([]catalog.Group, error)
 }
 
 // locate finds where the topic lives and remembers it for Append and
-// Commit. Internal topics (_dead_letter) always have their own table.
+// Commit.
 func (s *Sink) locate(ctx context.Context, name string) (catalog.Placement, error) {
-	if strings.HasPrefix(name, "_") {
-		return catalog.Placement{Topic: name, Table: name}, nil
-	}
 	p, err := catalog.ReadPlacement(ctx, s.root, name, nil)
 	if err != nil {
 		return p, err
@@ -112,7 +108,7 @@ func (s *Sink) openGrouped(ctx context.Context, p catalog.Placement) (sink.Topic
 	case err != nil:
 		return t, fmt.Errorf("open topic %q in group table %s: %w", p.Topic, p.Table, err)
 	default:
-		if id := tbl.Metadata().ID; p.Registered && p.TableID != "" && id != p.TableID {
+		if id := tbl.Metadata().ID; p.Replaced(id) {
 			t.Status, t.Reason = sink.Missing, fmt.Sprintf("the group table %s was replaced (table id %s; the topic's events were written to table id %s)", p.Table, id, p.TableID)
 			return t, nil
 		}

@@ -223,32 +223,10 @@ func writeBenchGroup(ctx context.Context, dir string) error {
 	return catalog.WriteGroup(ctx, store, catalog.Group{Name: "bench", Topics: []string{"*"}, Created: time.Now().UTC()})
 }
 
-// tables returns the tables of root's registered topics, each once (a
-// group's table holds many topics).
-func tables(ctx context.Context, root storage.Store) ([]string, error) {
-	topics, err := catalog.ListTopics(ctx, root)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	seen := map[string]bool{}
-	for _, name := range topics {
-		p, err := catalog.ReadPlacement(ctx, root, name, nil)
-		if err != nil {
-			return nil, err
-		}
-		if !seen[p.Table] {
-			seen[p.Table] = true
-			out = append(out, p.Table)
-		}
-	}
-	return out, nil
-}
-
 // commitLatenciesBy calls fn with each event's source (its appId) and
 // latency, for every table of root.
 func commitLatenciesBy(ctx context.Context, root storage.Store, fn func(source string, d time.Duration)) error {
-	names, err := tables(ctx, root)
+	names, err := catalog.ListTables(ctx, root)
 	if err != nil {
 		return err
 	}

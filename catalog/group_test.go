@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -159,5 +160,20 @@ func TestPlacementReplaced(t *testing.T) {
 		if q.Replaced("id-2") {
 			t.Errorf("Replaced of %+v", q)
 		}
+	}
+}
+
+// ListTables names each registered topic's table once.
+func TestListTables(t *testing.T) {
+	ctx, st := context.Background(), newStore(t)
+	for _, p := range []Placement{{Topic: "m.a", Table: "_group.m", TableID: "x"}, {Topic: "m.b", Table: "_group.m", TableID: "x"},
+		{Topic: "orders", Table: "orders"}} {
+		if err := Register(ctx, st, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ListTables(ctx, st)
+	if err != nil || strings.Join(got, ",") != "_group.m,orders" {
+		t.Fatalf("ListTables = %q, %v", got, err)
 	}
 }

@@ -133,6 +133,28 @@ func ReadPlacement(ctx context.Context, store storage.Store, topic string, group
 	return parseEntry(topic, b)
 }
 
+// ListTables returns the tables of the registered topics, each once (a
+// group's table holds many topics), in the order of ListTopics.
+func ListTables(ctx context.Context, store storage.Store) ([]string, error) {
+	topics, err := ListTopics(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, name := range topics {
+		p, err := ReadPlacement(ctx, store, name, nil)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[p.Table] {
+			seen[p.Table] = true
+			out = append(out, p.Table)
+		}
+	}
+	return out, nil
+}
+
 // Locate reads where the topic lives, listing the groups itself: for
 // tools that look a topic up once.
 func Locate(ctx context.Context, store storage.Store, topic string) (Placement, error) {

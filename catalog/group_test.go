@@ -134,17 +134,26 @@ func TestCorruptEntryIsAnError(t *testing.T) {
 	}
 }
 
-// An internal topic has its own table and no group, whatever the groups:
-// its entry is not read.
+// An internal topic has its own table whatever the groups, and an entry
+// that places it in a group is corrupt.
 func TestInternalTopicPlacement(t *testing.T) {
 	ctx, st := context.Background(), newStore(t)
-	key, _ := Key(KindTopic, "_dead_letter")
-	if err := st.Put(ctx, key, []byte(`{not json`)); err != nil { // a read would fail
+	all := []Group{{Name: "all", Topics: []string{"*"}}}
+	if p, err := ReadPlacement(ctx, st, "_dead_letter", all); err != nil || p.Shared() || p.Registered {
+		t.Fatalf("internal topic not registered placed %+v, %v", p, err)
+	}
+	if err := RegisterTopic(ctx, st, "_dead_letter"); err != nil {
 		t.Fatal(err)
 	}
-	p, err := ReadPlacement(ctx, st, "_dead_letter", []Group{{Name: "all", Topics: []string{"*"}}})
-	if err != nil || p.Shared() || p.Table != "_dead_letter" {
-		t.Fatalf("internal topic placed %+v, %v", p, err)
+	if p, err := ReadPlacement(ctx, st, "_dead_letter", all); err != nil || p.Shared() || !p.Registered {
+		t.Fatalf("internal topic registered placed %+v, %v", p, err)
+	}
+	key, _ := Key(KindTopic, "_dead_letter")
+	if err := st.Put(ctx, key, []byte(`{"topic":"_dead_letter","table":"_group.all","tableId":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := ReadPlacement(ctx, st, "_dead_letter", all); err == nil {
+		t.Fatalf("an entry placing an internal topic in a group read as %+v", p)
 	}
 }
 

@@ -98,7 +98,7 @@ func parseEntry(topic string, b []byte) (Placement, error) {
 		return p, fmt.Errorf("registry entry of topic %q is corrupt: %w", topic, err)
 	}
 	g, ok := GroupOfTable(e.Table)
-	if e.Topic != topic || !ok || (Group{Name: g, Topics: []string{"x"}}).Check() != nil {
+	if e.Topic != topic || !ok || internal(topic) || (Group{Name: g, Topics: []string{"x"}}).Check() != nil {
 		return p, fmt.Errorf("registry entry of topic %q is corrupt: it names topic %q in table %q", topic, truncate(e.Topic), truncate(e.Table))
 	}
 	p.Table, p.TableID = e.Table, e.TableID
@@ -109,15 +109,12 @@ func parseEntry(topic string, b []byte) (Placement, error) {
 // a topic not registered, the first of groups that matches it (its own
 // table when none does). groups is what ListGroups returned, read by the
 // caller as often as it wants new groups to be seen. An internal topic
-// (_dead_letter: a name starting with "_") always has its own table and
-// no group: nothing is read for it, and Registered is not set.
+// (_dead_letter: a name starting with "_") always has its own table: no
+// group matches it, and an entry placing it in one is corrupt.
 func ReadPlacement(ctx context.Context, store storage.Store, topic string, groups []Group) (Placement, error) {
 	key, err := Key(KindTopic, topic)
 	if err != nil {
 		return Placement{}, fmt.Errorf("catalog: %w", err)
-	}
-	if internal(topic) {
-		return Placement{Topic: topic, Table: topic}, nil
 	}
 	b, err := store.Get(ctx, key)
 	switch {
@@ -159,7 +156,7 @@ func ListTables(ctx context.Context, store storage.Store) ([]string, error) {
 // tools that look a topic up once.
 func Locate(ctx context.Context, store storage.Store, topic string) (Placement, error) {
 	if internal(topic) {
-		return ReadPlacement(ctx, store, topic, nil)
+		return ReadPlacement(ctx, store, topic, nil) // no group can hold it
 	}
 	groups, err := ListGroups(ctx, store)
 	if err != nil {

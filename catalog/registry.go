@@ -17,22 +17,6 @@ func RegisterTopic(ctx context.Context, store storage.Store, topic string) error
 	return Register(ctx, store, Placement{Topic: topic, Table: topic})
 }
 
-// IsRegistered reports whether the topic was registered.
-func IsRegistered(ctx context.Context, store storage.Store, topic string) (bool, error) {
-	key, err := Key(KindTopic, topic)
-	if err != nil {
-		return false, fmt.Errorf("catalog: %w", err)
-	}
-	_, err = store.Get(ctx, key)
-	if errors.Is(err, storage.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read registry entry of topic %q: %w", topic, err)
-	}
-	return true, nil
-}
-
 // ListTopics returns the registered topics, sorted. Entries whose name is
 // not a valid topic name (a stray object) are left out: a name read from
 // the store never becomes a path unchecked.

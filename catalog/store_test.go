@@ -35,11 +35,11 @@ func TestRegistry(t *testing.T) {
 	if err != nil || !slices.Equal(got, []string{"_dead_letter", "a.relay", "orders", "payments"}) {
 		t.Fatalf("ListTopics = %q, %v", got, err)
 	}
-	if ok, err := IsRegistered(ctx, s, "orders"); !ok || err != nil {
-		t.Fatalf("IsRegistered(orders) = %v, %v", ok, err)
+	if p, err := ReadPlacement(ctx, s, "orders", nil); !p.Registered || err != nil {
+		t.Fatalf("ReadPlacement(orders) = %+v, %v; want registered", p, err)
 	}
-	if ok, err := IsRegistered(ctx, s, "tenants"); ok || err != nil {
-		t.Fatalf("IsRegistered(tenants) = %v, %v", ok, err)
+	if p, err := ReadPlacement(ctx, s, "tenants", nil); p.Registered || err != nil {
+		t.Fatalf("ReadPlacement(tenants) = %+v, %v; want not registered", p, err)
 	}
 }
 

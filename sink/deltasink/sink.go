@@ -109,22 +109,20 @@ func (s *Sink) Open(ctx context.Context, name string) (sink.Topic, error) {
 	if p.Shared() {
 		return s.openGrouped(ctx, p)
 	}
-	return s.openOwn(ctx, name)
+	return s.openOwn(ctx, p)
 }
 
-// openOwn reads a topic's own table afresh.
-func (s *Sink) openOwn(ctx context.Context, name string) (sink.Topic, error) {
+// openOwn reads a topic's own table afresh. Whether the registry holds
+// the topic is p's, read by locate just before.
+func (s *Sink) openOwn(ctx context.Context, p catalog.Placement) (sink.Topic, error) {
+	name := p.Topic
 	t := sink.Topic{Name: name, Table: name, Position: -1}
 	s.forget(name)
 	tbl, err := delta.OpenTable(ctx, s.sub(name), s.tableOpts())
 	switch {
 	case errors.Is(err, delta.ErrNoTable):
-		registered, err := catalog.IsRegistered(ctx, s.root, name)
-		if err != nil {
-			return t, err
-		}
 		t.Status = sink.New
-		if registered {
+		if p.Registered {
 			t.Status, t.Reason = sink.Missing, "the catalog registers the topic but its table is gone"
 		}
 	case errors.Is(err, delta.ErrBrokenLog):

@@ -267,16 +267,8 @@ func (s *Sink) CommitFiles(ctx context.Context, name string, adds []delta.Add, p
 		return -1, fmt.Errorf("topic %q is at position %d, files for %d: %w", name, cur, pos, sink.ErrFenced)
 	}
 	if p.Shared() {
-		if id := t.Metadata().ID; !p.Registered || p.TableID != id {
-			register := catalog.Register
-			if p.Registered {
-				register = catalog.Reregister // the table was replaced: this restores the topic into it
-			}
-			p.TableID, p.Registered = id, true
-			if err := register(ctx, s.root, p); err != nil {
-				return -1, err
-			}
-			s.remember(p)
+		if err := s.registerIn(ctx, p, t.Metadata().ID); err != nil {
+			return -1, err
 		}
 	}
 	v, err := t.Commit(ctx, delta.CommitActions{Adds: adds, Operation: "WRITE",

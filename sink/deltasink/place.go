@@ -173,18 +173,32 @@ func (s *Sink) registerGrouped(ctx context.Context, tbl *delta.Table, table stri
 	id := tbl.Metadata().ID
 	for name := range topics {
 		p := s.place(name)
-		if p.Registered && p.TableID == id {
-			continue
-		}
-		register := catalog.Register
-		if p.Registered {
-			register = catalog.Reregister
-		}
-		p.Table, p.TableID, p.Registered = table, id, true
-		if err := register(ctx, s.root, p); err != nil {
+		p.Table = table
+		if err := s.registerIn(ctx, p, id); err != nil {
 			return err
 		}
-		s.remember(p)
 	}
+	return nil
+}
+
+// registerIn registers the grouped topic of p in p.Table, whose table id
+// is id, unless its entry says so already: put-if-absent when it is not
+// registered (catalog.Register tells a concurrent placement elsewhere),
+// replaced when it names another id (the table was created again, and
+// the operator restores the topic into it: a rebuild, or an abort of its
+// hold).
+func (s *Sink) registerIn(ctx context.Context, p catalog.Placement, id string) error {
+	if p.Registered && p.TableID == id {
+		return nil
+	}
+	register := catalog.Register
+	if p.Registered {
+		register = catalog.Reregister
+	}
+	p.TableID, p.Registered = id, true
+	if err := register(ctx, s.root, p); err != nil {
+		return err
+	}
+	s.remember(p)
 	return nil
 }

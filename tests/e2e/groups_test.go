@@ -126,25 +126,13 @@ func topicGroupTest(t *testing.T, url string, store storage.Store, extraEnv []st
 // rows' transactions fall in the source order, before the seam's end.
 func checkAfterRebuildInPlace(t *testing.T, store storage.Store, rows []truthRow, tp string) {
 	t.Helper()
-	ctx := context.Background()
-	rec, ok, err := catalog.ReadRebuildRecord(ctx, store, soleAppID(t, store), tp)
-	if err != nil || !ok {
-		t.Fatalf("rebuild record of %s: %v", tp, err)
-	}
+	checkAfterRebuildWith(t, store, rows, tp, checkRebuiltInPlace)
+}
+
+// checkRebuiltInPlace is checkAfterRebuildInPlace's rule for tp's rows.
+func checkRebuiltInPlace(t testing.TB, tp string, got []verify.Logged, want []truthRow, rec catalog.RebuildRecord) {
+	t.Helper()
 	seamEnd, err := pglogrepl.ParseLSN(rec.SeamEnd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var others, want []truthRow
-	for _, r := range rows {
-		if r.Topic == tp {
-			want = append(want, r)
-		} else {
-			others = append(others, r)
-		}
-	}
-	checkAgainstTruth(t, store, others)
-	got, err := verify.ReadTopic(ctx, store, tp)
 	if err != nil {
 		t.Fatal(err)
 	}

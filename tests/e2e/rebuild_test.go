@@ -71,6 +71,14 @@ func TestRebuildLostTopicS3(t *testing.T) {
 // checkRebuiltTopic's rules for its rebuild record.
 func checkAfterRebuild(t testing.TB, store storage.Store, rows []truthRow, tp string) {
 	t.Helper()
+	checkAfterRebuildWith(t, store, rows, tp, checkRebuiltTopic)
+}
+
+// checkAfterRebuildWith checks every topic but tp exactly in source
+// commit order, and tp's rows with check, given its rebuild record.
+func checkAfterRebuildWith(t testing.TB, store storage.Store, rows []truthRow, tp string,
+	check func(t testing.TB, tp string, got []verify.Logged, want []truthRow, rec catalog.RebuildRecord)) {
+	t.Helper()
 	ctx := context.Background()
 	rec, ok, err := catalog.ReadRebuildRecord(ctx, store, soleAppID(t, store), tp)
 	if err != nil || !ok {
@@ -89,7 +97,7 @@ func checkAfterRebuild(t testing.TB, store storage.Store, rows []truthRow, tp st
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkRebuiltTopic(t, tp, got, rebuilt, rec)
+	check(t, tp, got, rebuilt, rec)
 }
 
 // checkRebuiltTopic: each source row once; snapshot rows (commit_lsn = the

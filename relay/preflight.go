@@ -18,8 +18,9 @@ import (
 
 // preflight checks the source and the store before anything is written,
 // waits for the slot (standby), and returns the position to stream from:
-// the slot's confirmed position, or the consistent point of a first start.
-func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn) (pglogrepl.LSN, error) {
+// the slot's confirmed position, or the consistent point of a first start
+// (which discards repl first: its bootstrap needs a walsender of its own).
+func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn, repl *predial) (pglogrepl.LSN, error) {
 	if err := pgsource.CheckWALLevel(hard, sql); err != nil {
 		return 0, err
 	}
@@ -39,13 +40,19 @@ func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn) (pglogrepl.L
 		}
 		return 0, usererr.Retry(err, "store %s is not writable: %s; check DELTABUS_STORE, its permissions (the relay's user must own a local store's folder) and credentials", r.store, pgsource.RootCause(err))
 	}
-	slot, err := pgsource.WaitSlotFree(ctx, sql, r.cfg.Slot, r.cfg.Standby, 2*time.Second, r.standbyWaiting())
+	waiting, waited := r.standbyWaiting(), false
+	slot, err := pgsource.WaitSlotFree(ctx, sql, r.cfg.Slot, r.cfg.Standby, 2*time.Second, func(s pgsource.Slot) {
+		repl.discard() // a standby may wait for hours: it holds no walsender meanwhile
+		waited = true
+		waiting(s)
+	})
 	if err != nil {
 		return 0, err
 	}
-	// A standby may have waited long: the marker is read again now.
-	if id, err = r.identify(hard, sql); err != nil {
-		return 0, err
+	if waited { // the holder may have moved on meanwhile: the marker is read again
+		if id, err = r.identify(hard, sql); err != nil {
+			return 0, err
+		}
 	}
 	r.bind(hard, id)
 	marked := id.Marker != nil
@@ -55,6 +62,7 @@ func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn) (pglogrepl.L
 	case !marked:
 		// No slot: a first start. A slot without a marker: a first start
 		// that never finished (its exported snapshot died with it): redo.
+		repl.discard()
 		return r.firstStart(ctx)
 	}
 	if err := slot.CheckUsable(sql.Config().Database); err != nil {
@@ -97,8 +105,8 @@ func (r *Relay) firstStart(ctx context.Context) (pglogrepl.LSN, error) {
 	return lsn, nil
 }
 
-func (r *Relay) startReplication(ctx context.Context, start pglogrepl.LSN) (replicationConn, error) {
-	conn, err := pgsource.ConnectReplication(ctx, r.cfg.Source)
+func (r *Relay) startReplication(ctx context.Context, repl *predial, start pglogrepl.LSN) (replicationConn, error) {
+	conn, err := repl.take(ctx)
 	if err != nil {
 		return nil, err
 	}

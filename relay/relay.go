@@ -237,13 +237,16 @@ func (r *Relay) isStarted() bool {
 }
 
 // runSession checks the source, opens the slot and streams until stop or
-// error. ctx ending asks for a graceful stop; hard ends every I/O.
+// error. The replication connection is dialled while the preflight runs
+// (predial). ctx ending asks for a graceful stop; hard ends every I/O.
 //
 // Every query of a session waits at most pgsource.QueryTimeout for the
 // server (a bounded connection), the start of replication as long, and a
 // close at most closeTimeout: nothing waits on the network without a
 // deadline, and the stream itself has its stream timeout.
 func (r *Relay) runSession(ctx, hard context.Context) error {
+	repl := dialReplication(hard, r.cfg.Source)
+	defer repl.discard()
 	sql, err := pgsource.ConnectBounded(hard, r.cfg.Source, pgsource.QueryTimeout)
 	if err != nil {
 		return err
@@ -255,12 +258,12 @@ func (r *Relay) runSession(ctx, hard context.Context) error {
 	}
 	r.streamLimit = streamTimeout(r.cfg, walSender)
 	r.endStale(hard, sql)
-	start, err := r.preflight(ctx, hard, sql)
+	start, err := r.preflight(ctx, hard, sql, repl)
 	if err != nil {
 		return err
 	}
 	sctx, cancel := context.WithTimeout(hard, pgsource.QueryTimeout)
-	conn, err := r.startReplication(sctx, start)
+	conn, err := r.startReplication(sctx, repl, start)
 	cancel()
 	if err != nil {
 		return err

@@ -119,6 +119,9 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		select { // a standby governs nothing until it streams (and knows its appId)
 		case <-r.Started():
 			appID.Store(r.AppID())
+			if !sleepCtx(ctx, startQuiet) {
+				return
+			}
 			g := governance.New(governance.Config{Store: store, AppID: r.AppID(), Log: log, UC: uc, Target: ucTarget, Interval: govEvery})
 			gov.Store(g)
 			g.Run(ctx)
@@ -135,7 +138,17 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitFailure, err)
 	}
-	go slotMon.Run(ctx)
+	go func() {
+		select { // the first reading waits for the start (a standby's page shows the holder)
+		case <-r.Started():
+		case <-time.After(5 * time.Second):
+		case <-ctx.Done():
+			return
+		}
+		if sleepCtx(ctx, startQuiet) {
+			slotMon.Run(ctx)
+		}
+	}()
 	page := statuspage.New(statuspage.Config{Store: store, AppID: func() string { s, _ := appID.Load().(string); return s }, Slot: full.Slot, Version: Version, Ready: r.Ready,
 		SlotMonitor: slotMon, UnityCatalog: ucStatus, Refresh: *refresh, Log: log,
 		Consumers: check.Config{CheckpointDSNs: checkDSNs, Materialized: mats, Thresholds: check.Thresholds{MaxDuplicateRate: -1}}})
@@ -151,4 +164,21 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitFailure, err)
 	}
 	return exitOK
+}
+
+// startQuiet is how long after the stream starts the page's slot readings
+// and governance begin: the relay's own connections, preflight and first
+// commit come first (a start is timed against pg_recvlogical's).
+const startQuiet = time.Second
+
+// sleepCtx waits d; false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

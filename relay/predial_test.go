@@ -1,0 +1,96 @@
+package relay
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/deltabus/deltabus/tests/pgtest"
+)
+
+// walsenders counts db's walsender backends.
+func walsenders(t *testing.T, db *pgtest.DB) int {
+	t.Helper()
+	var n int
+	if err := db.Conn(t).QueryRow(context.Background(),
+		`SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'walsender' AND datname = $1`, db.Name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func waitWalsenders(t *testing.T, db *pgtest.DB, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for n := walsenders(t, db); n != want; n = walsenders(t, db) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d walsenders on %s, want %d", n, db.Name, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func identify(t *testing.T, c *pgconn.PgConn) {
+	t.Helper()
+	if _, err := pglogrepl.IdentifySystem(context.Background(), c); err != nil {
+		t.Fatalf("the connection taken is not a replication connection: %v", err)
+	}
+}
+
+// TestPredialHandsOverItsConnectionOnce: take returns the dialled
+// replication connection; a second take, a take after discard and a take
+// of a connection older than predialMaxAge dial a new one, and whatever
+// the caller was not handed is closed, so a session never leaves a
+// walsender behind.
+func TestPredialHandsOverItsConnectionOnce(t *testing.T) {
+	db := pgtest.NewDB(t)
+	ctx := context.Background()
+
+	p := dialReplication(ctx, db.DSN)
+	c1, err := p.take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	identify(t, c1)
+	p.discard() // after take: the connection is the caller's
+	c2, err := p.take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.PID() == c1.PID() {
+		t.Fatal("a second take returned the connection already taken")
+	}
+	waitWalsenders(t, db, 2)
+	c1.Close(ctx)
+	c2.Close(ctx)
+	waitWalsenders(t, db, 0)
+
+	p = dialReplication(ctx, db.DSN)
+	p.discard()
+	waitWalsenders(t, db, 0)
+	c3, err := p.take(ctx) // discarded: a new dial
+	if err != nil {
+		t.Fatal(err)
+	}
+	identify(t, c3)
+	c3.Close(ctx)
+
+	p = dialReplication(ctx, db.DSN)
+	<-p.done
+	old := p.conn.PID()
+	p.at = p.at.Add(-predialMaxAge - time.Second)
+	c4, err := p.take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c4.PID() == old {
+		t.Fatal("take returned a connection older than predialMaxAge")
+	}
+	identify(t, c4)
+	waitWalsenders(t, db, 1)
+	c4.Close(ctx)
+	waitWalsenders(t, db, 0)
+}

@@ -3,6 +3,7 @@ package delta
 import (
 	"encoding/json"
 	"maps"
+	"runtime"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -21,67 +22,64 @@ const (
 // fileRowsPerGroup is the number of add or remove rows per row group.
 const fileRowsPerGroup = 64 << 10
 
+// fileRowsPerChunk is how many rows are built and encoded between two
+// yields of the checkpointer's goroutine: a background checkpoint of a
+// large table takes tens of milliseconds of CPU, and with one P (the
+// relay's default on two cores) the writer's commit, woken from an fsync,
+// would otherwise wait for the scheduler's 10 ms preemption, again and
+// again. A chunk is about a millisecond of work.
+const fileRowsPerChunk = 1024
+
 // writeFileRows writes n file actions (adds, or removes) as their own row
 // groups, built directly with Arrow builders: every column but col is null.
 // head, when not nil, is written at the start of the first row group (the
 // protocol, metaData and txn rows go with the first adds, so a reader of
 // a small checkpoint decodes one row group). Tombstones thus sit in row
 // groups of their own, which readers that do not need them skip (see
-// rowGroupsWithout).
+// rowGroupsWithout). Rows are built and encoded in chunks, yielding the
+// processor between them (fileRowsPerChunk).
 func writeFileRows(w *pqarrow.FileWriter, head arrow.RecordBatch, col, n int, appendRow func(*array.StructBuilder, int)) error {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, checkpointSchema)
+	defer b.Release()
 	for start := 0; start < n || head != nil; start += fileRowsPerGroup {
-		end := min(start+fileRowsPerGroup, n)
-		b := array.NewRecordBuilder(memory.DefaultAllocator, checkpointSchema)
-		for i := range b.Fields() {
-			if i != col {
-				b.Field(i).(*array.StructBuilder).AppendNulls(end - start)
-			}
+		if err := w.NewBufferedRowGroupChecked(); err != nil {
+			return err
 		}
-		sb := b.Field(col).(*array.StructBuilder)
-		for i := start; i < end; i++ {
-			sb.Append(true)
-			appendRow(sb, i)
-		}
-		rec := b.NewRecordBatch()
-		b.Release()
 		if head != nil {
-			joined, err := concatRecords(head, rec)
+			if err := w.WriteBuffered(head); err != nil {
+				return err
+			}
+			head = nil
+		}
+		for c, end := start, min(start+fileRowsPerGroup, n); c < end; c += fileRowsPerChunk {
+			rec := fileRecord(b, col, c, min(c+fileRowsPerChunk, end), appendRow)
+			err := w.WriteBuffered(rec)
 			rec.Release()
 			if err != nil {
 				return err
 			}
-			rec, head = joined, nil
-		}
-		err := w.Write(rec)
-		rec.Release()
-		if err != nil {
-			return err
+			runtime.Gosched()
 		}
 	}
 	return nil
 }
 
-// concatRecords returns the rows of a followed by those of b.
-func concatRecords(a, b arrow.RecordBatch) (arrow.RecordBatch, error) {
-	cols := make([]arrow.Array, a.NumCols())
-	for i := range cols {
-		c, err := array.Concatenate([]arrow.Array{a.Column(i), b.Column(i)}, memory.DefaultAllocator)
-		if err != nil {
-			for _, done := range cols[:i] {
-				done.Release()
-			}
-			return nil, err
+// fileRecord builds rows [from, to) of column col with b; the other
+// columns are null.
+func fileRecord(b *array.RecordBuilder, col, from, to int, appendRow func(*array.StructBuilder, int)) arrow.RecordBatch {
+	for i := range b.Fields() {
+		if i != col {
+			b.Field(i).(*array.StructBuilder).AppendNulls(to - from)
 		}
-		cols[i] = c
 	}
-	rec := array.NewRecordBatch(a.Schema(), cols, a.NumRows()+b.NumRows())
-	for _, c := range cols {
-		c.Release()
+	sb := b.Field(col).(*array.StructBuilder)
+	for i := from; i < to; i++ {
+		sb.Append(true)
+		appendRow(sb, i)
 	}
-	return rec, nil
+	return b.NewRecordBatch()
 }
 
-// appendAdd fills the children of one add row (checkpointSchema order).
 func appendAdd(sb *array.StructBuilder, a *Add) {
 	sb.FieldBuilder(0).(*array.StringBuilder).Append(a.Path)
 	appendStrMap(sb.FieldBuilder(1).(*array.MapBuilder), a.PartitionValues)

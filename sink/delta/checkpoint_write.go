@@ -136,7 +136,7 @@ func EncodeCheckpoint(snap *Snapshot, now time.Time) (data []byte, rows, numAdds
 		return nil, 0, 0, fmt.Errorf("build checkpoint record: %w", err)
 	}
 	defer rec.Release()
-	adds := slices.SortedFunc(maps.Values(snap.Files), func(a, b Add) int { return strings.Compare(a.Path, b.Path) })
+	adds := sortedAdds(snap.Files)
 	removes := liveTombstones(snap, now)
 	var buf bytes.Buffer
 	// Column statistics only where a reader uses them (to skip the row
@@ -153,7 +153,7 @@ func EncodeCheckpoint(snap *Snapshot, now time.Time) (data []byte, rows, numAdds
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("checkpoint writer: %w", err)
 	}
-	err = writeFileRows(w, rec, cpAdd, len(adds), func(sb *array.StructBuilder, i int) { appendAdd(sb, &adds[i]) })
+	err = writeFileRows(w, rec, cpAdd, len(adds), func(sb *array.StructBuilder, i int) { appendAdd(sb, adds[i]) })
 	if err == nil {
 		err = writeFileRows(w, nil, cpRemove, len(removes), func(sb *array.StructBuilder, i int) { appendRemove(sb, &removes[i]) })
 	}
@@ -222,4 +222,17 @@ func pointHintAtNewest(ctx context.Context, store storage.Store, ours int64) err
 		return fmt.Errorf("checkpoint version %d: _last_checkpoint of version %d: %w", ours, newest.Version, err)
 	}
 	return nil
+}
+
+// sortedAdds returns the files sorted by path. It sorts pointers into one
+// copy of the values: a table's thousands of adds are not moved around
+// whole by the sort.
+func sortedAdds(files map[string]Add) []*Add {
+	vals := slices.Collect(maps.Values(files))
+	adds := make([]*Add, len(vals))
+	for i := range vals {
+		adds[i] = &vals[i]
+	}
+	slices.SortFunc(adds, func(a, b *Add) int { return strings.Compare(a.Path, b.Path) })
+	return adds
 }

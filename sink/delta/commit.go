@@ -99,7 +99,7 @@ func (t *Table) commitLoop(ctx context.Context, render func() ([]Action, error),
 		}
 		err = t.put(ctx, v, data)
 		if err == nil {
-			t.snap.applyCommit(v, acts, t.opts.Now())
+			t.applyCommit(v, acts, t.opts.Now())
 			t.synced = time.Now()
 			t.maybeCheckpoint(ctx)
 			return v, nil
@@ -365,11 +365,21 @@ func (t *Table) maybeCheckpoint(ctx context.Context) {
 		t.opts.Logger.Debug("delta: checkpoint skipped, previous one still being written", "table", t.store.String(), "version", v)
 		return
 	}
-	snap := t.snap.clone()
+	now := t.opts.Now()
+	base, pending, keep := t.handOver(now)
 	t.checkpoints.Add(1)
 	go func() {
 		defer t.checkpoints.Done()
 		defer t.checkpointing.Store(false)
+		snap := replayShadow(base, pending, v)
+		if snap == nil {
+			t.opts.Logger.Error("delta: checkpoint skipped, the checkpointer's copy of the state is not at the version due (a bug: please report it); the next one clones the state", "table", t.store.String(), "version", v)
+			return
+		}
+		snap.expireTombstones(now)
+		if keep {
+			t.cp.shadow = snap // read only after checkpointing is won again
+		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 		defer cancel()
 		if err := t.opts.CheckpointGate.enter(cctx); err != nil {

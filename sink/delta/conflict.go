@@ -43,7 +43,7 @@ func (t *Table) catchUp(ctx context.Context, check func(int64, []Action) error) 
 		if check != nil {
 			refused = check(v, acts)
 		}
-		t.snap.applyCommit(v, acts, time.Time{})
+		t.applyCommit(v, acts, time.Time{})
 		if refused != nil {
 			return refused
 		}

@@ -97,6 +97,7 @@ type Table struct {
 	lostRaces     atomic.Int64   // commits retried at the next version (LostRaces)
 	checkpointing atomic.Bool    // a background checkpoint is being written
 	checkpoints   sync.WaitGroup // background checkpoints in flight
+	cp            shadowState    // the checkpointer's copy of the state (checkpoint_shadow.go)
 }
 
 // OpenTable loads the latest snapshot and refuses tables this writer cannot
@@ -128,6 +129,7 @@ func (t *Table) reload(ctx context.Context) error {
 		return fmt.Errorf("open table %s: %w", t.store, err)
 	}
 	t.snap, t.stale, t.synced = snap, false, time.Now()
+	t.dropShadow()
 	return nil
 }
 

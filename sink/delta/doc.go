@@ -95,7 +95,11 @@
 // row groups), then _last_checkpoint {version,size,sizeInBytes,
 // numOfAddFiles}. The handle forgets expired tombstones at each
 // checkpoint, so its memory does not grow with every file ever removed. A
-// checkpoint failure is logged and never fails the commit. Loading a
+// checkpoint failure is logged and never fails the commit. With
+// Options.AsyncCheckpoints the checkpoint is encoded in the background from
+// the checkpointer's own copy of the state, which replays the commits the
+// handle applied since (checkpoint_shadow.go), in chunks that yield the
+// processor: the commits behind it neither copy the state nor wait. Loading a
 // snapshot therefore reads one checkpoint and fewer than interval commits,
 // whatever the age of the table.
 //

@@ -12,15 +12,7 @@ import (
 // writer's state.
 func TestAsyncCheckpoints(t *testing.T) {
 	ctx := context.Background()
-	st, err := storage.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta := Metadata{SchemaString: `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}`,
-		Configuration: map[string]string{"delta.checkpointInterval": "10"}}
-	if err := CreateTable(ctx, st, meta, Protocol{MinReaderVersion: 1, MinWriterVersion: 2}, nil); err != nil {
-		t.Fatal(err)
-	}
+	st := checkpointEvery10(t)
 	tbl, err := OpenTable(ctx, st, Options{AsyncCheckpoints: true})
 	if err != nil {
 		t.Fatal(err)
@@ -44,4 +36,20 @@ func TestAsyncCheckpoints(t *testing.T) {
 	if snap.CheckpointVersion != 30 || snap.Version != 35 || len(snap.Files) != 35 || snap.Txns["app"].Version != 35 {
 		t.Fatalf("snapshot from checkpoint: cp=%d v=%d files=%d txn=%d", snap.CheckpointVersion, snap.Version, len(snap.Files), snap.Txns["app"].Version)
 	}
+}
+
+// checkpointEvery10 creates a table of one long column with
+// delta.checkpointInterval 10 in a new local store.
+func checkpointEvery10(t *testing.T) storage.Store {
+	t.Helper()
+	st, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := Metadata{SchemaString: `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}`,
+		Configuration: map[string]string{"delta.checkpointInterval": "10"}}
+	if err := CreateTable(context.Background(), st, meta, Protocol{MinReaderVersion: 1, MinWriterVersion: 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

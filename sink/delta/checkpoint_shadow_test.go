@@ -20,15 +20,7 @@ import (
 // commits gives at that version.
 func TestCheckpointShadowMatchesTheLog(t *testing.T) {
 	ctx := context.Background()
-	st, err := storage.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta := Metadata{SchemaString: `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}}]}`,
-		Configuration: map[string]string{"delta.checkpointInterval": "10"}}
-	if err := CreateTable(ctx, st, meta, Protocol{MinReaderVersion: 1, MinWriterVersion: 2}, nil); err != nil {
-		t.Fatal(err)
-	}
+	st := checkpointEvery10(t)
 	a, err := OpenTable(ctx, st, Options{AsyncCheckpoints: true})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,7 +111,10 @@ func (s *Schema) validateSlow(payload []byte) *Violation {
 	if err != nil {
 		return s.violation("", "json", notJSON(err))
 	}
-	ok, err := s.libValidate(doc)
+	ok := representable(doc)
+	if ok {
+		ok, err = s.libValidate(doc)
+	}
 	switch {
 	case !ok:
 		return s.violation("", "validator", "the validator cannot evaluate this payload (a number beyond 1e1000000, for one)")
@@ -137,6 +141,32 @@ func (s *Schema) libValidate(doc any) (ok bool, err error) {
 		}
 	}()
 	return true, s.sch.Validate(doc)
+}
+
+// representable reports whether every number in doc (as UnmarshalJSON
+// decodes it) is one the library can hold (big.Rat): it fails on the first
+// other one it compares, and which one it meets first follows map order,
+// so a payload holding one would be valid in one run and refused in the
+// next. Such a payload is refused, always.
+func representable(doc any) bool {
+	switch v := doc.(type) {
+	case json.Number:
+		_, ok := new(big.Rat).SetString(string(v))
+		return ok
+	case []any:
+		for _, e := range v {
+			if !representable(e) {
+				return false
+			}
+		}
+	case map[string]any:
+		for _, e := range v {
+			if !representable(e) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // notJSON says where the payload stops being JSON, without quoting it.

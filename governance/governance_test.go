@@ -13,7 +13,7 @@ import (
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
-	"github.com/deltabus/deltabus/topicmeta/topicmetatest"
+	"github.com/deltabus/deltabus/tests/grouptest"
 	"github.com/deltabus/deltabus/unitycatalog"
 	"github.com/deltabus/deltabus/unitycatalog/uctest"
 )
@@ -118,8 +118,8 @@ func TestGovernorGroupTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topicmetatest.Group(t, store, "m", "m.*")
-	topicmetatest.Batch(t, store, "deltabus-main", 100, "m.a", "m.b", "orders")
+	grouptest.Group(t, store, "m", "m.*")
+	grouptest.Batch(t, store, "deltabus-main", 100, "m.a", "m.b", "orders")
 	if err := catalog.WriteTopicMeta(ctx, store, catalog.TopicMeta{Topic: "m.a", Owner: "team-m", Description: "The own words of m.a."}); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestGovernorGroupTable(t *testing.T) {
 			t.Errorf("grouped topic %s registered on its own", n)
 		}
 	}
-	topicmetatest.Batch(t, store, "deltabus-main", 200, "m.a", "m.c") // a relay goes on; m.c joins
+	grouptest.Batch(t, store, "deltabus-main", 200, "m.a", "m.c") // a relay goes on; m.c joins
 	eventually(t, "m.c in the description", func() bool { return strings.Contains(description(), "Topics: m.a, m.b, m.c.") })
 	eventually(t, "m.c registered through its group's table", registered("m.a,m.b,m.c,orders"))
 	if d := description(); strings.Contains(d, "own words") || strings.Contains(d, "team-m") {
@@ -158,5 +158,5 @@ func TestGovernorGroupTable(t *testing.T) {
 	if tbl, _ := srv.Table("lake.events._group_m"); tbl["properties"].(map[string]any)[unitycatalog.PropTopics] != "m.a,m.b" {
 		t.Fatalf("the relay replaced the group's registration (relay catalog sync's job): %v", tbl["properties"])
 	}
-	topicmetatest.Batch(t, store, "deltabus-main", 300, "m.b")
+	grouptest.Batch(t, store, "deltabus-main", 300, "m.b")
 }

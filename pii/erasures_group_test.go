@@ -6,7 +6,7 @@ import (
 
 	"github.com/deltabus/deltabus/pii/envelope"
 	"github.com/deltabus/deltabus/storage"
-	"github.com/deltabus/deltabus/topicmeta/topicmetatest"
+	"github.com/deltabus/deltabus/tests/grouptest"
 )
 
 // TestCountSubjectInAGroup: the events of a topic of a topic group are
@@ -23,11 +23,11 @@ func TestCountSubjectInAGroup(t *testing.T) {
 	var other envelope.Subject
 	other[0] = 8
 	of := func(s envelope.Subject) string { return `{"email":{` + string(envelope.SubjectNeedle(s)) + `}}` }
-	topicmetatest.Group(t, root, "c", "customers.*")
-	topicmetatest.Commit(t, root, "deltabus-main", 100,
-		topicmetatest.Event("customers.eu", 100, 0, of(sub)), topicmetatest.Event("customers.us", 100, 1, of(sub)),
-		topicmetatest.Event("customers.eu", 100, 2, of(other)), topicmetatest.Event("customers.us", 100, 3, of(sub)))
-	topicmetatest.Commit(t, root, "deltabus-main", 200, topicmetatest.Event("customers.us", 200, 0, of(sub)))
+	grouptest.Group(t, root, "c", "customers.*")
+	grouptest.Commit(t, root, "deltabus-main", 100,
+		grouptest.Event("customers.eu", 100, 0, of(sub)), grouptest.Event("customers.us", 100, 1, of(sub)),
+		grouptest.Event("customers.eu", 100, 2, of(other)), grouptest.Event("customers.us", 100, 3, of(sub)))
+	grouptest.Commit(t, root, "deltabus-main", 200, grouptest.Event("customers.us", 200, 0, of(sub)))
 	for topic, want := range map[string][2]int64{"customers.eu": {1, 2}, "customers.us": {3, 3}, "customers.none": {0, 0}} {
 		n, total, err := CountSubject(ctx, root, topic, sub)
 		if err != nil || n != want[0] || total != want[1] {

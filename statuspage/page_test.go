@@ -15,7 +15,7 @@ import (
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
-	"github.com/deltabus/deltabus/topicmeta/topicmetatest"
+	"github.com/deltabus/deltabus/tests/grouptest"
 )
 
 // newStore holds topic "orders" (held: its table was changed
@@ -153,11 +153,11 @@ func TestPageShowsGroupedTopics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topicmetatest.Group(t, store, "m", "m.*")
-	topicmetatest.Batch(t, store, "deltabus-main", 100, "m.a", "m.b", "orders")
-	topicmetatest.Batch(t, store, "deltabus-main", 200, "m.a", "m.c")
-	topicmetatest.Batch(t, store, "deltabus-main", 250, "m.c")
-	topicmetatest.Batch(t, store, "deltabus-other", 300, "m.b")
+	grouptest.Group(t, store, "m", "m.*")
+	grouptest.Batch(t, store, "deltabus-main", 100, "m.a", "m.b", "orders")
+	grouptest.Batch(t, store, "deltabus-main", 200, "m.a", "m.c")
+	grouptest.Batch(t, store, "deltabus-main", 250, "m.c")
+	grouptest.Batch(t, store, "deltabus-other", 300, "m.b")
 	c := New(Config{Store: store, AppID: func() string { return "deltabus-main" }, Slot: "main", Version: "test"})
 	srv := httptest.NewServer(c.Handler())
 	defer srv.Close()

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltabus/deltabus/subscribe/grouptest"
+	"github.com/deltabus/deltabus/tests/grouptest"
 )
 
 // BenchmarkSubscribeBacklog: one subscription reading 200,000 events in

@@ -12,8 +12,8 @@ import (
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
-	"github.com/deltabus/deltabus/subscribe/grouptest"
 	"github.com/deltabus/deltabus/subscribe/retentiontest"
+	"github.com/deltabus/deltabus/tests/grouptest"
 	"github.com/deltabus/deltabus/tests/s3test"
 )
 

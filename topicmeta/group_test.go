@@ -13,12 +13,12 @@ import (
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
-	"github.com/deltabus/deltabus/topicmeta/topicmetatest"
+	"github.com/deltabus/deltabus/tests/grouptest"
 )
 
 func relayBatch(t *testing.T, root storage.Store, appID string, pos int64, topics ...string) {
 	t.Helper()
-	topicmetatest.Batch(t, root, appID, pos, topics...)
+	grouptest.Batch(t, root, appID, pos, topics...)
 }
 
 // groupStore holds group m (m.*) with topics m.a, m.b and m.c in files
@@ -37,7 +37,7 @@ func groupStore(t *testing.T) storage.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topicmetatest.Group(t, store, "m", "m.*")
+	grouptest.Group(t, store, "m", "m.*")
 	relayBatch(t, store, "deltabus-main", 100, "m.a", "m.a", "m.b", "orders")
 	relayBatch(t, store, "deltabus-main", 200, "m.a", "m.a", "m.a")
 	relayBatch(t, store, "deltabus-main", 300, "m.b", "m.c")

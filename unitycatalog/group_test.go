@@ -7,8 +7,8 @@ import (
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/tests/grouptest"
 	"github.com/deltabus/deltabus/topicmeta"
-	"github.com/deltabus/deltabus/topicmeta/topicmetatest"
 	"github.com/deltabus/deltabus/unitycatalog/uctest"
 )
 
@@ -22,8 +22,8 @@ func groupListing(t *testing.T) (storage.Store, topicmeta.Listing) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topicmetatest.Group(t, store, "m", "m.*")
-	topicmetatest.Batch(t, store, "deltabus-main", 100, "m.a", "m.b", "orders")
+	grouptest.Group(t, store, "m", "m.*")
+	grouptest.Batch(t, store, "deltabus-main", 100, "m.a", "m.b", "orders")
 	for _, m := range []catalog.TopicMeta{{Topic: "m.a", Owner: "team-metrics", Description: "Samples of a."}, {Topic: "m.z", Owner: "team-z"}} {
 		if err := catalog.WriteTopicMeta(ctx, store, m); err != nil {
 			t.Fatal(err)
@@ -109,7 +109,7 @@ func TestSyncGroupTable(t *testing.T) {
 		t.Fatalf("second sync wrote: %v", w)
 	}
 
-	topicmetatest.Batch(t, store, "deltabus-main", 200, "m.c")
+	grouptest.Batch(t, store, "deltabus-main", 200, "m.c")
 	l = load(t, store)
 	if rep, err = c.Sync(ctx, tg, l); err != nil || rep.Drifted["_group_m"] != "comment, properties" || rep.Changed() {
 		t.Fatalf("a topic joined, without Replace: %+v %v", rep, err)

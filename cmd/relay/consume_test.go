@@ -8,7 +8,7 @@ import (
 
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe/check"
-	"github.com/deltabus/deltabus/subscribe/grouptest"
+	"github.com/deltabus/deltabus/tests/grouptest"
 )
 
 // groupStore writes group m's table (topics m.a, m.b, m.c interleaved)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/storage"
-	"github.com/deltabus/deltabus/topicmeta/topicmetatest"
+	"github.com/deltabus/deltabus/tests/grouptest"
 )
 
 // TestGroupsCreateAndList: a group is created once, listed with its table,
@@ -24,12 +24,12 @@ func TestGroupsCreateAndList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topicmetatest.Batch(t, root, "deltabus-1-s", 100, "iot.old") // its own table, before the group
+	grouptest.Batch(t, root, "deltabus-1-s", 100, "iot.old") // its own table, before the group
 	code, out, errOut := runWithEnv(t, vars, "groups", "create", "iot", "--topics", "iot.*, audit.?", "--commit-interval", "900ms")
 	if code != exitOK || !strings.Contains(out, "_group.iot") || !strings.Contains(out, "keep them: iot.old") {
 		t.Fatalf("create: exit %d\n%s%s", code, out, errOut)
 	}
-	topicmetatest.Batch(t, root, "deltabus-1-s", 200, "iot.new", "audit.x", "orders", "iot.old")
+	grouptest.Batch(t, root, "deltabus-1-s", 200, "iot.new", "audit.x", "orders", "iot.old")
 	if code, out, errOut = runWithEnv(t, vars, "groups", "create", "iot", "--topics", "iot.*,audit.?", "--commit-interval", "900ms"); code != exitOK {
 		t.Fatalf("the same group again: exit %d\n%s%s", code, out, errOut)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
-	"github.com/deltabus/deltabus/topicmeta/topicmetatest"
+	"github.com/deltabus/deltabus/tests/grouptest"
 	"github.com/deltabus/deltabus/unitycatalog/uctest"
 )
 
@@ -138,9 +138,9 @@ func TestTopicsListGroupedTopics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topicmetatest.Group(t, store, "m", "m.*")
-	topicmetatest.Batch(t, store, "deltabus-main", 100, "m.a", "m.b", "orders")
-	topicmetatest.Batch(t, store, "deltabus-main", 200, "m.c", "m.c")
+	grouptest.Group(t, store, "m", "m.*")
+	grouptest.Batch(t, store, "deltabus-main", 100, "m.a", "m.b", "orders")
+	grouptest.Batch(t, store, "deltabus-main", 200, "m.c", "m.c")
 	vars := map[string]string{"DELTABUS_STORE": "file://" + dir}
 	code, out, errOut := runWithEnv(t, vars, "topics", "describe", "--topic", "m.a", "--owner", "team-m", "--description", "Own words of m.a.")
 	if code != 0 || !strings.Contains(out, "shares group m's table _group.m") || !strings.Contains(out, "group m's table carries the group's description and column comments from version 3") {

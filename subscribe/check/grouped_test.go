@@ -12,9 +12,9 @@ import (
 
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
-	"github.com/deltabus/deltabus/subscribe/grouptest"
 	"github.com/deltabus/deltabus/subscribe/pgcheckpoint"
 	"github.com/deltabus/deltabus/subscribe/retentiontest"
+	"github.com/deltabus/deltabus/tests/grouptest"
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
 

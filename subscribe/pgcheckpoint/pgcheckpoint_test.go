@@ -14,8 +14,8 @@ import (
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
 	"github.com/deltabus/deltabus/subscribe/checkpointtest"
-	"github.com/deltabus/deltabus/subscribe/grouptest"
 	"github.com/deltabus/deltabus/subscribe/pgcheckpoint"
+	"github.com/deltabus/deltabus/tests/grouptest"
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
 

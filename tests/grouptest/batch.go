@@ -1,8 +1,4 @@
-// Package topicmetatest writes topic tables and topic groups' tables for
-// the tests of the packages that describe topics (topicmeta,
-// unitycatalog, governance, statuspage, cmd/relay): through the relay's
-// own Delta sink, so what they read is what a relay writes.
-package topicmetatest
+package grouptest
 
 import (
 	"context"

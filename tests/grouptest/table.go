@@ -1,8 +1,14 @@
-// Package grouptest writes a topic group's shared table the way the relay
-// does (catalog.WriteGroup, then sink/deltasink's Open and one commit per
-// batch, rows of several topics mixed in its data files), and remembers
-// each topic's events, for tests of what consumers of one topic of a group
-// get.
+// Package grouptest writes topic groups and their shared tables for
+// tests, the way the relay does: catalog.WriteGroup, then
+// sink/deltasink's Open and one commit per table per batch, the rows of a
+// group's topics mixed in its data files, one txn per topic.
+//
+// Table writes one group's table and remembers each topic's events and
+// positions, for tests of what consumers of one topic of a group get
+// (subscribe, relay consume, consumer checks). Batch and Commit write
+// batches that may span group tables and topics' own tables, for tests of
+// what describes topics (topicmeta, unitycatalog, governance, statuspage,
+// pii, cmd/relay).
 package grouptest
 
 import (
@@ -47,10 +53,7 @@ type Options struct {
 // New creates group name of patterns in root and returns its writer.
 func New(t testing.TB, root storage.Store, name string, patterns []string, o Options) *Table {
 	t.Helper()
-	ctx := context.Background()
-	if err := catalog.WriteGroup(ctx, root, catalog.Group{Name: name, Topics: patterns}); err != nil {
-		t.Fatal(err)
-	}
+	Group(t, root, name, patterns...)
 	files := topic.FileOptions{MaxFileRows: o.MaxFileRows, RowGroupRows: o.RowGroupRows}
 	return &Table{t: t, Root: root, Group: name, Table: catalog.GroupTable(name), Events: map[string][]outbox.Event{},
 		Positions: map[string][2]int64{}, opened: map[string]bool{}, lsn: 1 << 20,

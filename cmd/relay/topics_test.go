@@ -23,6 +23,29 @@ func runWithEnv(t *testing.T, vars map[string]string, args ...string) (int, stri
 	return code, out.String(), errOut.String()
 }
 
+// refusedWhole checks that args are refused as bad input: exit 2, one line
+// on stderr, nothing on stdout.
+func refusedWhole(t *testing.T, vars map[string]string, args ...string) {
+	t.Helper()
+	code, out, errOut := runWithEnv(t, vars, args...)
+	if code != exitUsage || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "relay: ") {
+		t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+	}
+}
+
+// nothingWritten checks that dir holds no file.
+func nothingWritten(t *testing.T, dir string) {
+	t.Helper()
+	if err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			t.Errorf("bad input wrote %s", p)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestTopicsDescribeBadInput: bad input is one line, exit 2, nothing
 // written.
 func TestTopicsDescribeBadInput(t *testing.T) {
@@ -37,19 +60,9 @@ func TestTopicsDescribeBadInput(t *testing.T) {
 		{"catalog", "sync", "--unity-catalog", "http://127.0.0.1:1", "--catalog", "my.lake", "--schema", "s"},
 		{"catalog", "sync", "--unity-catalog", "ftp://uc", "--catalog", "lake", "--schema", "s"},
 	} {
-		code, out, errOut := runWithEnv(t, vars, args...)
-		if code != exitUsage || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "relay: ") {
-			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
-		}
+		refusedWhole(t, vars, args...)
 	}
-	if err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			t.Errorf("bad input wrote %s", p)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	nothingWritten(t, dir)
 }
 
 // TestTopicsDescribeBeforeTheTable: a topic may be described before its

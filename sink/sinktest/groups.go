@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/deltabus/deltabus/outbox"
@@ -153,50 +152,30 @@ func testGroupTableDeleted(t *testing.T, h Harness) {
 func testGroupConcurrentSources(t *testing.T, h Harness) {
 	const sources, batches = 3, 8
 	table := h.Group(t, "m", "m.*")
-	var wg sync.WaitGroup
-	errs := make([]error, sources)
-	for s := range sources {
-		snk := h.Source(fmt.Sprintf("deltabus-%d-s", s+1))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, name := range []string{"m.a", "m.b"} {
-				if _, errs[s] = snk.Open(context.Background(), name); errs[s] != nil {
-					return
-				}
+	concurrentSources(t, h, sources, func(s int, snk sink.Sink) error {
+		for _, name := range []string{"m.a", "m.b"} {
+			if _, err := snk.Open(context.Background(), name); err != nil {
+				return err
 			}
-			for k := range batches {
-				b := snk.NewBatch()
-				pos := int64(1000 * (k + 1))
-				for j, name := range []string{"m.a", "m.b", "m.a"} {
-					_ = b.Append(event(name, s*10000+k*100+j, pos))
-				}
-				if _, err := b.Commit(context.Background(), table, pos); err != nil {
-					errs[s] = err
-					return
-				}
+		}
+		for k := range batches {
+			b := snk.NewBatch()
+			pos := int64(1000 * (k + 1))
+			for j, name := range []string{"m.a", "m.b", "m.a"} {
+				_ = b.Append(event(name, s*10000+k*100+j, pos))
 			}
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
+			if _, err := b.Commit(context.Background(), table, pos); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	for name, per := range map[string]int{"m.a": 2, "m.b": 1} {
 		got := h.IDs(t, name)
 		if len(got) != sources*batches*per {
 			t.Fatalf("%s: %d rows, want %d", name, len(got), sources*batches*per)
 		}
-		last := map[int]int{}
-		for _, id := range got {
-			var n int
-			fmt.Sscanf(id[len(id)-12:], "%d", &n)
-			s := n / 10000
-			if prev, ok := last[s]; ok && n <= prev {
-				t.Fatalf("%s, source %d: row %d after %d", name, s, n, prev)
-			}
-			last[s] = n
-		}
+		inSourceOrder(t, name, got)
 		for s := range sources {
 			if tp := openIn(t, h.Source(fmt.Sprintf("deltabus-%d-s", s+1)), name, table); tp.Position != 1000*batches {
 				t.Fatalf("%s, source %d at %d, want %d", name, s, tp.Position, 1000*batches)

@@ -328,46 +328,58 @@ func testSharedTopicPositions(t *testing.T, h Harness) {
 // once, and each source's rows are in its own order.
 func testSharedTopicConcurrent(t *testing.T, h Harness) {
 	const sources, batches, per = 3, 8, 5
+	concurrentSources(t, h, sources, func(s int, snk sink.Sink) error {
+		for k := range batches {
+			b := snk.NewBatch()
+			for j := range per {
+				_ = b.Append(event("shared", s*10000+k*100+j, int64(1000*(k+1))))
+			}
+			if _, err := b.Commit(context.Background(), "shared", int64(1000*(k+1))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	got := h.IDs(t, "shared")
+	if len(got) != sources*batches*per {
+		t.Fatalf("%d rows, want %d", len(got), sources*batches*per)
+	}
+	inSourceOrder(t, "shared", got)
+	for s := range sources {
+		if tp := open(t, h.Source(fmt.Sprintf("deltabus-%d-s", s+1)), "shared"); tp.Position != 1000*batches {
+			t.Fatalf("source %d at %d, want %d", s, tp.Position, 1000*batches)
+		}
+	}
+}
+
+// concurrentSources runs write for sources sinks of appIds
+// deltabus-<s+1>-s at once and fails the test with their errors.
+func concurrentSources(t *testing.T, h Harness, sources int, write func(s int, snk sink.Sink) error) {
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make([]error, sources)
 	for s := range sources {
 		snk := h.Source(fmt.Sprintf("deltabus-%d-s", s+1))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range batches {
-				b := snk.NewBatch()
-				for j := range per {
-					_ = b.Append(event("shared", s*10000+k*100+j, int64(1000*(k+1))))
-				}
-				if _, err := b.Commit(context.Background(), "shared", int64(1000*(k+1))); err != nil {
-					errs[s] = err
-					return
-				}
-			}
-		}()
+		wg.Go(func() { errs[s] = write(s, snk) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	got := h.IDs(t, "shared")
-	if len(got) != sources*batches*per {
-		t.Fatalf("%d rows, want %d", len(got), sources*batches*per)
-	}
+}
+
+// inSourceOrder checks that the rows ids of topic name, numbered
+// source*10000+n by the concurrent tests, keep each source's order.
+func inSourceOrder(t *testing.T, name string, ids []string) {
+	t.Helper()
 	last := map[int]int{}
-	for _, id := range got {
+	for _, id := range ids {
 		var n int
 		fmt.Sscanf(id[len(id)-12:], "%d", &n)
 		s := n / 10000
 		if prev, ok := last[s]; ok && n <= prev {
-			t.Fatalf("source %d: row %d after %d", s, n, prev)
+			t.Fatalf("%s, source %d: row %d after %d", name, s, n, prev)
 		}
 		last[s] = n
-	}
-	for s := range sources {
-		if tp := open(t, h.Source(fmt.Sprintf("deltabus-%d-s", s+1)), "shared"); tp.Position != 1000*batches {
-			t.Fatalf("source %d at %d, want %d", s, tp.Position, 1000*batches)
-		}
 	}
 }

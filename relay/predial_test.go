@@ -2,12 +2,15 @@ package relay
 
 import (
 	"context"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/deltabus/deltabus/tests/faultproxy"
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
 
@@ -93,4 +96,35 @@ func TestPredialHandsOverItsConnectionOnce(t *testing.T) {
 	waitWalsenders(t, db, 1)
 	c4.Close(ctx)
 	waitWalsenders(t, db, 0)
+}
+
+// TestPredialAgainstASilentServer: a server that accepts the connection
+// and then says nothing (a partition) makes the dial end with its
+// context, and take with its own: neither waits without a deadline.
+func TestPredialAgainstASilentServer(t *testing.T) {
+	db := pgtest.NewDB(t)
+	u, _ := url.Parse(db.DSN)
+	proxy := faultproxy.NewTCP(t, u.Host)
+	proxy.Set(faultproxy.TCPFault{Mode: faultproxy.BlackHole})
+	silent := strings.Replace(db.DSN, u.Host, proxy.Addr(), 1)
+
+	dialCtx, cancelDial := context.WithTimeout(context.Background(), time.Second)
+	defer cancelDial()
+	began := time.Now()
+	p := dialReplication(dialCtx, silent)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if c, err := p.take(ctx); err == nil {
+		c.Close(context.Background())
+		t.Fatal("take returned a connection from a silent server")
+	}
+	if d := time.Since(began); d > 5*time.Second {
+		t.Fatalf("take took %v against a silent server with a 2 s deadline", d)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the dial outlived its context by 4 s")
+	}
+	p.discard() // after take: nothing left to close, returns at once
 }

@@ -10,6 +10,11 @@
 // bitmap. It is the encoder of sink/topic's data files, whose schemas are
 // fixed; it replaces arrow-go's pqarrow.FileWriter there, which builds
 // column writers, encoders and page buffers anew for every row group.
+// File also writes nested schemas (NewNestedSchema: groups, MAPs and
+// LISTs of BYTE_ARRAY, INT32, INT64 and BOOLEAN leaves) from their leaf
+// columns already shredded into levels and values (WriteLeaves): the
+// encoder of sink/delta's checkpoints, which shred each action straight
+// into its leaves where pqarrow built Arrow arrays and levels from them.
 //
 // Reading: Reader decodes one column chunk of any file, page by page,
 // into a Batch of levels and values (subscribe's event decoder, the
@@ -38,6 +43,10 @@
 //   - Pages of at most 20,480 rows and, past their first 8 rows, about
 //     1 MiB of values before compression (a single larger value makes a
 //     larger page); page boundaries are multiples of 8 rows.
+//   - Nested schemas: PLAIN values, never a dictionary; repetition then
+//     definition levels in the hybrid encoding at their bit width; pages
+//     of at most 20,480 entries and about 1 MiB of values, each ending
+//     before an entry that starts a row.
 //   - The footer is built and serialized with arrow-go's public metadata
 //     builders (format version 2, type-defined column order, created_by
 //     as given), column chunks with their encodings and page encoding

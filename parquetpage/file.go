@@ -24,18 +24,22 @@ type Spec struct {
 
 // colSpec is a column of a Schema as the encoder needs it.
 type colSpec struct {
-	width      int // 0: BYTE_ARRAY; 4: INT32; 8: INT64
+	width      int // 0: BYTE_ARRAY (or BOOLEAN); 4: INT32; 8: INT64
 	nullable   bool
 	dictionary bool
 	stats      bool
+	// Nested schemas only (leaves.go).
+	boolean        bool
+	maxDef, maxRep int16
 }
 
 // Schema is a flat Parquet schema this package writes, with how each
 // column is encoded. It is immutable and may be shared.
 type Schema struct {
-	pq    *schema.Schema
-	cols  []colSpec
-	props *parquet.WriterProperties
+	pq     *schema.Schema
+	cols   []colSpec
+	props  *parquet.WriterProperties
+	nested bool // written by WriteLeaves, not WriteRowGroup
 }
 
 // NewSchema checks that pq is flat (no groups, no repeated column) of
@@ -122,12 +126,18 @@ func (f *File) WriteRowGroup(rows int, cols []Column) error {
 	if err := f.s.check(rows, cols); err != nil {
 		return err // nothing written: the file stays usable
 	}
+	return f.encodeRowGroup(func(e *encoder) error { return f.writeRowGroup(e, rows, cols) })
+}
+
+// encodeRowGroup runs write, which encodes a row group, with an encoder
+// from the pool and the sink buffering in its write buffer.
+func (f *File) encodeRowGroup(write func(*encoder) error) error {
 	if f.err = f.start(); f.err != nil {
 		return f.err
 	}
 	e := encoders.Get().(*encoder)
 	f.out.lend(e.wbuf)
-	f.err = f.writeRowGroup(e, rows, cols)
+	f.err = write(e)
 	var err error
 	if e.wbuf, err = f.out.reclaim(); f.err == nil && err != nil {
 		f.err = fmt.Errorf("row group %d: %w", f.groups-1, err)
@@ -195,6 +205,9 @@ func encodingStats(info chunkInfo, dict bool) metadata.EncodingStats {
 
 // check validates the shape of a row group before anything is written.
 func (s *Schema) check(rows int, cols []Column) error {
+	if s.nested {
+		return errors.New("a nested schema is written by leaves (WriteLeaves)")
+	}
 	if len(cols) != len(s.cols) {
 		return fmt.Errorf("row group of %d columns, schema has %d", len(cols), len(s.cols))
 	}

@@ -15,10 +15,14 @@ import (
 // reads it (definition and repetition levels, dictionary indices,
 // booleans).
 
+// hybridValue is what the hybrid encoding writes: dictionary indices
+// (int32) and levels (uint8).
+type hybridValue interface{ ~int32 | ~uint8 }
+
 // appendHybrid appends vals (each below 1<<width, width 1..32) in the
 // hybrid encoding: a run of 8 or more equal values found at the start
 // of a group becomes an RLE run, everything else bit-packed groups.
-func appendHybrid(b []byte, vals []int32, width int) []byte {
+func appendHybrid[T hybridValue](b []byte, vals []T, width int) []byte {
 	lit := 0 // values vals[i-lit:i] wait to be bit-packed; a multiple of 8 at a group start
 	i := 0
 	for i < len(vals) {
@@ -37,7 +41,7 @@ func appendHybrid(b []byte, vals []int32, width int) []byte {
 }
 
 // runLength is how many values at the start of v equal v[0].
-func runLength(v []int32) int {
+func runLength[T hybridValue](v []T) int {
 	n := 1
 	for n < len(v) && v[n] == v[0] {
 		n++
@@ -46,7 +50,7 @@ func runLength(v []int32) int {
 }
 
 // appendRepeated appends an RLE run of n copies of v.
-func appendRepeated(b []byte, v int32, n, width int) []byte {
+func appendRepeated[T hybridValue](b []byte, v T, n, width int) []byte {
 	b = binary.AppendUvarint(b, uint64(n)<<1)
 	for k := 0; k < (width+7)/8; k++ {
 		b = append(b, byte(uint32(v)>>(8*k)))
@@ -56,7 +60,7 @@ func appendRepeated(b []byte, v int32, n, width int) []byte {
 
 // appendBitPacked appends vals as one bit-packed run, padded with zeros to
 // a multiple of 8 values; nothing when vals is empty.
-func appendBitPacked(b []byte, vals []int32, width int) []byte {
+func appendBitPacked[T hybridValue](b []byte, vals []T, width int) []byte {
 	if len(vals) == 0 {
 		return b
 	}
@@ -97,15 +101,15 @@ func bitWidth(n int) int {
 // bitmap is the hybrid's bit-packing at width 1).
 func appendLevels(b []byte, valid []byte, from, n int) []byte {
 	if valid == nil {
-		return appendRepeated(b, 1, n, 1)
+		return appendRepeated(b, uint8(1), n, 1)
 	}
 	groups := (n + 7) / 8
 	bm := valid[from/8 : from/8+groups]
 	switch allBits(bm, n) {
 	case 1:
-		return appendRepeated(b, 1, n, 1)
+		return appendRepeated(b, uint8(1), n, 1)
 	case 0:
-		return appendRepeated(b, 0, n, 1)
+		return appendRepeated(b, uint8(0), n, 1)
 	}
 	b = binary.AppendUvarint(b, uint64(groups)<<1|1)
 	return append(b, bm...)

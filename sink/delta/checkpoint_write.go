@@ -5,18 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/deltabus/deltabus/parquetpage"
 	"github.com/deltabus/deltabus/storage"
 )
 
@@ -50,37 +45,6 @@ var checkpointSchema = func() *arrow.Schema {
 		f("domainMetadata", arrow.StructOf(f("domain", str), f("configuration", str), f("removed", boolean))),
 	}, nil)
 }()
-
-// kv renders a string map in Arrow's JSON form for MAP columns.
-func kv[V string | *string](m map[string]V) []map[string]any {
-	out := make([]map[string]any, 0, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		out = append(out, map[string]any{"key": k, "value": m[k]})
-	}
-	return out
-}
-
-// stateRows returns the checkpoint rows of snap other than files, in
-// Arrow JSON form: protocol, metaData, txns and domains.
-func stateRows(snap *Snapshot) []map[string]any {
-	p, m := snap.Protocol, snap.Metadata
-	rows := []map[string]any{{"protocol": map[string]any{
-		"minReaderVersion": p.MinReaderVersion, "minWriterVersion": p.MinWriterVersion,
-		"readerFeatures": p.ReaderFeatures, "writerFeatures": p.WriterFeatures}}}
-	rows = append(rows, map[string]any{"metaData": map[string]any{
-		"id": m.ID, "name": m.Name, "description": m.Description,
-		"format":       map[string]any{"provider": m.Format.Provider, "options": kv(m.Format.Options)},
-		"schemaString": m.SchemaString, "partitionColumns": nonNil(m.PartitionColumns),
-		"configuration": kv(m.Configuration), "createdTime": m.CreatedTime}})
-	for _, id := range slices.Sorted(maps.Keys(snap.Txns)) {
-		t := snap.Txns[id]
-		rows = append(rows, map[string]any{"txn": map[string]any{"appId": t.AppID, "version": t.Version, "lastUpdated": t.LastUpdated}})
-	}
-	for _, d := range slices.Sorted(maps.Keys(snap.Domains)) {
-		rows = append(rows, map[string]any{"domainMetadata": snap.Domains[d]})
-	}
-	return rows
-}
 
 // liveTombstones returns the removes of snap whose deletionTimestamp is
 // inside delta.deletedFileRetentionDuration of now (a remove without one
@@ -126,44 +90,31 @@ func (s *Snapshot) expireTombstones(now time.Time) {
 // groups of their own; file actions with dataChange=false; never
 // commitInfo or cdc.
 func EncodeCheckpoint(snap *Snapshot, now time.Time) (data []byte, rows, numAdds int, err error) {
-	state := stateRows(snap)
-	js, err := json.Marshal(state)
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("encode checkpoint rows: %w", err)
-	}
-	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, checkpointSchema, bytes.NewReader(js))
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("build checkpoint record: %w", err)
-	}
-	defer rec.Release()
 	adds := sortedAdds(snap.Files)
 	removes := liveTombstones(snap, now)
+	s := cpShreds.Get().(*cpShred)
+	defer cpShreds.Put(s)
 	var buf bytes.Buffer
+	buf.Grow(64 * (len(adds) + len(removes)))
 	// Column statistics only where a reader uses them (to skip the row
 	// groups of tombstones): min/max of paths and stats strings would only
 	// fatten the footer every load parses. No dictionaries: paths and
 	// stats are unique, and a dictionary page is one more page (and
-	// decoder) per column chunk for every load to read; the month
-	// benchmark's checkpoints come out about as big (-4% to +3%).
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy),
-		parquet.WithCreatedBy("DeltaBus"), parquet.WithMaxRowGroupLength(1<<20),
-		parquet.WithStats(false), parquet.WithStatsFor("remove.path", true),
-		parquet.WithDictionaryDefault(false))
-	w, err := pqarrow.NewFileWriter(checkpointSchema, &buf, props, pqarrow.DefaultWriterProps())
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("checkpoint writer: %w", err)
-	}
-	err = writeFileRows(w, rec, cpAdd, len(adds), func(sb *array.StructBuilder, i int) { appendAdd(sb, adds[i]) })
+	// decoder) per column chunk for every load to read.
+	f := parquetpage.NewFile(cpSchema, &buf)
+	head := func(s *cpShred) { s.stateRows(snap) }
+	err = writeFileRows(f, s, head, len(adds), func(s *cpShred, i int) { s.addRow(adds[i]) })
 	if err == nil {
-		err = writeFileRows(w, nil, cpRemove, len(removes), func(sb *array.StructBuilder, i int) { appendRemove(sb, &removes[i]) })
+		err = writeFileRows(f, s, nil, len(removes), func(s *cpShred, i int) { s.removeRow(&removes[i]) })
 	}
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("write checkpoint: %w", err)
 	}
-	if err := w.Close(); err != nil {
+	if err := f.Close(); err != nil {
 		return nil, 0, 0, fmt.Errorf("close checkpoint: %w", err)
 	}
-	return buf.Bytes(), len(state) + len(adds) + len(removes), len(adds), nil
+	state := 2 + len(snap.Txns) + len(snap.Domains)
+	return buf.Bytes(), state + len(adds) + len(removes), len(adds), nil
 }
 
 // WriteCheckpoint writes the classic checkpoint of snap (whose commit must
@@ -225,10 +176,14 @@ func pointHintAtNewest(ctx context.Context, store storage.Store, ours int64) err
 }
 
 // sortedAdds returns the files sorted by path. It sorts pointers into one
-// copy of the values: a table's thousands of adds are not moved around
-// whole by the sort.
+// copy of the values, made in the map's order (a lookup of each path in
+// turn costs more than the copy): a table's thousands of adds are not
+// moved around whole by the sort.
 func sortedAdds(files map[string]Add) []*Add {
-	vals := slices.Collect(maps.Values(files))
+	vals := make([]Add, 0, len(files))
+	for _, a := range files {
+		vals = append(vals, a)
+	}
 	adds := make([]*Add, len(vals))
 	for i := range vals {
 		adds[i] = &vals[i]

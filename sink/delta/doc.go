@@ -93,7 +93,10 @@
 // their own (file actions with dataChange=false; no commitInfo or cdc;
 // column statistics only on remove.path, which readers use to skip those
 // row groups), then _last_checkpoint {version,size,sizeInBytes,
-// numOfAddFiles}. The handle forgets expired tombstones at each
+// numOfAddFiles}. Each action is shredded straight into the 53 leaf
+// columns and written by package parquetpage (checkpoint_rows.go); the
+// tests hold arrow-go's pqarrow writer as the oracle every checkpoint
+// must read the same as. The handle forgets expired tombstones at each
 // checkpoint, so its memory does not grow with every file ever removed. A
 // checkpoint failure is logged and never fails the commit. With
 // Options.AsyncCheckpoints the checkpoint is encoded in the background from

@@ -1,0 +1,153 @@
+package delta
+
+import (
+	"maps"
+	"runtime"
+	"slices"
+
+	"github.com/deltabus/deltabus/parquetpage"
+)
+
+// Top-level columns of checkpointSchema, in order.
+const (
+	cpTxn = iota
+	cpAdd
+	cpRemove
+	cpMetaData
+	cpProtocol
+	cpDomain
+)
+
+// fileRowsPerGroup is the number of add or remove rows per row group.
+const fileRowsPerGroup = 64 << 10
+
+// fileRowsPerChunk is how many rows are shredded between two yields of
+// the checkpointer's goroutine: a background checkpoint of a large table
+// takes milliseconds of CPU, and with one P (the relay's default on two
+// cores) the writer's commit, woken from an fsync, would otherwise wait
+// for the scheduler's 10 ms preemption. parquetpage yields between pages.
+const fileRowsPerChunk = 1024
+
+// The leaves each row kind writes (cpLeaf: the leaf's dotted path).
+var (
+	txnAppID, txnVersion, txnUpdated = cpLeaf("txn.appId"), cpLeaf("txn.version"), cpLeaf("txn.lastUpdated")
+
+	addPath, addPVKey, addPVValue = cpLeaf("add.path"), cpLeaf("add.partitionValues.key_value.key"), cpLeaf("add.partitionValues.key_value.value")
+	addSize, addModTime, addData  = cpLeaf("add.size"), cpLeaf("add.modificationTime"), cpLeaf("add.dataChange")
+	addTagKey, addTagValue        = cpLeaf("add.tags.key_value.key"), cpLeaf("add.tags.key_value.value")
+	addDV, addBaseRow, addRCV     = cpLeaf("add.deletionVector.storageType"), cpLeaf("add.baseRowId"), cpLeaf("add.defaultRowCommitVersion")
+	addStats                      = cpLeaf("add.stats")
+
+	rmPath, rmDeleted, rmData, rmExtended = cpLeaf("remove.path"), cpLeaf("remove.deletionTimestamp"), cpLeaf("remove.dataChange"), cpLeaf("remove.extendedFileMetadata")
+	rmPVKey, rmPVValue, rmSize            = cpLeaf("remove.partitionValues.key_value.key"), cpLeaf("remove.partitionValues.key_value.value"), cpLeaf("remove.size")
+	rmDV, rmBaseRow, rmRCV                = cpLeaf("remove.deletionVector.storageType"), cpLeaf("remove.baseRowId"), cpLeaf("remove.defaultRowCommitVersion")
+
+	mdID, mdName, mdDesc          = cpLeaf("metaData.id"), cpLeaf("metaData.name"), cpLeaf("metaData.description")
+	mdProvider                    = cpLeaf("metaData.format.provider")
+	mdOptKey, mdOptValue          = cpLeaf("metaData.format.options.key_value.key"), cpLeaf("metaData.format.options.key_value.value")
+	mdSchema, mdPartCols          = cpLeaf("metaData.schemaString"), cpLeaf("metaData.partitionColumns.list.element")
+	mdConfKey, mdConfValue, mdCTs = cpLeaf("metaData.configuration.key_value.key"), cpLeaf("metaData.configuration.key_value.value"), cpLeaf("metaData.createdTime")
+
+	pReader, pWriter       = cpLeaf("protocol.minReaderVersion"), cpLeaf("protocol.minWriterVersion")
+	pReaderFeat, pWriterFe = cpLeaf("protocol.readerFeatures.list.element"), cpLeaf("protocol.writerFeatures.list.element")
+
+	dmDomain, dmConf, dmRemoved = cpLeaf("domainMetadata.domain"), cpLeaf("domainMetadata.configuration"), cpLeaf("domainMetadata.removed")
+)
+
+// stateRows shreds the checkpoint rows of snap other than files:
+// protocol, metaData, txns by app id, domains by name.
+func (s *cpShred) stateRows(snap *Snapshot) {
+	p, m := snap.Protocol, snap.Metadata
+	s.row(cpProtocol)
+	s.i32(pReader, p.MinReaderVersion)
+	s.i32(pWriter, p.MinWriterVersion)
+	s.list(pReaderFeat, p.ReaderFeatures, p.ReaderFeatures == nil)
+	s.list(pWriterFe, p.WriterFeatures, p.WriterFeatures == nil)
+
+	s.row(cpMetaData)
+	s.str(mdID, m.ID, 0)
+	s.optStr(mdName, m.Name)
+	s.optStr(mdDesc, m.Description)
+	s.str(mdProvider, m.Format.Provider, 0)
+	s.plainMap(mdOptKey, mdOptValue, m.Format.Options, false)
+	s.str(mdSchema, m.SchemaString, 0)
+	s.list(mdPartCols, m.PartitionColumns, false)
+	s.plainMap(mdConfKey, mdConfValue, m.Configuration, false)
+	s.optI64(mdCTs, m.CreatedTime)
+
+	for _, id := range slices.Sorted(maps.Keys(snap.Txns)) {
+		t := snap.Txns[id]
+		s.row(cpTxn)
+		s.str(txnAppID, t.AppID, 0)
+		s.i64(txnVersion, t.Version)
+		s.optI64(txnUpdated, t.LastUpdated)
+	}
+	for _, name := range slices.Sorted(maps.Keys(snap.Domains)) {
+		d := snap.Domains[name]
+		s.row(cpDomain)
+		s.str(dmDomain, d.Domain, 0)
+		s.str(dmConf, d.Configuration, 0)
+		s.boolean(dmRemoved, d.Removed)
+	}
+}
+
+// addRow shreds one add (dataChange false, as checkpoints hold it).
+func (s *cpShred) addRow(a *Add) {
+	s.row(cpAdd)
+	s.str(addPath, a.Path, 0)
+	s.strMap(addPVKey, addPVValue, a.PartitionValues, a.PartitionValues == nil)
+	s.i64(addSize, a.Size)
+	s.i64(addModTime, a.ModificationTime)
+	s.boolean(addData, false)
+	s.plainMap(addTagKey, addTagValue, a.Tags, a.Tags == nil)
+	s.deletionVector(addDV, a.DeletionVector)
+	s.optI64(addBaseRow, a.BaseRowID)
+	s.optI64(addRCV, a.DefaultRowCommitVersion)
+	if a.Stats == "" {
+		s.optStr(addStats, nil)
+	} else {
+		s.str(addStats, a.Stats, 0)
+	}
+}
+
+// removeRow shreds one tombstone (no stats or tags: checkpoints keep
+// tombstones for VACUUM only; dataChange false).
+func (s *cpShred) removeRow(r *Remove) {
+	s.row(cpRemove)
+	s.str(rmPath, r.Path, 0)
+	s.optI64(rmDeleted, r.DeletionTimestamp)
+	s.boolean(rmData, false)
+	s.optBool(rmExtended, r.ExtendedFileMetadata)
+	s.strMap(rmPVKey, rmPVValue, r.PartitionValues, r.PartitionValues == nil)
+	s.optI64(rmSize, r.Size)
+	s.deletionVector(rmDV, r.DeletionVector)
+	s.optI64(rmBaseRow, nil)
+	s.optI64(rmRCV, nil)
+}
+
+// writeFileRows writes n file actions (adds, or removes) as their own row
+// groups of at most fileRowsPerGroup rows, shredded by row(s, i). head,
+// when not nil, shreds rows at the start of the first row group (the
+// protocol, metaData and txn rows go with the first adds, so a reader of
+// a small checkpoint decodes one row group). Tombstones thus sit in row
+// groups of their own, which readers that do not need them skip (see
+// rowGroupsWithout).
+func writeFileRows(f *parquetpage.File, s *cpShred, head func(*cpShred), n int, row func(*cpShred, int)) error {
+	for start := 0; start < n || head != nil; start += fileRowsPerGroup {
+		s.reset(min(n-start, fileRowsPerGroup) + 8)
+		if head != nil {
+			head(s)
+			head = nil
+		}
+		for i, end := start, min(start+fileRowsPerGroup, n); i < end; i++ {
+			row(s, i)
+			if (i+1)%fileRowsPerChunk == 0 {
+				runtime.Gosched()
+			}
+		}
+		if err := f.WriteLeaves(s.rows, s.leaves); err != nil {
+			return err
+		}
+	}
+	return nil
+}

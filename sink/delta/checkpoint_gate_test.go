@@ -78,3 +78,44 @@ func TestCheckpointGate(t *testing.T) {
 		t.Fatalf("%d checkpoints written at once through one gate, want 1", m)
 	}
 }
+
+// TestCheckpointSpacing: a table reaching the interval sooner than
+// CheckpointSpacing after its last checkpoint skips the checkpoint, but
+// never past maxSpacedIntervals intervals; once the spacing has passed,
+// the next checkpoint due is written; every load of the table sees all
+// of its commits.
+func TestCheckpointSpacing(t *testing.T) {
+	ctx := context.Background()
+	st := checkpointEvery10(t)
+	var clock atomic.Int64 // seconds
+	now := func() time.Time { return time.Unix(1e9+clock.Load(), 0) }
+	tbl, err := OpenTable(ctx, st, Options{AsyncCheckpoints: true, CheckpointSpacing: time.Minute, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := func(to int) {
+		for v := tbl.Version() + 1; v <= int64(to); v++ {
+			add := Add{Path: fmt.Sprintf("f%d.parquet", v), Size: 1, Stats: `{"numRecords":1}`}
+			if _, err := tbl.Commit(ctx, CommitActions{Adds: []Add{add}}); err != nil {
+				t.Fatal(err)
+			}
+			tbl.Wait()
+		}
+	}
+	commit(250) // all within the minute: 10, then 10 intervals later 110, 210
+	clock.Add(61)
+	commit(270) // the spacing has passed: 260 is written, 270 is not
+	var got []int64
+	for v := int64(10); v <= 270; v += 10 {
+		if _, err := st.Get(ctx, CheckpointKey(v)); err == nil {
+			got = append(got, v)
+		}
+	}
+	if want := []int64{10, 110, 210, 260}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("checkpoints at %v, want %v", got, want)
+	}
+	snap, err := LoadSnapshot(ctx, st, -1)
+	if err != nil || snap.Version != 270 || len(snap.Files) != 270 || snap.CheckpointVersion != 260 {
+		t.Fatalf("load: %v, version %d, %d files, from checkpoint %d", err, snap.Version, len(snap.Files), snap.CheckpointVersion)
+	}
+}

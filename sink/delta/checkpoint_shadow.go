@@ -38,10 +38,11 @@ type shadowCommit struct {
 // shadowState is the Table's part of the above; the commit path's fields
 // are guarded by Table.mu, shadow by Table.checkpointing.
 type shadowState struct {
-	live    bool           // the checkpointer keeps a shadow: record the commits
-	pending []shadowCommit // commits applied since the shadow's version
-	handed  time.Time      // when the last checkpoint was handed over
-	shadow  *Snapshot      // the checkpointer's copy, at the last checkpoint's version
+	live     bool           // the checkpointer keeps a shadow: record the commits
+	pending  []shadowCommit // commits applied since the shadow's version
+	handed   time.Time      // when the last checkpoint was handed over
+	handedAt int64          // and its version
+	shadow   *Snapshot      // the checkpointer's copy, at the last checkpoint's version
 }
 
 // applyCommit applies a commit of ours or of another writer to the state
@@ -63,14 +64,14 @@ func (t *Table) dropShadow() {
 // a fresh clone when there is no usable shadow), and whether the
 // checkpointer should keep it as the next shadow. The caller has won
 // Table.checkpointing.
-func (t *Table) handOver(now time.Time) (base *Snapshot, pending []shadowCommit, keep bool) {
+func (t *Table) handOver(now time.Time, v int64) (base *Snapshot, pending []shadowCommit, keep bool) {
 	keep = !t.cp.handed.IsZero() && now.Sub(t.cp.handed) < shadowKeep
 	if t.cp.live && t.cp.shadow != nil {
 		base, pending = t.cp.shadow, t.cp.pending
 	} else {
 		base = t.snap.clone()
 	}
-	t.cp.shadow, t.cp.handed = nil, now
+	t.cp.shadow, t.cp.handed, t.cp.handedAt = nil, now, v
 	t.cp.live, t.cp.pending = keep, nil
 	return base, pending, keep
 }
@@ -86,4 +87,24 @@ func replayShadow(base *Snapshot, pending []shadowCommit, v int64) *Snapshot {
 		return nil
 	}
 	return base
+}
+
+// maxSpacedIntervals bounds the checkpoints CheckpointSpacing skips: a
+// reader of a hot table replays at most this many intervals of commits
+// after the checkpoint it reads (1,000 commits at the relay's interval).
+const maxSpacedIntervals = 10
+
+// spaced reports whether the background checkpoint due at version v is
+// skipped to keep the table's checkpoints CheckpointSpacing apart. A
+// checkpoint's cost grows with the table's files and a hot table's
+// checkpoints with its commit rate: a table gaining hundreds of commits a
+// second and thousands of files a minute would otherwise checkpoint every
+// fraction of a second, each time encoding its whole state beside the
+// commits (on the relay's one core, a tenth of the processor and the tail
+// of every commit's latency). Quiet tables, reaching the interval less
+// often than the spacing, checkpoint at every interval.
+func (t *Table) spaced(v, interval int64) bool {
+	c := &t.cp
+	return t.opts.AsyncCheckpoints && t.opts.CheckpointSpacing > 0 && !c.handed.IsZero() &&
+		t.opts.Now().Sub(c.handed) < t.opts.CheckpointSpacing && v-c.handedAt < maxSpacedIntervals*interval
 }

@@ -352,8 +352,12 @@ func (t *Table) put(ctx context.Context, v int64, data []byte) error {
 // checkpoint due while one is still being written is skipped), so the next
 // commit does not wait for it.
 func (t *Table) maybeCheckpoint(ctx context.Context) {
-	v := t.snap.Version
-	if v == 0 || v%CheckpointInterval(t.snap.Metadata) != 0 {
+	v, interval := t.snap.Version, CheckpointInterval(t.snap.Metadata)
+	if v == 0 || v%interval != 0 {
+		return
+	}
+	if t.spaced(v, interval) {
+		t.opts.Logger.Debug("delta: checkpoint skipped, the previous one is recent", "table", t.store.String(), "version", v)
 		return
 	}
 	t.snap.expireTombstones(t.opts.Now())
@@ -366,7 +370,7 @@ func (t *Table) maybeCheckpoint(ctx context.Context) {
 		return
 	}
 	now := t.opts.Now()
-	base, pending, keep := t.handOver(now)
+	base, pending, keep := t.handOver(now, v)
 	t.checkpoints.Add(1)
 	go func() {
 		defer t.checkpoints.Done()

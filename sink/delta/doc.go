@@ -102,9 +102,12 @@
 // Options.AsyncCheckpoints the checkpoint is encoded in the background from
 // the checkpointer's own copy of the state, which replays the commits the
 // handle applied since (checkpoint_shadow.go), in chunks that yield the
-// processor: the commits behind it neither copy the state nor wait. Loading a
-// snapshot therefore reads one checkpoint and fewer than interval commits,
-// whatever the age of the table.
+// processor: the commits behind it neither copy the state nor wait; with
+// Options.CheckpointSpacing a checkpoint due sooner than that after the
+// last is skipped, up to 10 intervals (Table.spaced). Loading a snapshot
+// therefore reads one checkpoint and fewer than interval commits (10
+// intervals on a table checkpointed with spacing), whatever the age of the
+// table.
 //
 // # Maintenance
 //

@@ -53,6 +53,11 @@ type Options struct {
 	// background checkpoints take turns (see NewCheckpointGate). nil = no
 	// gate.
 	CheckpointGate *CheckpointGate
+	// CheckpointSpacing, with AsyncCheckpoints, is the least time between
+	// two checkpoints of a table: one due sooner is skipped, unless
+	// maxSpacedIntervals intervals of versions have passed since the last
+	// (see Table.spaced). 0 = every interval.
+	CheckpointSpacing time.Duration
 }
 
 func (o *Options) defaults() {

@@ -92,7 +92,8 @@ func New(root storage.Store, opts Options) *Sink {
 }
 
 func (s *Sink) tableOpts() delta.Options {
-	return delta.Options{Logger: s.opts.Logger, AsyncCheckpoints: !s.opts.SyncCheckpoints, CheckpointGate: s.checkpointGate}
+	return delta.Options{Logger: s.opts.Logger, AsyncCheckpoints: !s.opts.SyncCheckpoints, CheckpointGate: s.checkpointGate,
+		CheckpointSpacing: delta.DefaultCheckpointSpacing}
 }
 
 func (s *Sink) sub(name string) storage.Store { return storage.Sub(s.root, name) }

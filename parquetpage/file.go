@@ -208,14 +208,20 @@ func (s *Schema) check(rows int, cols []Column) error {
 	if s.nested {
 		return errors.New("a nested schema is written by leaves (WriteLeaves)")
 	}
-	if len(cols) != len(s.cols) {
-		return fmt.Errorf("row group of %d columns, schema has %d", len(cols), len(s.cols))
+	return s.checkColumns(len(cols), rows, func(i int) error { return s.cols[i].check(&cols[i], rows) })
+}
+
+// checkColumns checks that a row group of n columns and rows rows fits s,
+// then each column with check.
+func (s *Schema) checkColumns(n, rows int, check func(i int) error) error {
+	if n != len(s.cols) {
+		return fmt.Errorf("row group of %d columns, schema has %d", n, len(s.cols))
 	}
 	if rows <= 0 {
 		return fmt.Errorf("row group of %d rows", rows)
 	}
-	for i := range cols {
-		if err := s.cols[i].check(&cols[i], rows); err != nil {
+	for i := range n {
+		if err := check(i); err != nil {
 			return fmt.Errorf("column %s: %w", s.pq.Column(i).Path(), err)
 		}
 	}

@@ -130,18 +130,7 @@ func (s *Schema) checkLeaves(rows int, leaves []Leaf) error {
 	if !s.nested {
 		return errors.New("leaves are written to nested schemas only (NewNestedSchema)")
 	}
-	if len(leaves) != len(s.cols) {
-		return fmt.Errorf("row group of %d columns, schema has %d", len(leaves), len(s.cols))
-	}
-	if rows <= 0 {
-		return fmt.Errorf("row group of %d rows", rows)
-	}
-	for i := range leaves {
-		if err := s.cols[i].checkLeaf(&leaves[i], rows); err != nil {
-			return fmt.Errorf("column %s: %w", s.pq.Column(i).Path(), err)
-		}
-	}
-	return nil
+	return s.checkColumns(len(leaves), rows, func(i int) error { return s.cols[i].checkLeaf(&leaves[i], rows) })
 }
 
 func (cs *colSpec) checkLeaf(l *Leaf, rows int) error {

@@ -134,14 +134,19 @@ func (s *cpShred) str(i int, v string, rep uint8) {
 	s.leaves[i].Str = append(s.leaves[i].Str, v)
 }
 
-// optStr appends v, or a NULL when nil, at the optional leaf i of a
-// present struct.
-func (s *cpShred) optStr(i int, v *string) {
+// opt appends *v with set, or a NULL when v is nil, at the optional
+// leaf i of a present struct.
+func opt[T any](s *cpShred, i int, v *T, set func(int, T)) {
 	if v == nil {
 		s.level(i, cpLeaves.maxDef[i]-1, 0)
 		return
 	}
-	s.str(i, *v, 0)
+	set(i, *v)
+}
+
+// optStr is opt of a string (never repeated).
+func (s *cpShred) optStr(i int, v *string) {
+	opt(s, i, v, func(i int, v string) { s.str(i, v, 0) })
 }
 
 func (s *cpShred) i64(i int, v int64) {
@@ -149,38 +154,14 @@ func (s *cpShred) i64(i int, v int64) {
 	s.leaves[i].I64 = append(s.leaves[i].I64, v)
 }
 
-func (s *cpShred) optI64(i int, v *int64) {
-	if v == nil {
-		s.level(i, cpLeaves.maxDef[i]-1, 0)
-		return
-	}
-	s.i64(i, *v)
-}
-
 func (s *cpShred) i32(i int, v int32) {
 	s.level(i, cpLeaves.maxDef[i], 0)
 	s.leaves[i].I32 = append(s.leaves[i].I32, v)
 }
 
-func (s *cpShred) optI32(i int, v *int32) {
-	if v == nil {
-		s.level(i, cpLeaves.maxDef[i]-1, 0)
-		return
-	}
-	s.i32(i, *v)
-}
-
 func (s *cpShred) boolean(i int, v bool) {
 	s.level(i, cpLeaves.maxDef[i], 0)
 	s.leaves[i].Bool = append(s.leaves[i].Bool, v)
-}
-
-func (s *cpShred) optBool(i int, v *bool) {
-	if v == nil {
-		s.level(i, cpLeaves.maxDef[i]-1, 0)
-		return
-	}
-	s.boolean(i, *v)
 }
 
 // strMap appends a MAP<string,string> of a present struct, keys sorted,
@@ -269,8 +250,8 @@ func (s *cpShred) deletionVector(first int, raw json.RawMessage) {
 	}
 	s.optStr(first, dv.StorageType)
 	s.optStr(first+1, dv.PathOrInlineDv)
-	s.optI32(first+2, dv.Offset)
-	s.optI32(first+3, dv.SizeInBytes)
-	s.optI64(first+4, dv.Cardinality)
-	s.optI64(first+5, dv.MaxRowIndex)
+	opt(s, first+2, dv.Offset, s.i32)
+	opt(s, first+3, dv.SizeInBytes, s.i32)
+	opt(s, first+4, dv.Cardinality, s.i64)
+	opt(s, first+5, dv.MaxRowIndex, s.i64)
 }

@@ -73,14 +73,14 @@ func (s *cpShred) stateRows(snap *Snapshot) {
 	s.str(mdSchema, m.SchemaString, 0)
 	s.list(mdPartCols, m.PartitionColumns, false)
 	s.plainMap(mdConfKey, mdConfValue, m.Configuration, false)
-	s.optI64(mdCTs, m.CreatedTime)
+	opt(s, mdCTs, m.CreatedTime, s.i64)
 
 	for _, id := range slices.Sorted(maps.Keys(snap.Txns)) {
 		t := snap.Txns[id]
 		s.row(cpTxn)
 		s.str(txnAppID, t.AppID, 0)
 		s.i64(txnVersion, t.Version)
-		s.optI64(txnUpdated, t.LastUpdated)
+		opt(s, txnUpdated, t.LastUpdated, s.i64)
 	}
 	for _, name := range slices.Sorted(maps.Keys(snap.Domains)) {
 		d := snap.Domains[name]
@@ -101,8 +101,8 @@ func (s *cpShred) addRow(a *Add) {
 	s.boolean(addData, false)
 	s.plainMap(addTagKey, addTagValue, a.Tags, a.Tags == nil)
 	s.deletionVector(addDV, a.DeletionVector)
-	s.optI64(addBaseRow, a.BaseRowID)
-	s.optI64(addRCV, a.DefaultRowCommitVersion)
+	opt(s, addBaseRow, a.BaseRowID, s.i64)
+	opt(s, addRCV, a.DefaultRowCommitVersion, s.i64)
 	if a.Stats == "" {
 		s.optStr(addStats, nil)
 	} else {
@@ -115,14 +115,14 @@ func (s *cpShred) addRow(a *Add) {
 func (s *cpShred) removeRow(r *Remove) {
 	s.row(cpRemove)
 	s.str(rmPath, r.Path, 0)
-	s.optI64(rmDeleted, r.DeletionTimestamp)
+	opt(s, rmDeleted, r.DeletionTimestamp, s.i64)
 	s.boolean(rmData, false)
-	s.optBool(rmExtended, r.ExtendedFileMetadata)
+	opt(s, rmExtended, r.ExtendedFileMetadata, s.boolean)
 	s.strMap(rmPVKey, rmPVValue, r.PartitionValues, r.PartitionValues == nil)
-	s.optI64(rmSize, r.Size)
+	opt(s, rmSize, r.Size, s.i64)
 	s.deletionVector(rmDV, r.DeletionVector)
-	s.optI64(rmBaseRow, nil)
-	s.optI64(rmRCV, nil)
+	opt(s, rmBaseRow, (*int64)(nil), s.i64)
+	opt(s, rmRCV, (*int64)(nil), s.i64)
 }
 
 // writeFileRows writes n file actions (adds, or removes) as their own row

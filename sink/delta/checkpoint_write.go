@@ -93,7 +93,10 @@ func EncodeCheckpoint(snap *Snapshot, now time.Time) (data []byte, rows, numAdds
 	adds := sortedAdds(snap.Files)
 	removes := liveTombstones(snap, now)
 	s := cpShreds.Get().(*cpShred)
-	defer cpShreds.Put(s)
+	defer func() {
+		s.reset(0) // the pool keeps buffers, not this state's strings
+		cpShreds.Put(s)
+	}()
 	var buf bytes.Buffer
 	buf.Grow(64 * (len(adds) + len(removes)))
 	// Column statistics only where a reader uses them (to skip the row

@@ -33,8 +33,8 @@ type colSpec struct {
 	maxDef, maxRep int16
 }
 
-// Schema is a flat Parquet schema this package writes, with how each
-// column is encoded. It is immutable and may be shared.
+// Schema is a Parquet schema this package writes, flat (NewSchema) or
+// nested (NewNestedSchema), with how each column is encoded. It is immutable and may be shared.
 type Schema struct {
 	pq     *schema.Schema
 	cols   []colSpec
@@ -159,18 +159,37 @@ func (f *File) start() error {
 }
 
 func (f *File) writeRowGroup(e *encoder, rows int, cols []Column) error {
+	return f.writeGroup(rows, func(i int, spec *colSpec) (chunk, error) {
+		info, dict, err := e.writeChunk(&f.out, spec, &cols[i], rows)
+		return chunk{info: info, dict: dict, values: rows}, err
+	}, func(i int, spec *colSpec, c chunk) metadata.EncodedStatistics {
+		return e.stats(spec, &cols[i], rows, c.dict)
+	})
+}
+
+// chunk is what the footer needs of a column chunk as written.
+type chunk struct {
+	info   chunkInfo
+	dict   bool
+	values int // entries: a flat column's rows, a nested leaf's levels
+}
+
+// writeGroup writes the next row group, of rows rows: each column chunk
+// with encode, then its footer metadata, with statistics from stats where
+// the column asks for them.
+func (f *File) writeGroup(rows int, encode func(int, *colSpec) (chunk, error), stats func(int, *colSpec, chunk) metadata.EncodedStatistics) error {
 	rg := f.md.AppendRowGroup()
-	for i := range cols {
+	for i := range f.s.cols {
 		spec := &f.s.cols[i]
 		cc := rg.NextColumnChunk()
-		info, dict, err := e.writeChunk(&f.out, spec, &cols[i], rows)
+		c, err := encode(i, spec)
 		if err != nil {
 			return fmt.Errorf("row group %d, column %s: %w", f.groups, cc.Descr().Path(), err)
 		}
 		if spec.stats {
-			cc.SetStats(e.stats(spec, &cols[i], rows, dict))
+			cc.SetStats(stats(i, spec, c))
 		}
-		if err := cc.Finish(chunkMeta(info, rows), dict, false, encodingStats(info, dict)); err != nil {
+		if err := cc.Finish(chunkMeta(c.info, c.values), c.dict, false, encodingStats(c.info, c.dict)); err != nil {
 			return fmt.Errorf("row group %d, column %s metadata: %w", f.groups, cc.Descr().Path(), err)
 		}
 	}
@@ -182,9 +201,9 @@ func (f *File) writeRowGroup(e *encoder, rows int, cols []Column) error {
 	return nil
 }
 
-func chunkMeta(info chunkInfo, rows int) metadata.ChunkMetaInfo {
+func chunkMeta(info chunkInfo, values int) metadata.ChunkMetaInfo {
 	return metadata.ChunkMetaInfo{
-		NumValues:        int64(rows),
+		NumValues:        int64(values),
 		DictPageOffset:   info.dictOffset,
 		IndexPageOffset:  -1,
 		DataPageOffset:   info.dataOffset,

@@ -99,28 +99,12 @@ func (f *File) WriteLeaves(rows int, leaves []Leaf) error {
 }
 
 func (f *File) writeLeaves(e *encoder, rows int, leaves []Leaf) error {
-	rg := f.md.AppendRowGroup()
-	for i := range leaves {
-		spec, l := &f.s.cols[i], &leaves[i]
-		cc := rg.NextColumnChunk()
-		info, err := e.writeLeafChunk(&f.out, spec, l)
-		if err != nil {
-			return fmt.Errorf("row group %d, column %s: %w", f.groups, cc.Descr().Path(), err)
-		}
-		if spec.stats {
-			cc.SetStats(e.leafStats(spec, l))
-		}
-		meta := chunkMeta(info, len(l.Def))
-		if err := cc.Finish(meta, false, false, encodingStats(info, false)); err != nil {
-			return fmt.Errorf("row group %d, column %s metadata: %w", f.groups, cc.Descr().Path(), err)
-		}
-	}
-	rg.SetNumRows(rows)
-	if err := rg.Finish(0, f.groups); err != nil {
-		return fmt.Errorf("row group %d metadata: %w", f.groups, err)
-	}
-	f.groups++
-	return nil
+	return f.writeGroup(rows, func(i int, spec *colSpec) (chunk, error) {
+		info, err := e.writeLeafChunk(&f.out, spec, &leaves[i])
+		return chunk{info: info, values: len(leaves[i].Def)}, err
+	}, func(i int, spec *colSpec, _ chunk) metadata.EncodedStatistics {
+		return e.leafStats(spec, &leaves[i])
+	})
 }
 
 // checkLeaves validates the shape of a row group before anything is
@@ -286,11 +270,6 @@ func (e *encoder) leafStats(spec *colSpec, l *Leaf) metadata.EncodedStatistics {
 		los, his := slices.Min(l.Str), slices.Max(l.Str) // Go orders strings as unsigned bytes
 		lo, hi, found = []byte(los), []byte(his), true
 	}
-	if found && len(lo) <= maxStatBytes {
-		st.SetMin(append([]byte{}, lo...))
-	}
-	if found && len(hi) <= maxStatBytes {
-		st.SetMax(append([]byte{}, hi...))
-	}
+	setBounds(&st, lo, hi, found)
 	return st
 }

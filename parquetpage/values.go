@@ -139,13 +139,19 @@ func (e *encoder) stats(spec *colSpec, c *Column, rows int, dict bool) metadata.
 			}
 		}
 	}
+	setBounds(&st, lo, hi, found)
+	return st
+}
+
+// setBounds sets copies of lo and hi as st's min and max, when found,
+// each unless longer than maxStatBytes.
+func setBounds(st *metadata.EncodedStatistics, lo, hi []byte, found bool) {
 	if found && len(lo) <= maxStatBytes {
 		st.SetMin(append([]byte{}, lo...))
 	}
 	if found && len(hi) <= maxStatBytes {
 		st.SetMax(append([]byte{}, hi...))
 	}
-	return st
 }
 
 // widen extends the bounds [lo, hi] to v (they start at v when first).

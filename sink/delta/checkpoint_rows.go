@@ -131,8 +131,9 @@ func (s *cpShred) removeRow(r *Remove) {
 // protocol, metaData and txn rows go with the first adds, so a reader of
 // a small checkpoint decodes one row group). Tombstones thus sit in row
 // groups of their own, which readers that do not need them skip (see
-// rowGroupsWithout).
-func writeFileRows(f *parquetpage.File, s *cpShred, head func(*cpShred), n int, row func(*cpShred, int)) error {
+// rowGroupsWithout). It returns the number of rows written, head's too.
+func writeFileRows(f *parquetpage.File, s *cpShred, head func(*cpShred), n int, row func(*cpShred, int)) (int, error) {
+	written := 0
 	for start := 0; start < n || head != nil; start += fileRowsPerGroup {
 		s.reset(min(n-start, fileRowsPerGroup) + 8)
 		if head != nil {
@@ -146,8 +147,9 @@ func writeFileRows(f *parquetpage.File, s *cpShred, head func(*cpShred), n int, 
 			}
 		}
 		if err := f.WriteLeaves(s.rows, s.leaves); err != nil {
-			return err
+			return written, err
 		}
+		written += s.rows
 	}
-	return nil
+	return written, nil
 }

@@ -106,9 +106,11 @@ func EncodeCheckpoint(snap *Snapshot, now time.Time) (data []byte, rows, numAdds
 	// decoder) per column chunk for every load to read.
 	f := parquetpage.NewFile(cpSchema, &buf)
 	head := func(s *cpShred) { s.stateRows(snap) }
-	err = writeFileRows(f, s, head, len(adds), func(s *cpShred, i int) { s.addRow(adds[i]) })
+	rows, err = writeFileRows(f, s, head, len(adds), func(s *cpShred, i int) { s.addRow(adds[i]) })
 	if err == nil {
-		err = writeFileRows(f, s, nil, len(removes), func(s *cpShred, i int) { s.removeRow(&removes[i]) })
+		var tombstones int
+		tombstones, err = writeFileRows(f, s, nil, len(removes), func(s *cpShred, i int) { s.removeRow(&removes[i]) })
+		rows += tombstones
 	}
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("write checkpoint: %w", err)
@@ -116,8 +118,7 @@ func EncodeCheckpoint(snap *Snapshot, now time.Time) (data []byte, rows, numAdds
 	if err := f.Close(); err != nil {
 		return nil, 0, 0, fmt.Errorf("close checkpoint: %w", err)
 	}
-	state := 2 + len(snap.Txns) + len(snap.Domains)
-	return buf.Bytes(), state + len(adds) + len(removes), len(adds), nil
+	return buf.Bytes(), rows, len(adds), nil
 }
 
 // WriteCheckpoint writes the classic checkpoint of snap (whose commit must

@@ -9,9 +9,9 @@ import (
 
 // Runtime defaults of the relay process (TuneRuntime).
 const (
-	// DefaultMemoryLimit is the Go heap's soft limit: rows stream through
-	// bounded row groups and files spill to the store, so the heap stays
-	// well below it.
+	// DefaultMemoryLimit is the floor of the Go heap's soft limit: rows
+	// stream through bounded row groups and files spill to the store, so
+	// the heap of a relay with a small state stays below it.
 	DefaultMemoryLimit = 100 << 20
 	// DefaultGCPercent is off: the heap grows to the memory limit before
 	// a collection. Collections empty the Parquet encoder's buffer pools,
@@ -19,15 +19,27 @@ const (
 	// CPU per row, against 400 it was about 8% slower (paired runs), with
 	// the same peak RSS (the soft limit bounds both).
 	DefaultGCPercent = -1
+	// liveHeapHalves is how far above the live heap the limit follows it
+	// (followLiveHeap), in halves: 3/2 is GOGC=50's heap target.
+	liveHeapHalves = 3
 )
 
 // TuneRuntime sets the relay's memory limit and turns the proportional GC
 // off, each unless the operator set it (GOMEMLIMIT, GOGC): collections
-// then happen as the heap nears the limit. The relay binary calls it once
-// at start; benchmarks call it to measure the relay as it runs.
+// then happen as the heap nears the limit. The limit is DefaultMemoryLimit
+// or 1.5 times the heap the last collection found live, whichever is larger
+// (followLiveHeap): the tables a relay keeps open (their active files and
+// tombstones) grow with every commit until maintenance compacts them, and
+// under a fixed limit barely above that state the collector would run
+// without pause. An operator's GOMEMLIMIT is a budget and stays fixed.
+// The relay binary calls it once at start; benchmarks call it to measure
+// the relay as it runs.
 func TuneRuntime() {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(DefaultMemoryLimit)
+		followLiveHeap(DefaultMemoryLimit)
+	} else {
+		stopFollowing()
 	}
 	// Without a memory limit (GOMEMLIMIT=off) the proportional GC is the
 	// only trigger left: keep it.

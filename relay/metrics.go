@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/sink"
 )
 
 // Metrics are the relay's metrics (OpenTelemetry instruments, served on
@@ -37,13 +38,16 @@ type Metrics struct {
 	// rebuild (the slot is held there); absent when not paused.
 	pausedAt map[string]uint64
 	sourceID *catalog.Identity // the source the relay reads, once identified
+	// states reports the size of the sink's open tables' state (nil: the
+	// sink keeps none).
+	states func() []sink.TableState
 }
 
 // NewMetrics creates the relay's instruments from mp.
 func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	meter := mp.Meter("github.com/deltabus/deltabus/relay")
 	m := &Metrics{pausedAt: map[string]uint64{}}
-	var errs [18]error // 17 in use
+	var errs [18]error
 	m.events, errs[0] = meter.Int64Counter("deltabus_events_committed_total", metric.WithDescription("Events committed to Delta topic tables."))
 	m.commits, errs[1] = meter.Int64Counter("deltabus_delta_commits_total", metric.WithDescription("Delta commits, by topic."))
 	m.lastCommit, errs[2] = meter.Float64Gauge("deltabus_last_commit_timestamp_seconds", metric.WithDescription("Unix time of the last Delta commit, by topic."), metric.WithUnit("s"))
@@ -95,6 +99,9 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	_, errs[14] = meter.Int64ObservableGauge("deltabus_source_info",
 		metric.WithDescription("The source database the relay reads (1): its appId, cluster system identifier, database and slot."),
 		metric.WithInt64Callback(m.observeSource))
+	_, errs[17] = meter.Int64ObservableGauge("deltabus_table_state_files",
+		metric.WithDescription("Files each table the relay writes keeps in its in-memory state, by table and kind: active (until compaction replaces them; about 0.9 KB each with their statistics) and tombstone (removed files kept for the checkpoints until the file retention passes, 7 days by default; about 0.3 KB each). Both grow by one per commit of a busy topic."),
+		metric.WithInt64Callback(m.observeStates))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -163,6 +170,37 @@ func (m *Metrics) lostRaces(n int) {
 }
 
 // forSlot labels the stream's gauge with the relay's slot.
+// reportStates makes the sink's TableStates the source of
+// deltabus_table_state_files (nil: none).
+func (m *Metrics) reportStates(f func() []sink.TableState) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.states = f
+}
+
+var (
+	stateActive    = attribute.String("kind", "active")
+	stateTombstone = attribute.String("kind", "tombstone")
+)
+
+func (m *Metrics) observeStates(_ context.Context, o metric.Int64Observer) error {
+	m.mu.Lock()
+	f := m.states
+	m.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	for _, t := range f() {
+		table := attribute.String("table", t.Table)
+		o.Observe(t.Files, metric.WithAttributeSet(attribute.NewSet(table, stateActive)))
+		o.Observe(t.Tombstones, metric.WithAttributeSet(attribute.NewSet(table, stateTombstone)))
+	}
+	return nil
+}
+
 func (m *Metrics) forSlot(slot string) {
 	if m == nil {
 		return

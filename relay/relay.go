@@ -100,9 +100,20 @@ func New(cfg Config, store storage.Store, sinkFor SinkFor, mappings outbox.Mappi
 	}
 	r.id = catalog.Identity{Source: catalog.Source{Slot: cfg.Slot}, AppID: appID}
 	r.appID.Store(&appID)
-	r.sink = sinkFor(appID)
+	r.setSink(sinkFor(appID))
 	m.forSlot(cfg.Slot)
 	return r
+}
+
+// setSink makes s the relay's sink, the source of the table-state metric
+// when it reports one.
+func (r *Relay) setSink(s sink.Sink) {
+	r.sink = s
+	var states func() []sink.TableState
+	if rep, ok := s.(sink.StateReporter); ok {
+		states = rep.TableStates
+	}
+	r.metrics.reportStates(states)
 }
 
 // AppID is the Delta txn appId the relay commits under: its source's
@@ -115,7 +126,7 @@ func (r *Relay) AppID() string { return *r.appID.Load() }
 func (r *Relay) bind(ctx context.Context, id catalog.Identity) {
 	if id.AppID != r.id.AppID {
 		r.sink.Close(ctx)
-		r.sink = r.sinkFor(id.AppID)
+		r.setSink(r.sinkFor(id.AppID))
 	}
 	if id.Source != r.id.Source {
 		args := []any{"source", id.Source.String(), "app_id", id.AppID}

@@ -38,6 +38,21 @@ type Sink interface {
 	Close(ctx context.Context)
 }
 
+// StateReporter is a Sink that keeps tables' state in memory and reports
+// its size, table by table (the relay's deltabus_table_state_files).
+type StateReporter interface {
+	// TableStates returns the size of every table the sink holds open.
+	// It must not wait for a commit in progress.
+	TableStates() []TableState
+}
+
+// TableState is the size of one open table's state: its active files and
+// the tombstones kept for its checkpoints.
+type TableState struct {
+	Table             string
+	Files, Tombstones int64
+}
+
 // Batch is one batch's rows on their way to one commit per table: a
 // topic's own table, or a group's, whose one commit holds every topic of
 // the group the batch has rows of. Append, AppendDeadLetter and Carry are

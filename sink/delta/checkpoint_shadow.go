@@ -49,6 +49,7 @@ type shadowState struct {
 // and records it for the shadow.
 func (t *Table) applyCommit(v int64, acts []Action, mtime time.Time) {
 	t.snap.applyCommit(v, acts, mtime)
+	t.noteSize()
 	if t.cp.live {
 		t.cp.pending = append(t.cp.pending, shadowCommit{version: v, acts: acts, mtime: mtime})
 	}

@@ -103,6 +103,9 @@ type Table struct {
 	checkpointing atomic.Bool    // a background checkpoint is being written
 	checkpoints   sync.WaitGroup // background checkpoints in flight
 	cp            shadowState    // the checkpointer's copy of the state (checkpoint_shadow.go)
+	// files and tombstones are the state's sizes as of its latest change,
+	// for StateSize to read without waiting for a commit in progress.
+	files, tombstones atomic.Int64
 }
 
 // OpenTable loads the latest snapshot and refuses tables this writer cannot
@@ -135,7 +138,24 @@ func (t *Table) reload(ctx context.Context) error {
 	}
 	t.snap, t.stale, t.synced = snap, false, time.Now()
 	t.dropShadow()
+	t.noteSize()
 	return nil
+}
+
+// noteSize records the state's sizes for StateSize; called with t.mu held
+// after the state changed.
+func (t *Table) noteSize() {
+	t.files.Store(int64(len(t.snap.Files)))
+	t.tombstones.Store(int64(len(t.snap.Tombstones)))
+}
+
+// StateSize returns the active files and the tombstones the handle's
+// state holds in memory, as of its latest load or commit, without waiting
+// for a commit in progress (a scrape of the relay's metrics calls it).
+// Both grow by one per file a commit adds or removes: active files until
+// compaction replaces them, tombstones until the file retention passes.
+func (t *Table) StateSize() (files, tombstones int64) {
+	return t.files.Load(), t.tombstones.Load()
 }
 
 // String returns the table's location (the store's URL).

@@ -32,6 +32,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,7 +78,10 @@ type Sink struct {
 	checkpointGate *delta.CheckpointGate // the tables' background checkpoints take turns
 }
 
-var _ sink.Sink = (*Sink)(nil)
+var (
+	_ sink.Sink          = (*Sink)(nil)
+	_ sink.StateReporter = (*Sink)(nil)
+)
 
 // New returns a Sink over root.
 func New(root storage.Store, opts Options) *Sink {
@@ -258,6 +263,20 @@ func (s *Sink) Close(ctx context.Context) {
 	case <-done:
 	case <-ctx.Done():
 	}
+}
+
+// TableStates reports the state each open table holds in memory
+// (sink.StateReporter), sorted by table.
+func (s *Sink) TableStates() []sink.TableState {
+	s.mu.Lock()
+	out := make([]sink.TableState, 0, len(s.tables))
+	for name, t := range s.tables {
+		files, tombstones := t.StateSize()
+		out = append(out, sink.TableState{Table: name, Files: files, Tombstones: tombstones})
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b sink.TableState) int { return strings.Compare(a.Table, b.Table) })
+	return out
 }
 
 // bufferHint is the topic's topic.FileOptions.BufferHint.

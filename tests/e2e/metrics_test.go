@@ -9,6 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/tests/metricstest"
 )
@@ -63,6 +64,7 @@ func TestMetricsNamesUnchanged(t *testing.T) {
 			}
 		}
 	}
+	checkTableState(t, mfs["deltabus_table_state_files"], store, "orders")
 	// A streaming relay heard from its server within its stream timeout,
 	// and `relay status` shows both sides' view of the stream.
 	if age := metricstest.Value(mfs["deltabus_stream_last_message_age_seconds"], "slot", "deltabus"); age < 0 || age > 30 {
@@ -87,5 +89,30 @@ func TestMetricsNamesUnchanged(t *testing.T) {
 	}
 	if err := p.stop(30 * time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.tail())
+	}
+}
+
+// checkTableState: the relay's gauge of a table's in-memory state counts
+// what the table's log holds, read back by a handle of its own: active
+// files (one per commit, nothing compacted yet) and tombstones.
+func checkTableState(t *testing.T, mf *dto.MetricFamily, store storage.Store, table string) {
+	t.Helper()
+	tbl, err := delta.OpenTable(context.Background(), storage.Sub(store, table), delta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"active": float64(tbl.NumFiles()), "tombstone": float64(tbl.NumTombstones())}
+	got := map[string]float64{}
+	for _, m := range mf.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["table"] == table {
+			got[labels["kind"]] = m.GetGauge().GetValue()
+		}
+	}
+	if want["active"] < 1 || got["active"] != want["active"] || got["tombstone"] != want["tombstone"] {
+		t.Errorf("deltabus_table_state_files{table=%q} = %v; the table's log holds %v", table, got, want)
 	}
 }

@@ -208,7 +208,42 @@ func (b *batch) Commit(ctx context.Context, table string, pos int64) (sink.Commi
 	for _, a := range f.adds {
 		c.Bytes += a.Size
 	}
+	b.s.warnLargeState(table, t)
 	return c, nil
+}
+
+// stateWarnFiles is how many files (active and tombstones) a table keeps
+// in the writer's memory when the sink first warns about it; it warns
+// again at every doubling, so a growing table logs a few lines in all.
+var stateWarnFiles int64 = 500_000
+
+// warnLargeState logs, once per threshold, that a table's in-memory state
+// passed stateWarnFiles, 2×, 4×, ... files: each commit adds one, and a
+// topic committing many times a second outgrows the relay's memory.
+func (s *Sink) warnLargeState(name string, t *delta.Table) {
+	files, tombstones := t.StateSize()
+	n := files + tombstones
+	if n < stateWarnFiles {
+		return
+	}
+	s.mu.Lock()
+	next := stateWarnFiles // the threshold to warn at: the first, or twice the last
+	if last := s.stateWarned[name]; last > 0 {
+		next = 2 * last
+	}
+	warn := n >= next
+	if warn {
+		for 2*next <= n { // a table loaded already large warns once
+			next *= 2
+		}
+		s.stateWarned[name] = next
+	}
+	s.mu.Unlock()
+	if !warn {
+		return
+	}
+	s.opts.Logger.Warn("table state large: every commit of this topic adds a file that the relay keeps in memory (active until compaction, then a tombstone for the file retention); space its commits with --topic-commit-interval (docs/operations.md, Busy topics)",
+		"table", name, "files", files, "tombstones", tombstones)
 }
 
 // groupTxns are a group commit's txns: one per topic, in name order.

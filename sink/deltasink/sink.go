@@ -74,6 +74,9 @@ type Sink struct {
 	// bufferHints is, per topic, the capacity of the row buffers its
 	// last batch's writer released (topic.FileOptions.BufferHint).
 	bufferHints map[string]int
+	// stateWarned is, per table, the state size it was last warned at
+	// (warnLargeState).
+	stateWarned map[string]int64
 
 	checkpointGate *delta.CheckpointGate // the tables' background checkpoints take turns
 }
@@ -92,7 +95,7 @@ func New(root storage.Store, opts Options) *Sink {
 		opts.PendingBudget = 16 << 20
 	}
 	opts.Files.Source = opts.AppID // every row says which source wrote it
-	return &Sink{root: root, opts: opts, tables: map[string]*delta.Table{}, bufferHints: map[string]int{},
+	return &Sink{root: root, opts: opts, tables: map[string]*delta.Table{}, bufferHints: map[string]int{}, stateWarned: map[string]int64{},
 		places: map[string]catalog.Placement{}, opened: map[string]time.Time{}, checkpointGate: delta.NewCheckpointGate()}
 }
 

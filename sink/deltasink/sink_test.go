@@ -1,9 +1,14 @@
 package deltasink
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,4 +123,55 @@ func TestCommitFilesAfterPropertyChange(t *testing.T) {
 	if tp, err := rebuild.Open(ctx, "orders"); err != nil || tp.Position != 200 || tp.Status != sink.Ready {
 		t.Fatalf("after the rebuild commit: %+v %v", tp, err)
 	}
+}
+
+// TestWarnsOfLargeState: a table whose in-memory state passes the
+// threshold is warned about once, then again at each doubling, with its
+// counts; a table loaded already past several thresholds warns once.
+func TestWarnsOfLargeState(t *testing.T) {
+	defer func(n int64) { stateWarnFiles = n }(stateWarnFiles)
+	stateWarnFiles = 3
+	ctx := context.Background()
+	root, err := storage.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	commit := func(s *Sink, i int) {
+		b := s.NewBatch()
+		if err := b.Append(&outbox.Event{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), Topic: "orders", Key: "k", Type: "t",
+			SchemaVersion: 1, Payload: `{}`, OccurredAt: time.Unix(1700000000, 0).UTC(), CommitLSN: int64(100 + i),
+			CommitTime: time.Unix(1700000000, 0).UTC()}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Commit(ctx, "orders", int64(100+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := New(root, Options{AppID: "deltabus-1-s", SyncCheckpoints: true, Logger: log})
+	for i := range 14 {
+		commit(s, i)
+	}
+	want := []string{"files=3 ", "files=6 ", "files=12 "}
+	if got := warnedAt(logs.String()); !slices.Equal(got, want) {
+		t.Errorf("warnings at %q; want %q\n%s", got, want, logs.String())
+	}
+	logs.Reset()
+	commit(New(root, Options{AppID: "deltabus-1-s", SyncCheckpoints: true, Logger: log}), 14)
+	if got := warnedAt(logs.String()); !slices.Equal(got, []string{"files=15 "}) {
+		t.Errorf("a sink opening the table with 15 files warned at %q; want once\n%s", got, logs.String())
+	}
+}
+
+// warnedAt returns the files=N attribute of each large-state warning.
+func warnedAt(logs string) []string {
+	var at []string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, "table state large") {
+			i := strings.Index(l, "files=")
+			at = append(at, l[i:i+strings.IndexByte(l[i:], ' ')+1])
+		}
+	}
+	return at
 }

@@ -19,16 +19,15 @@ const (
 	// CPU per row, against 400 it was about 8% slower (paired runs), with
 	// the same peak RSS (the soft limit bounds both).
 	DefaultGCPercent = -1
-	// liveHeapQuarters is how far above the live heap the limit follows
-	// it (followLiveHeap), in quarters: 5/4 is GOGC=25's heap target, so
-	// the limit leaves the floor only once the live heap passes 80% of it.
-	liveHeapQuarters = 5
+	// liveHeapHalves is how far above the live heap the limit follows it
+	// (followLiveHeap), in halves: 3/2 is GOGC=50's heap target.
+	liveHeapHalves = 3
 )
 
 // TuneRuntime sets the relay's memory limit and turns the proportional GC
 // off, each unless the operator set it (GOMEMLIMIT, GOGC): collections
 // then happen as the heap nears the limit. The limit is DefaultMemoryLimit
-// or 1.25 times the heap the last collection found live, whichever is larger
+// or 1.5 times the heap the last collection found live, whichever is larger
 // (followLiveHeap): the tables a relay keeps open (their active files and
 // tombstones) grow with every commit until maintenance compacts them, and
 // under a fixed limit barely above that state the collector would run

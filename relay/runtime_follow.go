@@ -16,7 +16,7 @@ import (
 // tables' state passed 90 MiB after 2.5 minutes: 227 collections, p99
 // latency 400 ms against 97 ms with a 1 GiB limit). Following the live
 // heap keeps the GOGC=off economy while the state is small and becomes
-// GOGC=25 once it is not.
+// GOGC=100 once it is not.
 var (
 	followOnce  sync.Once
 	followFloor atomic.Int64 // 0: stopped
@@ -39,13 +39,13 @@ func followed() {
 	}
 }
 
-// limitFor is the follower's rule: liveHeapQuarters/4 times the live
-// heap, at least floor.
+// limitFor is the follower's rule: liveHeapHalves/2 times the live heap,
+// at least floor.
 func limitFor(live uint64, floor int64) int64 {
-	if live > math.MaxInt64/liveHeapQuarters {
+	if live > math.MaxInt64/liveHeapHalves {
 		return math.MaxInt64
 	}
-	return max(floor, int64(live)*liveHeapQuarters/4)
+	return max(floor, int64(live)*liveHeapHalves/2)
 }
 
 // liveHeap reads the bytes the last collection marked live.

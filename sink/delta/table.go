@@ -78,13 +78,18 @@ func (o *Options) defaults() {
 	}
 }
 
-func defaultEngineInfo() string {
+// defaultEngineInfo is the commitInfo's engineInfo, "DeltaBus/<module
+// version>". It is read once: debug.ReadBuildInfo parses the binary's
+// whole module list at every call (19 KB of garbage each), and a relay
+// opening 10,000 new tables called it twice per table, 16% of what it
+// allocated.
+var defaultEngineInfo = sync.OnceValue(func() string {
 	v := "dev"
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		v = bi.Main.Version
 	}
 	return "DeltaBus/" + v
-}
+})
 
 // Table is a writer's handle on one table: it keeps the snapshot in memory
 // and advances it with every commit it makes or observes, so appends never

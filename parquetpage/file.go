@@ -34,7 +34,8 @@ type colSpec struct {
 }
 
 // Schema is a Parquet schema this package writes, flat (NewSchema) or
-// nested (NewNestedSchema), with how each column is encoded. It is immutable and may be shared.
+// nested (NewNestedSchema), with how each column is encoded. It is
+// immutable and may be shared.
 type Schema struct {
 	pq     *schema.Schema
 	cols   []colSpec

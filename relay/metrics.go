@@ -169,7 +169,6 @@ func (m *Metrics) lostRaces(n int) {
 	}
 }
 
-// forSlot labels the stream's gauge with the relay's slot.
 // reportStates makes the sink's TableStates the source of
 // deltabus_table_state_files (nil: none).
 func (m *Metrics) reportStates(f func() []sink.TableState) {
@@ -186,6 +185,7 @@ var (
 	stateTombstone = attribute.String("kind", "tombstone")
 )
 
+// observeStates reports each open table's active files and tombstones.
 func (m *Metrics) observeStates(_ context.Context, o metric.Int64Observer) error {
 	m.mu.Lock()
 	f := m.states
@@ -201,6 +201,7 @@ func (m *Metrics) observeStates(_ context.Context, o metric.Int64Observer) error
 	return nil
 }
 
+// forSlot labels the stream's gauge with the relay's slot.
 func (m *Metrics) forSlot(slot string) {
 	if m == nil {
 		return

@@ -16,7 +16,7 @@ import (
 // tables' state passed 90 MiB after 2.5 minutes: 227 collections, p99
 // latency 400 ms against 97 ms with a 1 GiB limit). Following the live
 // heap keeps the GOGC=off economy while the state is small and becomes
-// GOGC=100 once it is not.
+// GOGC=50 once it is not.
 var (
 	followOnce  sync.Once
 	followFloor atomic.Int64 // 0: stopped

@@ -361,6 +361,7 @@ func (t *Table) maybeCheckpoint(ctx context.Context) {
 		return
 	}
 	t.snap.expireTombstones(t.opts.Now())
+	t.noteSize()
 	if !t.opts.AsyncCheckpoints {
 		t.writeCheckpoint(ctx, t.snap)
 		return

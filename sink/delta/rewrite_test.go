@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/deltabus/deltabus/storage"
 )
@@ -91,4 +93,49 @@ func isolationOf(t *testing.T, store storage.Store, v int64) string {
 	}
 	t.Fatalf("commit %d has no commitInfo", v)
 	return ""
+}
+
+// TestStateSizeFollowsTheState: StateSize, read without the lock, counts
+// what the state holds after every commit, rewrite and checkpoint,
+// including the tombstones a checkpoint forgets once they expire.
+func TestStateSizeFollowsTheState(t *testing.T) {
+	ctx := context.Background()
+	store := newDirStore(t, "")
+	store.sync = false
+	tbl := newTestTable(t, store, 5)
+	now := time.Now()
+	tbl.opts.Now = func() time.Time { return now }
+	check := func(when string) {
+		t.Helper()
+		files, tombstones := tbl.StateSize()
+		if files != int64(tbl.NumFiles()) || tombstones != int64(tbl.NumTombstones()) {
+			t.Fatalf("%s: StateSize %d files, %d tombstones; the state holds %d, %d", when, files, tombstones, tbl.NumFiles(), tbl.NumTombstones())
+		}
+	}
+	var paths []string
+	for i := int64(1); i <= 3; i++ {
+		a := testAdd(i)
+		paths = append(paths, a.Path)
+		if _, err := tbl.Commit(ctx, CommitActions{Adds: []Add{a}, Txn: &Txn{AppID: "relay", Version: i}}); err != nil {
+			t.Fatal(err)
+		}
+		check("after an append")
+	}
+	if _, err := tbl.CommitRewrite(ctx, Rewrite{Removes: paths, Adds: []Add{testAdd(100)}}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a rewrite")
+	if tbl.NumTombstones() != 3 {
+		t.Fatalf("%d tombstones after rewriting 3 files", tbl.NumTombstones())
+	}
+	now = now.Add(DefaultDeletedFileRetention + time.Hour) // the tombstones expire at the next checkpoint
+	for i := int64(4); tbl.Version() < 10; i++ {
+		if _, err := appendOne(ctx, tbl, i); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprintf("after version %d", tbl.Version()))
+	}
+	if tbl.NumTombstones() != 0 {
+		t.Fatalf("%d tombstones after a checkpoint past their retention", tbl.NumTombstones())
+	}
 }

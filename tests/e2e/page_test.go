@@ -2,7 +2,7 @@ package e2e
 
 import (
 	"context"
-
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,6 +75,30 @@ func artifactDir(t *testing.T) string {
 	return dir
 }
 
+// pageText reads the rendered text of the element sel selects, waiting up
+// to 10 s for it to exist. The page replaces its content every refresh, so
+// a query that finds a node and then reads it in a second call can meet a
+// node already gone ("No node with given id found"); one script finds and
+// reads the element in the same turn of the page's event loop.
+func pageText(ctx context.Context, sel string) (string, error) {
+	type found struct {
+		OK   bool   `json:"ok"`
+		Text string `json:"text"`
+	}
+	js := `(function(){const e=document.querySelector(` + strconv.Quote(sel) + `);return e?{ok:true,text:e.innerText}:{ok:false,text:""}})()`
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		f, err := chromedp.Run(ctx, chromedp.Evaluate[found](js))
+		if err != nil || f.OK {
+			return f.Text, err
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no element matches %s", sel)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestOperatorPageInBrowser loads the operator's page of a running relay
 // in a real headless Chromium: after its script ran, the page has a row
 // per topic (held or not), the source, a consumer group's row, the last
@@ -119,7 +143,7 @@ func TestOperatorPageInBrowser(t *testing.T) {
 		t.Fatalf("the page's script did not run: %+v %v", script, err)
 	}
 	lagOnPage := func() int {
-		s, err := chromedp.Run(ctx, chromedp.Text(`#consumers tr[data-group="billing"][data-topic="orders"] td.lag-versions`))
+		s, err := pageText(ctx, `#consumers tr[data-group="billing"][data-topic="orders"] td.lag-versions`)
 		if err != nil {
 			t.Fatalf("read the lag: %v", err)
 		}
@@ -155,7 +179,7 @@ func TestOperatorPageInBrowser(t *testing.T) {
 	}
 	text := map[string]string{}
 	for _, sec := range []string{"topics", "sources", "dead-letters", "reconcile", "slot"} {
-		if text[sec], err = chromedp.Run(ctx, chromedp.Text("#"+sec)); err != nil {
+		if text[sec], err = pageText(ctx, "#"+sec); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,7 +11,9 @@
 // (commit.go) moves the durable position only after every topic commit of
 // a batch returned, and never past rows a paced topic carries into the
 // next batch (pace.go: Config.TopicCommitInterval bounds how often a topic
-// commits, so S3 request costs stay bounded at high rates); a session
+// commits, so S3 request costs stay bounded at high rates, and
+// pace_state.go paces a table whose in-memory state has grown large, so
+// the relay's memory stays bounded under sustained load); a session
 // skips, per topic, what the topic's position says it holds (route.go);
 // holds cap the acknowledged position (holds.go); rebuild watermarks are
 // honoured only with a matching intent in the store (watermark.go).

@@ -14,11 +14,14 @@ import (
 // that has its rows carried into the next batch and committed together.
 // A table that has been quiet for an interval commits at once. With
 // interval 0 it carries nothing and batches behave as they always did.
+// A table whose state has grown large is paced whatever its interval
+// (pace_state.go), so that the relay's memory stays bounded.
 type pacer struct {
 	delay    time.Duration // Config.BatchMaxDelay
 	interval time.Duration
 	tables   map[string]time.Duration // intervals of tables that have their own (groups)
 	last     map[string]time.Time     // when each table's latest commit was handed over
+	state    *statePace               // tables paced because their state is large (pace_state.go)
 }
 
 func newPacer(c Config) *pacer {
@@ -29,12 +32,14 @@ func newPacer(c Config) *pacer {
 // setInterval gives table its own interval.
 func (p *pacer) setInterval(table string, d time.Duration) { p.tables[table] = max(d, 0) }
 
-// intervalOf returns the table's interval.
+// intervalOf returns the table's interval: its own or the relay's, or
+// the longer one its state calls for.
 func (p *pacer) intervalOf(table string) time.Duration {
-	if d, ok := p.tables[table]; ok {
-		return d
+	d, ok := p.tables[table]
+	if !ok {
+		d = p.interval
 	}
-	return p.interval
+	return max(d, p.state.interval(table))
 }
 
 // readyAt is when a table whose oldest pending row arrived at since may be
@@ -61,6 +66,7 @@ func (p *pacer) limited(table string, now time.Time) bool {
 // (unless all is set: a full batch or a forced handoff commits every
 // table), and the others are recorded as committed now.
 func (p *pacer) split(s sink.Sink, b *batch, now time.Time, all bool) (*batch, error) {
+	p.state.refresh(now)
 	next := newBatch(s, b.seq+1, b.endLSN, b.trace.tracer)
 	keep := b.order[:0]
 	for _, name := range b.order {

@@ -69,6 +69,7 @@ func newSession(r *Relay, conn replicationConn, com *committer, limit time.Durat
 	dec.ReuseRows() // a row is routed into the batch before the next message
 	now := time.Now()
 	pace := newPacer(r.cfg)
+	pace.state = newStatePace(r.cfg.StatePaceFiles, r.sink, r.log)
 	s := &session{r: r, conn: conn, dec: dec, com: com, topics: newTopics(r, pace), pace: pace,
 		cur: newBatch(r.sink, 0, com.durableLSN(), r.tracer), lastStatus: now, now: now, holds: holds{m: map[string]*hold{}},
 		live: newLiveness(limit, now)}

@@ -41,13 +41,16 @@ type Metrics struct {
 	// states reports the size of the sink's open tables' state (nil: the
 	// sink keeps none).
 	states func() []sink.TableState
+	// paceFiles is Config.StatePaceFiles: the state past which a table's
+	// commits are paced (deltabus_table_state_pace_seconds).
+	paceFiles int64
 }
 
 // NewMetrics creates the relay's instruments from mp.
 func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	meter := mp.Meter("github.com/deltabus/deltabus/relay")
 	m := &Metrics{pausedAt: map[string]uint64{}}
-	var errs [18]error
+	var errs [19]error
 	m.events, errs[0] = meter.Int64Counter("deltabus_events_committed_total", metric.WithDescription("Events committed to Delta topic tables."))
 	m.commits, errs[1] = meter.Int64Counter("deltabus_delta_commits_total", metric.WithDescription("Delta commits, by topic."))
 	m.lastCommit, errs[2] = meter.Float64Gauge("deltabus_last_commit_timestamp_seconds", metric.WithDescription("Unix time of the last Delta commit, by topic."), metric.WithUnit("s"))
@@ -102,6 +105,9 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	_, errs[17] = meter.Int64ObservableGauge("deltabus_table_state_files",
 		metric.WithDescription("Files each table the relay writes keeps in its in-memory state, by table and kind: active (until compaction replaces them; about 0.9 KB each with their statistics) and tombstone (removed files kept for the checkpoints until the file retention passes, 7 days by default; about 0.3 KB each). Both grow by one per commit of a busy topic."),
 		metric.WithInt64Callback(m.observeStates))
+	_, errs[18] = meter.Float64ObservableGauge("deltabus_table_state_pace_seconds",
+		metric.WithDescription("Shortest time between two commits of each table its state calls for: 0 while the table holds no more than --state-pace-files files, then one second per that many files beyond, at most 5 (events of a paced table wait up to that long). Any --topic-commit-interval or group interval applies as well."),
+		metric.WithUnit("s"), metric.WithFloat64Callback(m.observePace))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -170,14 +176,33 @@ func (m *Metrics) lostRaces(n int) {
 }
 
 // reportStates makes the sink's TableStates the source of
-// deltabus_table_state_files (nil: none).
-func (m *Metrics) reportStates(f func() []sink.TableState) {
+// deltabus_table_state_files and deltabus_table_state_pace_seconds (nil:
+// none), paced past paceFiles.
+func (m *Metrics) reportStates(f func() []sink.TableState, paceFiles int64) {
 	if m == nil {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.states = f
+	m.states, m.paceFiles = f, paceFiles
+}
+
+// observePace reports the interval each open table's state calls for.
+func (m *Metrics) observePace(_ context.Context, o metric.Float64Observer) error {
+	m.mu.Lock()
+	f, threshold := m.states, m.paceFiles
+	m.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	for _, t := range f() {
+		var d time.Duration
+		if threshold > 0 {
+			d = statePaceInterval(t.Files+t.Tombstones, threshold)
+		}
+		o.Observe(d.Seconds(), metric.WithAttributeSet(attribute.NewSet(attribute.String("table", t.Table))))
+	}
+	return nil
 }
 
 var (

@@ -113,7 +113,7 @@ func (r *Relay) setSink(s sink.Sink) {
 	if rep, ok := s.(sink.StateReporter); ok {
 		states = rep.TableStates
 	}
-	r.metrics.reportStates(states)
+	r.metrics.reportStates(states, r.cfg.StatePaceFiles)
 }
 
 // AppID is the Delta txn appId the relay commits under: its source's

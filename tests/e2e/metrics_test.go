@@ -37,9 +37,13 @@ func TestMetricsNamesUnchanged(t *testing.T) {
 	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) VALUES ('Bad/Topic', 'x', 'Oops', '{}')`)
 	addr := freeAddr(t)
 	env := []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + url}
-	p := startRelay(t, env, "--batch-max-delay", "20ms", "--metrics-addr", addr)
+	// A pacing threshold of one file: orders holds more by the end, so its
+	// pace gauge is positive (checkTablePace).
+	p := startRelay(t, env, "--batch-max-delay", "20ms", "--metrics-addr", addr, "--state-pace-files", "1")
 	waitSlotActive(t, db.DSN, "deltabus", p)
 	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) SELECT t, 'k' || i, 'Created', '{}' FROM generate_series(1, 50) i, unnest(ARRAY['orders', 'payments']) t`)
+	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) VALUES ('orders', 'o1', 'Created', '{}')`)
+	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) VALUES ('orders', 'o2', 'Created', '{}')`)
 	db.Exec(t, `INSERT INTO outbox (topic, key, type, payload) VALUES ('_internal', 'x', 'Oops', '{}')`)
 	waitDrained(t, db.DSN, "deltabus", time.Minute)
 	deleteAll(t, storage.Sub(store, "payments"))
@@ -57,14 +61,15 @@ func TestMetricsNamesUnchanged(t *testing.T) {
 		return mfs["deltabus_slot_active"] != nil && mfs["deltabus_slot_wal_headroom_bytes"] != nil
 	})
 	metricstest.Golden(t, "testdata/relay_metrics.golden", metricstest.Shape(mfs))
-	for name, want := range map[string]float64{"deltabus_events_committed_total": 50, "deltabus_bootstrap_events_added_total": 1} {
-		for _, topic := range []string{"orders", "payments"} {
-			if got := metricstest.Value(mfs[name], "topic", topic); got != want {
-				t.Errorf("%s{topic=%q} = %v, want %v", name, topic, got, want)
+	for name, want := range map[string][2]float64{"deltabus_events_committed_total": {52, 50}, "deltabus_bootstrap_events_added_total": {1, 1}} {
+		for i, topic := range []string{"orders", "payments"} {
+			if got := metricstest.Value(mfs[name], "topic", topic); got != want[i] {
+				t.Errorf("%s{topic=%q} = %v, want %v", name, topic, got, want[i])
 			}
 		}
 	}
 	checkTableState(t, mfs["deltabus_table_state_files"], store, "orders")
+	checkTablePace(t, mfs["deltabus_table_state_pace_seconds"], store, "orders", 1)
 	// A streaming relay heard from its server within its stream timeout,
 	// and `relay status` shows both sides' view of the stream.
 	if age := metricstest.Value(mfs["deltabus_stream_last_message_age_seconds"], "slot", "deltabus"); age < 0 || age > 30 {
@@ -114,5 +119,22 @@ func checkTableState(t *testing.T, mf *dto.MetricFamily, store storage.Store, ta
 	}
 	if want["active"] < 1 || got["active"] != want["active"] || got["tombstone"] != want["tombstone"] {
 		t.Errorf("deltabus_table_state_files{table=%q} = %v; the table's log holds %v", table, got, want)
+	}
+}
+
+// checkTablePace: the relay's pace gauge of a table is the interval the
+// files its log holds call for past the threshold: a second per threshold
+// files beyond it.
+func checkTablePace(t *testing.T, mf *dto.MetricFamily, store storage.Store, table string, threshold int) {
+	t.Helper()
+	tbl, err := delta.OpenTable(context.Background(), storage.Sub(store, table), delta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := tbl.NumFiles() + tbl.NumTombstones()
+	want := min(float64(files-threshold)/float64(threshold), 5)
+	if got := metricstest.Value(mf, "table", table); files <= threshold || got != want {
+		t.Errorf("deltabus_table_state_pace_seconds{table=%q} = %v; its %d files past a threshold of %d call for %v",
+			table, got, files, threshold, want)
 	}
 }

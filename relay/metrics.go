@@ -102,12 +102,19 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	_, errs[14] = meter.Int64ObservableGauge("deltabus_source_info",
 		metric.WithDescription("The source database the relay reads (1): its appId, cluster system identifier, database and slot."),
 		metric.WithInt64Callback(m.observeSource))
-	_, errs[17] = meter.Int64ObservableGauge("deltabus_table_state_files",
-		metric.WithDescription("Files each table the relay writes keeps in its in-memory state, by table and kind: active (until compaction replaces them; about 0.9 KB each with their statistics) and tombstone (removed files kept for the checkpoints until the file retention passes, 7 days by default; about 0.3 KB each). Both grow by one per commit of a busy topic."),
-		metric.WithInt64Callback(m.observeStates))
-	_, errs[18] = meter.Float64ObservableGauge("deltabus_table_state_pace_seconds",
+	files, errF := meter.Int64ObservableGauge("deltabus_table_state_files",
+		metric.WithDescription("Files each table the relay writes keeps in its in-memory state, by table and kind: active (until compaction replaces them; about 0.9 KB each with their statistics) and tombstone (removed files kept for the checkpoints until the file retention passes, 7 days by default; about 0.3 KB each). Both grow by one per commit of a busy topic."))
+	pace, errP := meter.Float64ObservableGauge("deltabus_table_state_pace_seconds",
 		metric.WithDescription("Shortest time between two commits of each table its state calls for: 0 while the table holds no more than --state-pace-files files, then one second per that many files beyond, at most 5 (events of a paced table wait up to that long). Any --topic-commit-interval or group interval applies as well."),
-		metric.WithUnit("s"), metric.WithFloat64Callback(m.observePace))
+		metric.WithUnit("s"))
+	errs[17] = errors.Join(errF, errP)
+	if errs[17] == nil {
+		// One reading of the tables' states serves both gauges.
+		_, errs[18] = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			m.observeStates(o, files, pace)
+			return nil
+		}, files, pace)
+	}
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -187,43 +194,30 @@ func (m *Metrics) reportStates(f func() []sink.TableState, paceFiles int64) {
 	m.states, m.paceFiles = f, paceFiles
 }
 
-// observePace reports the interval each open table's state calls for.
-func (m *Metrics) observePace(_ context.Context, o metric.Float64Observer) error {
-	m.mu.Lock()
-	f, threshold := m.states, m.paceFiles
-	m.mu.Unlock()
-	if f == nil {
-		return nil
-	}
-	for _, t := range f() {
-		var d time.Duration
-		if threshold > 0 {
-			d = statePaceInterval(t.Files+t.Tombstones, threshold)
-		}
-		o.Observe(d.Seconds(), metric.WithAttributeSet(attribute.NewSet(attribute.String("table", t.Table))))
-	}
-	return nil
-}
-
 var (
 	stateActive    = attribute.String("kind", "active")
 	stateTombstone = attribute.String("kind", "tombstone")
 )
 
-// observeStates reports each open table's active files and tombstones.
-func (m *Metrics) observeStates(_ context.Context, o metric.Int64Observer) error {
+// observeStates reports each open table's active files and tombstones,
+// and the interval between commits its state calls for.
+func (m *Metrics) observeStates(o metric.Observer, files metric.Int64Observable, pace metric.Float64Observable) {
 	m.mu.Lock()
-	f := m.states
+	f, threshold := m.states, m.paceFiles
 	m.mu.Unlock()
 	if f == nil {
-		return nil
+		return
 	}
 	for _, t := range f() {
 		table := attribute.String("table", t.Table)
-		o.Observe(t.Files, metric.WithAttributeSet(attribute.NewSet(table, stateActive)))
-		o.Observe(t.Tombstones, metric.WithAttributeSet(attribute.NewSet(table, stateTombstone)))
+		o.ObserveInt64(files, t.Files, metric.WithAttributeSet(attribute.NewSet(table, stateActive)))
+		o.ObserveInt64(files, t.Tombstones, metric.WithAttributeSet(attribute.NewSet(table, stateTombstone)))
+		var d time.Duration
+		if threshold > 0 {
+			d = statePaceInterval(t.Files+t.Tombstones, threshold)
+		}
+		o.ObserveFloat64(pace, d.Seconds(), metric.WithAttributeSet(attribute.NewSet(table)))
 	}
-	return nil
 }
 
 // forSlot labels the stream's gauge with the relay's slot.

@@ -41,8 +41,8 @@ type Sink interface {
 // StateReporter is a Sink that keeps tables' state in memory and reports
 // its size, table by table (the relay's deltabus_table_state_files).
 type StateReporter interface {
-	// TableStates returns the size of every table the sink holds open.
-	// It must not wait for a commit in progress.
+	// TableStates returns the size of every table the sink holds open,
+	// in any order. It must not wait for a commit in progress.
 	TableStates() []TableState
 }
 

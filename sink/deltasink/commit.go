@@ -242,7 +242,7 @@ func (s *Sink) warnLargeState(name string, t *delta.Table) {
 	if !warn {
 		return
 	}
-	s.opts.Logger.Warn("table state large: every commit of this topic adds a file that the relay keeps in memory (active until compaction, then a tombstone for the file retention); space its commits with --topic-commit-interval (docs/operations.md, Busy topics)",
+	s.opts.Logger.Warn("table state large: every commit of this topic adds a file that the relay keeps in memory (active until compaction, then a tombstone for the file retention), and the relay paces a table past --state-pace-files, so this one was loaded this large or runs with the pacing off; space its commits with --topic-commit-interval (docs/operations.md, Busy topics)",
 		"table", name, "files", files, "tombstones", tombstones)
 }
 

@@ -110,9 +110,9 @@ func DefaultConfig() Config {
 // per 1,000, however busy), and one quiet for a second commits at once.
 const DefaultS3CommitInterval = time.Second
 
-// DefaultStatePaceFiles is StatePaceFiles' default: about 30 MB of state
-// (active files with their statistics, some 1.2 KB each in the heap)
-// before a table is paced, reached after about four minutes of a hundred
+// DefaultStatePaceFiles is StatePaceFiles' default: about 15 MB of state
+// (active files, their statistics packed: some 0.6 KB each in the heap
+// with the checkpointer's second map) before a table is paced, reached after about four minutes of a hundred
 // commits a second; under sustained load its state then settles near
 // 137,000 files, mostly tombstones (pace_state.go).
 const DefaultStatePaceFiles = 25_000

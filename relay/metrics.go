@@ -103,7 +103,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithDescription("The source database the relay reads (1): its appId, cluster system identifier, database and slot."),
 		metric.WithInt64Callback(m.observeSource))
 	files, errF := meter.Int64ObservableGauge("deltabus_table_state_files",
-		metric.WithDescription("Files each table the relay writes keeps in its in-memory state, by table and kind: active (until compaction replaces them; about 0.9 KB each with their statistics) and tombstone (removed files kept for the checkpoints until the file retention passes, 7 days by default; about 0.3 KB each). Both grow by one per commit of a busy topic."))
+		metric.WithDescription("Files each table the relay writes keeps in its in-memory state, by table and kind: active (until compaction replaces them; about 0.45 KB each, their statistics packed) and tombstone (removed files kept for the checkpoints until the file retention passes, 7 days by default; about 0.3 KB each). Both grow by one per commit of a busy topic."))
 	pace, errP := meter.Float64ObservableGauge("deltabus_table_state_pace_seconds",
 		metric.WithDescription("Shortest time between two commits of each table its state calls for: 0 while the table holds no more than --state-pace-files files, then one second per that many files beyond, at most 5 (events of a paced table wait up to that long). Any --topic-commit-interval or group interval applies as well."),
 		metric.WithUnit("s"))

@@ -91,8 +91,9 @@ func (s *cpShred) stateRows(snap *Snapshot) {
 	}
 }
 
-// addRow shreds one add (dataChange false, as checkpoints hold it).
-func (s *cpShred) addRow(a *Add) {
+// addRow shreds one add (dataChange false, as checkpoints hold it) whose
+// statistics are stats (unpacked).
+func (s *cpShred) addRow(a *Add, stats string) {
 	s.row(cpAdd)
 	s.str(addPath, a.Path, 0)
 	s.strMap(addPVKey, addPVValue, a.PartitionValues, a.PartitionValues == nil)
@@ -103,10 +104,10 @@ func (s *cpShred) addRow(a *Add) {
 	s.deletionVector(addDV, a.DeletionVector)
 	opt(s, addBaseRow, a.BaseRowID, s.i64)
 	opt(s, addRCV, a.DefaultRowCommitVersion, s.i64)
-	if a.Stats == "" {
+	if stats == "" {
 		s.optStr(addStats, nil)
 	} else {
-		s.str(addStats, a.Stats, 0)
+		s.str(addStats, stats, 0)
 	}
 }
 

@@ -48,6 +48,9 @@ type shadowState struct {
 // applyCommit applies a commit of ours or of another writer to the state
 // and records it for the shadow.
 func (t *Table) applyCommit(v int64, acts []Action, mtime time.Time) {
+	if t.snap.packedStats {
+		acts = packAdds(acts)
+	}
 	t.snap.applyCommit(v, acts, mtime)
 	t.noteSize()
 	if t.cp.live {

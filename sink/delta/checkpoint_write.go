@@ -106,7 +106,7 @@ func EncodeCheckpoint(snap *Snapshot, now time.Time) (data []byte, rows, numAdds
 	// decoder) per column chunk for every load to read.
 	f := parquetpage.NewFile(cpSchema, &buf)
 	head := func(s *cpShred) { s.stateRows(snap) }
-	rows, err = writeFileRows(f, s, head, len(adds), func(s *cpShred, i int) { s.addRow(adds[i]) })
+	rows, err = writeFileRows(f, s, head, len(adds), func(s *cpShred, i int) { s.addRow(adds[i], snap.statsOf(adds[i])) })
 	if err == nil {
 		var tombstones int
 		tombstones, err = writeFileRows(f, s, nil, len(removes), func(s *cpShred, i int) { s.removeRow(&removes[i]) })

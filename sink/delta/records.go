@@ -6,7 +6,7 @@ package delta
 func (s *Snapshot) StatsRecords() int64 {
 	var n int64
 	for _, a := range s.Files {
-		if v, ok := StatsNumRecords(a.Stats); ok {
+		if v, ok := StatsNumRecords(s.statsOf(&a)); ok {
 			n += v
 		}
 	}

@@ -29,6 +29,10 @@ type Snapshot struct {
 	CommitInfo        *CommitInfo               // commitInfo of the Version commit, nil if absent
 	CommitTime        time.Time                 // ICT, else commitInfo.timestamp, else commit file mtime
 	CheckpointVersion int64                     // checkpoint replay started from, -1 for none
+
+	// packedStats: the active files' statistics are packed (a Table's
+	// state; see statspack.go): read them with statsOf.
+	packedStats bool
 }
 
 // clone returns a copy whose maps can be read while s changes.

@@ -141,6 +141,7 @@ func (t *Table) reload(ctx context.Context) error {
 		t.stale = true
 		return fmt.Errorf("open table %s: %w", t.store, err)
 	}
+	snap.packFiles()
 	t.snap, t.stale, t.synced = snap, false, time.Now()
 	t.dropShadow()
 	t.noteSize()
@@ -202,6 +203,7 @@ func (t *Table) Files() []Add {
 	defer t.mu.Unlock()
 	out := make([]Add, 0, len(t.snap.Files))
 	for _, a := range t.snap.Files {
+		a.Stats = t.snap.statsOf(&a)
 		out = append(out, a)
 	}
 	return out

@@ -37,14 +37,16 @@ const packedMark = "\x00"
 
 var statsCodec = sync.OnceValues(func() (*zstd.Encoder, *zstd.Decoder) {
 	// One encoder and one decoder for the process (a call takes
-	// microseconds; each more would hold a megabyte), with a window no
-	// larger than statistics need.
+	// microseconds; each more would hold a megabyte). The encoder's window
+	// is what statistics need; the decoder's is not limited, as a frame of
+	// a larger string (a wide table's statistics) needs a larger one and
+	// it only ever reads what this process packed.
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderDictRaw(1, []byte(statsDict)), zstd.WithEncoderLevel(zstd.SpeedFastest),
 		zstd.WithEncoderCRC(false), zstd.WithSingleSegment(true), zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(64<<10))
 	if err != nil {
 		panic("delta: statistics encoder: " + err.Error()) // static options: cannot fail
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderDictRaw(1, []byte(statsDict)), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<10))
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderDictRaw(1, []byte(statsDict)), zstd.WithDecoderConcurrency(1))
 	if err != nil {
 		panic("delta: statistics decoder: " + err.Error())
 	}

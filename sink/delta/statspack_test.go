@@ -42,6 +42,8 @@ func TestPackStatsRoundTrip(t *testing.T) {
 		"random":        random(700),
 		"marked random": "\x00" + random(300),
 		"unicode":       strings.Repeat(`{"minValues":{"k":"ü€😀"}}`, 10),
+		"wide table":    `{"numRecords":1,"minValues":{"a":"` + strings.Repeat("xyz", 100_000) + `"}}`,
+		"marked wide":   "\x00" + random(200_000),
 	}
 	for name, in := range cases {
 		p := packStats(in)
@@ -176,4 +178,18 @@ func liveHeap() int64 {
 	runtime.GC()
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
+}
+
+// FuzzPackStats: any string, statistics or not, marked or not, comes back
+// from its packed form unchanged.
+func FuzzPackStats(f *testing.F) {
+	f.Add(topicStats("deltabus-7715779080795741758-orders", 7))
+	f.Add("\x00" + topicStats("x", 1))
+	f.Add("\x00")
+	f.Add(`{"numRecords":3}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		if got := unpackStats(packStats(in)); got != in {
+			t.Fatalf("round trip of %q gave %q", in, got)
+		}
+	})
 }

@@ -200,11 +200,16 @@ func (t *Table) NumTombstones() int {
 // particular order).
 func (t *Table) Files() []Add {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	out := make([]Add, 0, len(t.snap.Files))
 	for _, a := range t.snap.Files {
-		a.Stats = t.snap.statsOf(&a)
 		out = append(out, a)
+	}
+	packed := t.snap.packedStats
+	t.mu.Unlock()
+	if packed { // outside the lock: commits need not wait for it
+		for i := range out {
+			out[i].Stats = unpackStats(out[i].Stats)
+		}
 	}
 	return out
 }

@@ -42,25 +42,37 @@ func ListTopics(ctx context.Context, store storage.Store) ([]string, error) {
 // probe's key with other bytes must fail with storage.ErrExists. An S3
 // server that ignores If-None-Match would let two writers both "win" one
 // table version, and one acknowledged batch would vanish
-// (ErrNoConditionalWrites).
+// (ErrNoConditionalWrites). The two probes use keys of their own and run
+// side by side: three requests' time instead of five, at every start.
 func CheckWritable(ctx context.Context, store storage.Store, appID string) error {
 	key, err := Key(KindProbe, appID)
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
-	if err := store.Put(ctx, key, []byte("deltabus write probe\n")); err != nil {
-		return fmt.Errorf("write %s: %w", key, err)
-	}
-	if err := store.Delete(ctx, key); err != nil {
-		return fmt.Errorf("delete %s: %w", key, err)
-	}
-	if key, err = Key(KindProbe, "put-if-absent-"+NewID()); err != nil {
+	cond, err := Key(KindProbe, "put-if-absent-"+NewID())
+	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
+	condErr := make(chan error, 1)
+	go func() { condErr <- checkPutIfAbsent(ctx, store, cond) }()
+	err = store.Put(ctx, key, []byte("deltabus write probe\n"))
+	if err != nil {
+		err = fmt.Errorf("write %s: %w", key, err)
+	} else if err = store.Delete(ctx, key); err != nil {
+		err = fmt.Errorf("delete %s: %w", key, err)
+	}
+	if cerr := <-condErr; err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// checkPutIfAbsent proves that a second PutIfAbsent of key fails.
+func checkPutIfAbsent(ctx context.Context, store storage.Store, key string) error {
 	if err := store.PutIfAbsent(ctx, key, []byte("deltabus put-if-absent probe 1\n")); err != nil {
 		return fmt.Errorf("write %s: %w", key, err)
 	}
-	err = store.PutIfAbsent(ctx, key, []byte("deltabus put-if-absent probe 2\n"))
+	err := store.PutIfAbsent(ctx, key, []byte("deltabus put-if-absent probe 2\n"))
 	if derr := store.Delete(ctx, key); derr != nil && err != nil {
 		return fmt.Errorf("delete %s: %w", key, derr)
 	}

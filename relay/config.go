@@ -112,9 +112,10 @@ const DefaultS3CommitInterval = time.Second
 
 // DefaultStatePaceFiles is StatePaceFiles' default: about 15 MB of state
 // (active files, their statistics packed: some 0.6 KB each in the heap
-// with the checkpointer's second map) before a table is paced, reached after about four minutes of a hundred
-// commits a second; under sustained load its state then settles near
-// 137,000 files, mostly tombstones (pace_state.go).
+// with the checkpointer's second map) before a table is paced, reached
+// after about four minutes of a hundred commits a second; under sustained
+// load its state then settles near 137,000 files, mostly tombstones
+// (pace_state.go).
 const DefaultStatePaceFiles = 25_000
 
 var slotName = regexp.MustCompile(`^[a-z0-9_]{1,63}$`)

@@ -167,7 +167,9 @@ func TestWalSenderTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		params string
 		want   time.Duration
-	}{{"", time.Minute}, {"options=-c%20wal_sender_timeout%3D5s", 5 * time.Second}, {"options=-c%20wal_sender_timeout%3D0", 0}} {
+	}{{"", time.Minute}, {"options=-c%20wal_sender_timeout%3D5s", 5 * time.Second}, {"options=-c%20wal_sender_timeout%3D0", 0},
+		{"options=-c%20wal_sender_timeout%3D1500", 1500 * time.Millisecond}, {"options=-c%20wal_sender_timeout%3D2min", 2 * time.Minute},
+		{"options=-c%20wal_sender_timeout%3D1h", time.Hour}, {"options=-c%20wal_sender_timeout%3D2147483647", 2147483647 * time.Millisecond}} {
 		dsn := pgtest.SharedDSN(t)
 		if tc.params != "" {
 			dsn = dsnWith(t, tc.params)

@@ -62,19 +62,20 @@ func lsnText(l pglogrepl.LSN) string {
 }
 
 // ReadSlot returns the slot's state; Exists is false when there is none.
+//
+// The holder of an active slot is read by a second query: the joins to
+// pg_stat_activity and pg_stat_replication cost a fresh backend some 7 ms
+// (their views' rules are loaded and planned), and at a session's start
+// the slot is free. A holder that has gone between the two leaves Holder
+// and ReplyAge empty, as if it had gone before.
 func ReadSlot(ctx context.Context, conn *pgx.Conn, name string) (Slot, error) {
 	s := Slot{Name: name}
 	var confirmed, restart, db *string
-	var replyMs *float64
 	err := conn.QueryRow(ctx, `
 		SELECT s.plugin, s.database, s.active_pid, coalesce(s.wal_status, ''), s.confirmed_flush_lsn::text, s.restart_lsn::text,
-		       s.safe_wal_size, coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn), 0)::bigint,
-		       coalesce(nullif(a.application_name, '') || coalesce(' from ' || host(a.client_addr), ''), ''),
-		       extract(epoch FROM clock_timestamp() - r.reply_time) * 1000
-		FROM pg_replication_slots s LEFT JOIN pg_stat_activity a ON a.pid = s.active_pid
-		LEFT JOIN pg_stat_replication r ON r.pid = s.active_pid
-		WHERE s.slot_name = $1`, name).
-		Scan(&s.Plugin, &db, &s.ActivePID, &s.WALStatus, &confirmed, &restart, &s.SafeWALSize, &s.RetainedBytes, &s.Holder, &replyMs)
+		       s.safe_wal_size, coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn), 0)::bigint
+		FROM pg_replication_slots s WHERE s.slot_name = $1`, name).
+		Scan(&s.Plugin, &db, &s.ActivePID, &s.WALStatus, &confirmed, &restart, &s.SafeWALSize, &s.RetainedBytes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, nil
 	}
@@ -82,10 +83,6 @@ func ReadSlot(ctx context.Context, conn *pgx.Conn, name string) (Slot, error) {
 		return s, fmt.Errorf("read replication slot %q: %w", name, err)
 	}
 	s.Exists = true
-	if replyMs != nil {
-		d := time.Duration(max(*replyMs, 0) * float64(time.Millisecond))
-		s.ReplyAge = &d
-	}
 	if db != nil {
 		s.Database = *db
 	}
@@ -95,7 +92,33 @@ func ReadSlot(ctx context.Context, conn *pgx.Conn, name string) (Slot, error) {
 	if restart != nil {
 		s.RestartLSN, _ = pglogrepl.ParseLSN(*restart)
 	}
+	if s.ActivePID != nil {
+		if err := readHolder(ctx, conn, &s); err != nil {
+			return s, fmt.Errorf("read the holder of replication slot %q: %w", name, err)
+		}
+	}
 	return s, nil
+}
+
+// readHolder fills s.Holder and s.ReplyAge from the activity of the
+// process holding the slot.
+func readHolder(ctx context.Context, conn *pgx.Conn, s *Slot) error {
+	var replyMs *float64
+	err := conn.QueryRow(ctx, `
+		SELECT coalesce(nullif(a.application_name, '') || coalesce(' from ' || host(a.client_addr), ''), ''),
+		       (SELECT extract(epoch FROM clock_timestamp() - r.reply_time) * 1000 FROM pg_stat_replication r WHERE r.pid = a.pid)
+		FROM pg_stat_activity a WHERE a.pid = $1`, *s.ActivePID).Scan(&s.Holder, &replyMs)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if replyMs != nil {
+		d := time.Duration(max(*replyMs, 0) * float64(time.Millisecond))
+		s.ReplyAge = &d
+	}
+	return nil
 }
 
 // HolderText names the process holding the slot for messages.

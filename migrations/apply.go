@@ -40,7 +40,7 @@ func Apply(ctx context.Context, conn *pgx.Conn, opts Options) (Report, error) {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey); err != nil {
 			return fmt.Errorf("take migration lock: %w", err)
 		}
-		if err := checkServerVersion(ctx, tx); err != nil {
+		if _, err := checkServerVersion(ctx, tx); err != nil {
 			return err
 		}
 		n := namesFor(opts, m)
@@ -59,15 +59,15 @@ func Apply(ctx context.Context, conn *pgx.Conn, opts Options) (Report, error) {
 	return rep, nil
 }
 
-func checkServerVersion(ctx context.Context, q querier) error {
+func checkServerVersion(ctx context.Context, q querier) (int, error) {
 	var v int
 	if err := q.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&v); err != nil {
-		return fmt.Errorf("read server version: %w", err)
+		return 0, fmt.Errorf("read server version: %w", err)
 	}
 	if v < minServerVersion {
-		return fmt.Errorf("PostgreSQL %d.%d is too old: DeltaBus needs 13 or later", v/10000, v%10000)
+		return v, fmt.Errorf("PostgreSQL %d.%d is too old: DeltaBus needs 13 or later", v/10000, v%10000)
 	}
-	return nil
+	return v, nil
 }
 
 // exec renders a SQL file and runs it.

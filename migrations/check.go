@@ -97,7 +97,8 @@ func Check(ctx context.Context, conn *pgx.Conn, opts Options) error {
 // the publication and every table it includes.
 func CheckPublication(ctx context.Context, conn *pgx.Conn, opts Options) error {
 	opts = opts.withDefaults()
-	if err := checkServerVersion(ctx, conn); err != nil {
+	version, err := checkServerVersion(ctx, conn)
+	if err != nil {
 		return err
 	}
 	pub, err := lookupPublication(ctx, conn, opts.Publication)
@@ -111,7 +112,7 @@ func CheckPublication(ctx context.Context, conn *pgx.Conn, opts Options) error {
 		return fmt.Errorf("publication %s does not publish INSERTs; run ALTER PUBLICATION %s SET (publish = 'insert, update, delete, truncate')",
 			opts.Publication, pgx.Identifier{opts.Publication}.Sanitize())
 	}
-	tables, err := publishedTables(ctx, conn, opts.Publication)
+	tables, err := publishedTables(ctx, conn, opts.Publication, version)
 	if err != nil {
 		return err
 	}
@@ -147,11 +148,9 @@ type publishedTable struct {
 
 func (t publishedTable) qualified() string { return t.schema + "." + t.name }
 
-func publishedTables(ctx context.Context, q querier, pub string) ([]publishedTable, error) {
-	var v int
-	if err := q.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&v); err != nil {
-		return nil, fmt.Errorf("read server version: %w", err)
-	}
+// publishedTables lists pub's tables; v is the server's version number
+// (server_version_num).
+func publishedTables(ctx context.Context, q querier, pub string, v int) ([]publishedTable, error) {
 	sql := `SELECT schemaname, tablename, NULL::text[], NULL::text FROM pg_publication_tables
 		WHERE pubname = $1 ORDER BY 1, 2`
 	if v >= 150000 { // column lists and row filters came in PostgreSQL 15

@@ -20,37 +20,40 @@ import (
 // waits for the slot (standby), and returns the position to stream from:
 // the slot's confirmed position, or the consistent point of a first start
 // (which discards repl first: its bootstrap needs a walsender of its own).
+//
+// The store's checks run beside the database's, each only once the checks
+// before it in this order passed, and their errors are returned in it:
+// wal_level, the publication, the source's identity (the store's marker
+// read beside the publication check), the store's writability (probed
+// beside the slot's first reading), the slot. On S3 that hides a start's
+// store requests behind its queries.
 func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn, repl *predial) (pglogrepl.LSN, error) {
 	if err := pgsource.CheckWALLevel(hard, sql); err != nil {
 		return 0, err
 	}
-	if err := migrations.Check(hard, sql, migrations.Options{Publication: r.cfg.Publication, Mappings: r.mappings}); err != nil {
-		if pgsource.ConnectionLost(err) || errors.Is(err, context.Canceled) {
-			return 0, err // the server went away mid-check: a new session retries
-		}
-		return 0, usererr.New(err, "%s", err)
-	}
-	id, err := r.identify(hard, sql)
+	src, err := pgsource.Identify(hard, sql, r.cfg.Slot)
 	if err != nil {
 		return 0, err
 	}
-	if err := catalog.CheckWritable(hard, r.store, id.AppID); err != nil {
-		if errors.Is(err, catalog.ErrNoConditionalWrites) {
-			return 0, usererr.New(err, "store %s: %s: use an S3 server that supports conditional writes (AWS S3, versitygw, MinIO 2024 or later)", r.store, catalog.ErrNoConditionalWrites)
-		}
-		return 0, usererr.Retry(err, "store %s is not writable: %s; check DELTABUS_STORE, its permissions (the relay's user must own a local store's folder) and credentials", r.store, pgsource.RootCause(err))
+	resolved := async(func() (catalog.Identity, error) { return catalog.ResolveAppID(hard, r.store, src, r.cfg.AppID) })
+	if err := r.checkPublication(hard, sql); err != nil {
+		resolved.wait()
+		return 0, err
 	}
-	waiting, waited := r.standbyWaiting(), false
-	slot, err := pgsource.WaitSlotFree(ctx, sql, r.cfg.Slot, r.cfg.Standby, 2*time.Second, func(s pgsource.Slot) {
-		repl.discard() // a standby may wait for hours: it holds no walsender meanwhile
-		waited = true
-		waiting(s)
-	})
+	id, err := resolved.wait()
 	if err != nil {
 		return 0, err
 	}
-	if waited { // the holder may have moved on meanwhile: the marker is read again
-		if id, err = r.identify(hard, sql); err != nil {
+	writable := async(func() (struct{}, error) { return struct{}{}, r.checkWritable(hard, id.AppID) })
+	slot, err := pgsource.ReadSlot(hard, sql, r.cfg.Slot)
+	if _, werr := writable.wait(); werr != nil {
+		return 0, werr
+	}
+	if err != nil {
+		return 0, err
+	}
+	if slot.ActivePID != nil {
+		if slot, id, err = r.waitSlotFree(ctx, hard, sql, repl, id); err != nil {
 			return 0, err
 		}
 	}
@@ -69,6 +72,68 @@ func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn, repl *predia
 		return 0, err
 	}
 	return slot.ConfirmedLSN, nil
+}
+
+// checkPublication checks the publication and its tables (migrations.Check
+// without its wal_level query: preflight has just made it).
+func (r *Relay) checkPublication(ctx context.Context, sql *pgx.Conn) error {
+	err := migrations.CheckPublication(ctx, sql, migrations.Options{Publication: r.cfg.Publication, Mappings: r.mappings})
+	if err == nil || pgsource.ConnectionLost(err) || errors.Is(err, context.Canceled) {
+		return err // the server went away mid-check: a new session retries
+	}
+	return usererr.New(err, "%s", err)
+}
+
+// checkWritable proves the store takes the relay's writes, conditional
+// ones included (catalog.CheckWritable), as a one-line error.
+func (r *Relay) checkWritable(ctx context.Context, appID string) error {
+	err := catalog.CheckWritable(ctx, r.store, appID)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, catalog.ErrNoConditionalWrites):
+		return usererr.New(err, "store %s: %s: use an S3 server that supports conditional writes (AWS S3, versitygw, MinIO 2024 or later)", r.store, catalog.ErrNoConditionalWrites)
+	}
+	return usererr.Retry(err, "store %s is not writable: %s; check DELTABUS_STORE, its permissions (the relay's user must own a local store's folder) and credentials", r.store, pgsource.RootCause(err))
+}
+
+// waitSlotFree waits while another process holds the slot (a standby;
+// without --standby it fails at once, naming the holder) and then reads
+// the source's identity again: the holder may have moved on meanwhile.
+func (r *Relay) waitSlotFree(ctx, hard context.Context, sql *pgx.Conn, repl *predial, id catalog.Identity) (pgsource.Slot, catalog.Identity, error) {
+	waiting, waited := r.standbyWaiting(), false
+	slot, err := pgsource.WaitSlotFree(ctx, sql, r.cfg.Slot, r.cfg.Standby, 2*time.Second, func(s pgsource.Slot) {
+		repl.discard() // a standby may wait for hours: it holds no walsender meanwhile
+		waited = true
+		waiting(s)
+	})
+	if err != nil || !waited {
+		return slot, id, err
+	}
+	id, err = r.identify(hard, sql)
+	return slot, id, err
+}
+
+// pending is the result of a function run on a goroutine of its own.
+type pending[T any] struct {
+	done chan struct{}
+	v    T
+	err  error
+}
+
+// async runs f on a goroutine; wait returns its result.
+func async[T any](f func() (T, error)) *pending[T] {
+	p := &pending[T]{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.v, p.err = f()
+	}()
+	return p
+}
+
+func (p *pending[T]) wait() (T, error) {
+	<-p.done
+	return p.v, p.err
 }
 
 // standbyWaiting logs, at most once a minute, who holds the slot.

@@ -273,9 +273,16 @@ func (r *Relay) runSession(ctx, hard context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The lease is taken while the replication starts: on S3 its PUT
+	// overlaps START_REPLICATION instead of following it.
+	lease := async(func() (func(), error) { return r.holdLease(hard) })
 	sctx, cancel := context.WithTimeout(hard, pgsource.QueryTimeout)
 	conn, err := r.startReplication(sctx, repl, start)
 	cancel()
+	release, lerr := lease.wait()
+	if lerr == nil {
+		defer release()
+	}
 	if err != nil {
 		return err
 	}
@@ -283,14 +290,12 @@ func (r *Relay) runSession(ctx, hard context.Context) error {
 		r.lastWalsender = int32(pc.PID())
 	}
 	defer closeWithin(hard, conn.Close)
+	if lerr != nil {
+		return lerr
+	}
 	hb, stopHeartbeat := context.WithCancel(hard)
 	defer stopHeartbeat()
 	go r.heartbeat(hb)
-	release, err := r.holdLease(hard)
-	if err != nil {
-		return err
-	}
-	defer release()
 	return r.serve(ctx, hard, conn, start)
 }
 

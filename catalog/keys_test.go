@@ -174,3 +174,20 @@ func FuzzKeysNeverCollide(f *testing.F) {
 		}
 	})
 }
+
+// TestNameAndIDBounds: names of 1 to 128 characters and ids of 8 to 64 hex
+// digits are taken, one character more or less is not.
+func TestNameAndIDBounds(t *testing.T) {
+	for n, ok := range map[string]bool{"a": true, "_x": true, "a.b-c_d": true, strings.Repeat("a", 128): true,
+		strings.Repeat("a", 129): false, "": false, "a\n": false, "\na": false} {
+		if err := CheckName("topic", n); (err == nil) != ok {
+			t.Errorf("CheckName(%q): %v, want accepted %v", n, err, ok)
+		}
+	}
+	for s, ok := range map[string]bool{"0123abcd": true, strings.Repeat("f", 64): true, "0123abc": false,
+		strings.Repeat("f", 65): false, "0123ABCD": false, "": false, "0123abcd\n": false} {
+		if err := CheckID(s); (err == nil) != ok {
+			t.Errorf("CheckID(%q): %v, want accepted %v", s, err, ok)
+		}
+	}
+}

@@ -174,6 +174,8 @@ type bench struct {
 	o     Options
 	res   *Results
 	n     int
+	// unwatched: the drains watch no walsender's CPU (startup.go).
+	unwatched bool
 }
 
 // machine describes this machine for Results: cores and kernel.

@@ -363,7 +363,7 @@ func (b *bench) startRelay(dsn, store, slot string, env []string, extra ...strin
 // recvlogical times pg_recvlogical draining slot "ref" to end.
 func (b *bench) recvlogical(ctx context.Context, dsn, slot, end string) (drained, error) {
 	start := time.Now()
-	server := walsenderCPU(ctx, dsn, slot)
+	server := b.watchWalsender(ctx, dsn, slot)
 	cmd := exec.CommandContext(ctx, b.o.RecvlogicalBin, "-d", dsn, "-S", slot, "--start", "--endpos="+end, "--no-loop",
 		"-o", "proto_version=1", "-o", "publication_names=deltabus", "-f", "/dev/null")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -385,7 +385,7 @@ func (b *bench) relayDrain(ctx context.Context, dsn, store, slot, end string) (d
 // relayDrainEnv is relayDrain with env added to the relay's environment.
 func (b *bench) relayDrainEnv(ctx context.Context, dsn, store, slot, end string, env []string) (drained, error) {
 	start := time.Now()
-	server := walsenderCPU(ctx, dsn, slot)
+	server := b.watchWalsender(ctx, dsn, slot)
 	p, err := b.startRelay(dsn, store, slot, env, "--stop-at", end)
 	if err != nil {
 		server()

@@ -30,6 +30,14 @@ func hogCore() (stop func()) {
 	return func() { done.Store(true); <-exited }
 }
 
+// watchWalsender is walsenderCPU, or nothing when the bench is unwatched.
+func (b *bench) watchWalsender(ctx context.Context, dsn, slot string) (stop func() float64) {
+	if b.unwatched {
+		return func() float64 { return 0 }
+	}
+	return walsenderCPU(ctx, dsn, slot)
+}
+
 // walsenderCPU follows the CPU time of the walsender serving slot (the
 // server's share of a drain: logical decoding) until the returned function
 // is called, which returns the last reading in seconds. The walsender

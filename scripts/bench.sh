@@ -22,7 +22,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 ensure_postgres
-go build -o bin/relay ./cmd/relay
+# The binary users run (make build, the Dockerfile): static and stripped.
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/relay ./cmd/relay
 results=${DELTABUS_BENCH_RESULTS:-bin/bench-results}
 charts=${DELTABUS_BENCH_CHARTS:-docs/img}
 mkdir -p "$results"

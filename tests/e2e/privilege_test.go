@@ -148,3 +148,30 @@ func TestPreflightBeforeSlot(t *testing.T) {
 		}
 	}
 }
+
+// TestPreflightOrder: the preflight's store checks run beside its database
+// checks, yet a start is refused for the first failing check in the
+// documented order (the publication before the store), and a refused start
+// leaves a writable store as it found it: empty.
+func TestPreflightOrder(t *testing.T) {
+	db := setup(t)
+	readOnly := filepath.Join(t.TempDir(), "ro")
+	mountTmpfs(t, readOnly, "1m")
+	if out, err := exec.Command("mount", "-o", "remount,ro", readOnly).CombinedOutput(); err != nil {
+		t.Fatalf("remount read-only: %v: %s", err, out)
+	}
+	empty := t.TempDir()
+	for _, store := range []string{"file://" + readOnly, "file://" + empty} {
+		code, _, stderr := runCLI(t, []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + store, "DELTABUS_PUBLICATION=missing_pub"},
+			"run", "--metrics-addr", "")
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		last := lines[len(lines)-1]
+		if code == 0 || !strings.Contains(last, "publication missing_pub does not exist") || strings.Contains(last, "writable") {
+			t.Errorf("store %s, no such publication: exit %d, last line %q; want the publication named", store, code, last)
+		}
+	}
+	entries, err := os.ReadDir(empty)
+	if err != nil || len(entries) != 0 {
+		t.Errorf("a start refused for its publication wrote to the store: %v, %v", entries, err)
+	}
+}

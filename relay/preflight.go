@@ -21,12 +21,13 @@ import (
 // the slot's confirmed position, or the consistent point of a first start
 // (which discards repl first: its bootstrap needs a walsender of its own).
 //
-// The store's checks run beside the database's, each only once the checks
-// before it in this order passed, and their errors are returned in it:
-// wal_level, the publication, the source's identity (the store's marker
-// read beside the publication check), the store's writability (probed
-// beside the slot's first reading), the slot. On S3 that hides a start's
-// store requests behind its queries.
+// The store's checks run beside the database's, which on S3 hides a
+// start's store requests behind its queries: the store's marker of the
+// source is read (reads only) beside the publication check; the store's
+// write probe starts once the publication and the identity passed, beside
+// the slot's first reading. Errors come in the order of the checks:
+// wal_level, the publication, the identity, the store's writability, the
+// slot; a start refused before the probe has written nothing.
 func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn, repl *predial) (pglogrepl.LSN, error) {
 	if err := pgsource.CheckWALLevel(hard, sql); err != nil {
 		return 0, err

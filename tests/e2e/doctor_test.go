@@ -7,7 +7,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -180,11 +179,7 @@ func TestDoctorLostSlot(t *testing.T) {
 // write, is skipped naming it.
 func TestDoctorReadOnlyStore(t *testing.T) {
 	db := setup(t)
-	readOnly := filepath.Join(t.TempDir(), "ro")
-	mountTmpfs(t, readOnly, "1m")
-	if out, err := exec.Command("mount", "-o", "remount,ro", readOnly).CombinedOutput(); err != nil {
-		t.Fatalf("remount read-only: %v: %s", err, out)
-	}
+	readOnly := readOnlyDir(t)
 	code, lines, _ := runDoctor(t, []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=file://" + readOnly})
 	if code != 1 {
 		t.Fatalf("exit %d, want 1", code)

@@ -132,6 +132,18 @@ func mountTmpfs(t testing.TB, dir, size string) {
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
 }
 
+// readOnlyDir is an empty folder on a read-only file system (a small
+// tmpfs remounted ro: the tests run as root, whom permissions do not stop).
+func readOnlyDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ro")
+	mountTmpfs(t, dir, "1m")
+	if out, err := exec.Command("mount", "-o", "remount,ro", dir).CombinedOutput(); err != nil {
+		t.Fatalf("remount read-only: %v: %s", err, out)
+	}
+	return dir
+}
+
 func remount(t testing.TB, dir, size string) {
 	t.Helper()
 	if out, err := exec.Command("mount", "-o", "remount,size="+size, dir).CombinedOutput(); err != nil {

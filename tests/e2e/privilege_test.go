@@ -118,11 +118,7 @@ func TestPreflightBeforeSlot(t *testing.T) {
 	db.Exec(t, `DO $$ BEGIN
 		IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'relay_no_select') THEN CREATE ROLE relay_no_select LOGIN REPLICATION; END IF;
 	END $$`)
-	readOnly := filepath.Join(t.TempDir(), "ro")
-	mountTmpfs(t, readOnly, "1m")
-	if out, err := exec.Command("mount", "-o", "remount,ro", readOnly).CombinedOutput(); err != nil {
-		t.Fatalf("remount read-only: %v: %s", err, out)
-	}
+	readOnly := readOnlyDir(t)
 	url, _ := localStore(t)
 	for _, c := range []struct {
 		name, source, store string
@@ -155,11 +151,7 @@ func TestPreflightBeforeSlot(t *testing.T) {
 // leaves a writable store as it found it: empty.
 func TestPreflightOrder(t *testing.T) {
 	db := setup(t)
-	readOnly := filepath.Join(t.TempDir(), "ro")
-	mountTmpfs(t, readOnly, "1m")
-	if out, err := exec.Command("mount", "-o", "remount,ro", readOnly).CombinedOutput(); err != nil {
-		t.Fatalf("remount read-only: %v: %s", err, out)
-	}
+	readOnly := readOnlyDir(t)
 	empty := t.TempDir()
 	for _, store := range []string{"file://" + readOnly, "file://" + empty} {
 		code, _, stderr := runCLI(t, []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + store, "DELTABUS_PUBLICATION=missing_pub"},

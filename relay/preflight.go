@@ -36,8 +36,11 @@ func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn, repl *predia
 	if err != nil {
 		return 0, err
 	}
-	resolved := async(func() (catalog.Identity, error) { return catalog.ResolveAppID(hard, r.store, src, r.cfg.AppID) })
+	rctx, cancelResolve := context.WithCancel(hard)
+	defer cancelResolve()
+	resolved := async(func() (catalog.Identity, error) { return catalog.ResolveAppID(rctx, r.store, src, r.cfg.AppID) })
 	if err := r.checkPublication(hard, sql); err != nil {
+		cancelResolve() // a store that does not answer must not delay this error
 		resolved.wait()
 		return 0, err
 	}

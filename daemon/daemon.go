@@ -50,7 +50,10 @@ type Options struct {
 }
 
 // New opens the store cfg names and returns a relay over it, ready to Run.
-func New(ctx context.Context, cfg relay.Config, opts Options) (*relay.Relay, storage.Store, error) {
+// The first session's connections are dialled meanwhile (relay.DialAhead):
+// opening the store and reading its contracts overlap the database's
+// connection start-ups instead of preceding them.
+func New(ctx context.Context, cfg relay.Config, opts Options) (_ *relay.Relay, _ storage.Store, err error) {
 	cfg = cfg.WithDefaults()
 	if opts.Log == nil {
 		opts.Log = slog.Default()
@@ -58,6 +61,12 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (*relay.Relay, sto
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, usererr.New(err, "%s", err)
 	}
+	ahead := relay.DialAhead(ctx, cfg.Source)
+	defer func() {
+		if err != nil {
+			ahead.Discard()
+		}
+	}()
 	if opts.S3.Logger == nil {
 		opts.S3.Logger = opts.Log
 	}
@@ -107,6 +116,7 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (*relay.Relay, sto
 		}
 	}
 	r.FirstStart = bootstrap.FirstStart(BootstrapConfig(cfg), store, bo)
+	r.Ahead = ahead
 	return r, store, nil
 }
 

@@ -75,6 +75,11 @@ type Relay struct {
 	// copies the rows its exported snapshot sees into the topics under
 	// id.AppID, writes the marker and returns the position to stream from.
 	FirstStart func(ctx context.Context, id catalog.Identity) (pglogrepl.LSN, error)
+
+	// Ahead, if set before Run, holds the first session's connections,
+	// dialled while the caller prepared (DialAhead). Run discards them if
+	// no session took them.
+	Ahead *Ahead
 }
 
 // SinkFor returns the sink that writes the topic tables for the relay
@@ -159,6 +164,7 @@ func (r *Relay) Ready() (ok bool, why string) { return r.health.ready(time.Now()
 // (except with Standby), and for errors a restart cannot cure, Run returns
 // the error.
 func (r *Relay) Run(ctx context.Context) error {
+	defer func() { r.Ahead.Discard() }() // nil once a session took it
 	if err := r.cfg.Validate(); err != nil {
 		return usererr.New(err, "%s", err)
 	}
@@ -256,12 +262,11 @@ func (r *Relay) isStarted() bool {
 // close at most closeTimeout: nothing waits on the network without a
 // deadline, and the stream itself has its stream timeout.
 func (r *Relay) runSession(ctx, hard context.Context) error {
-	repl := dialReplication(hard, r.cfg.Source)
-	defer repl.discard()
-	sql, err := pgsource.ConnectBounded(hard, r.cfg.Source, pgsource.QueryTimeout)
+	repl, sql, err := r.sessionConns(hard)
 	if err != nil {
 		return err
 	}
+	defer repl.discard()
 	defer closeWithin(hard, sql.Close)
 	walSender, err := pgsource.WalSenderTimeout(hard, sql)
 	if err != nil {

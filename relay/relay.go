@@ -254,8 +254,10 @@ func (r *Relay) isStarted() bool {
 }
 
 // runSession checks the source, opens the slot and streams until stop or
-// error. The replication connection is dialled while the preflight runs
-// (predial). ctx ending asks for a graceful stop; hard ends every I/O.
+// error. Its two connections are dialled side by side, the first session's
+// ahead of Run (sessionConns), and the replication connection may still be
+// dialling while the preflight runs (predial). ctx ending asks for a
+// graceful stop; hard ends every I/O.
 //
 // Every query of a session waits at most pgsource.QueryTimeout for the
 // server (a bounded connection), the start of replication as long, and a

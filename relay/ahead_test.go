@@ -2,12 +2,14 @@ package relay
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/tests/faultproxy"
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
 
@@ -92,5 +94,32 @@ func TestAheadIsTheFirstSessionsOnly(t *testing.T) {
 			t.Fatalf("%d SQL backends and %d walsenders left after Discard", n, w)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestAheadAgainstASilentServer: a server that accepts the connections
+// and then says nothing makes the dials ahead end with their context and
+// the session's own dials with the session's: sessionConns fails, it
+// never waits without a deadline.
+func TestAheadAgainstASilentServer(t *testing.T) {
+	db := pgtest.NewDB(t)
+	u, _ := url.Parse(db.DSN)
+	proxy := faultproxy.NewTCP(t, u.Host)
+	proxy.Set(faultproxy.TCPFault{Mode: faultproxy.BlackHole})
+	silent := strings.Replace(db.DSN, u.Host, proxy.Addr(), 1)
+
+	aheadCtx, cancelAhead := context.WithTimeout(context.Background(), time.Second)
+	defer cancelAhead()
+	r := &Relay{cfg: Config{Source: silent}, Ahead: DialAhead(aheadCtx, silent)}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	began := time.Now()
+	if repl, sql, err := r.sessionConns(ctx); err == nil {
+		_ = sql.Close(context.Background())
+		repl.discard()
+		t.Fatal("sessionConns returned connections from a silent server")
+	}
+	if d := time.Since(began); d > 6*time.Second {
+		t.Fatalf("sessionConns took %v against a silent server with deadlines of 1 and 2 s", d)
 	}
 }

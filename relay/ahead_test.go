@@ -2,14 +2,12 @@ package relay
 
 import (
 	"context"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/deltabus/deltabus/tests/faultproxy"
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
 
@@ -102,11 +100,7 @@ func TestAheadIsTheFirstSessionsOnly(t *testing.T) {
 // the session's own dials with the session's: sessionConns fails, it
 // never waits without a deadline.
 func TestAheadAgainstASilentServer(t *testing.T) {
-	db := pgtest.NewDB(t)
-	u, _ := url.Parse(db.DSN)
-	proxy := faultproxy.NewTCP(t, u.Host)
-	proxy.Set(faultproxy.TCPFault{Mode: faultproxy.BlackHole})
-	silent := strings.Replace(db.DSN, u.Host, proxy.Addr(), 1)
+	silent := silentDSN(t)
 
 	aheadCtx, cancelAhead := context.WithTimeout(context.Background(), time.Second)
 	defer cancelAhead()

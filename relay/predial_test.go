@@ -98,15 +98,22 @@ func TestPredialHandsOverItsConnectionOnce(t *testing.T) {
 	waitWalsenders(t, db, 0)
 }
 
-// TestPredialAgainstASilentServer: a server that accepts the connection
-// and then says nothing (a partition) makes the dial end with its
-// context, and take with its own: neither waits without a deadline.
-func TestPredialAgainstASilentServer(t *testing.T) {
+// silentDSN is a test database's DSN through a proxy that accepts
+// connections and then passes nothing either way (a partition).
+func silentDSN(t *testing.T) string {
+	t.Helper()
 	db := pgtest.NewDB(t)
 	u, _ := url.Parse(db.DSN)
 	proxy := faultproxy.NewTCP(t, u.Host)
 	proxy.Set(faultproxy.TCPFault{Mode: faultproxy.BlackHole})
-	silent := strings.Replace(db.DSN, u.Host, proxy.Addr(), 1)
+	return strings.Replace(db.DSN, u.Host, proxy.Addr(), 1)
+}
+
+// TestPredialAgainstASilentServer: a server that accepts the connection
+// and then says nothing (a partition) makes the dial end with its
+// context, and take with its own: neither waits without a deadline.
+func TestPredialAgainstASilentServer(t *testing.T) {
+	silent := silentDSN(t)
 
 	dialCtx, cancelDial := context.WithTimeout(context.Background(), time.Second)
 	defer cancelDial()

@@ -24,7 +24,19 @@ type Config struct {
 	// Registry is the store's contract registry (contract.Cache); nil
 	// when the command has no store.
 	Registry Registry
+	// StartReadLimit bounds OpenProtector's read of the registry when no
+	// KEK is set (0 = DefaultStartReadLimit).
+	StartReadLimit time.Duration
 }
+
+// DefaultStartReadLimit is how long OpenProtector reads the registry to
+// refuse a start without a KEK early. The read is only for that early,
+// clearer error: past the limit the live Classify decides, as for a
+// registry that cannot be read. Without it a store that accepts connections
+// and never answers would hold the start for its stall timeout times its
+// retries (minutes), before the relay serves /healthz or names a
+// configuration error of its own.
+const DefaultStartReadLimit = 10 * time.Second
 
 // Registry is the contract registry as personal data reads it
 // (contract.Cache): each event's classification live, as the registry
@@ -87,7 +99,8 @@ func (s *Setup) Close() {
 // are never written in clear because a key is unavailable.
 //
 // A registry that cannot be read now (a store that is down at start, a
-// contract that does not compile) does not stop it: the relay meets the
+// contract that does not compile, a store that does not answer within
+// StartReadLimit) does not stop it: the relay meets the
 // same error per event, in its session, where it waits and retries (a
 // standby rides it out); only a positive finding refuses the start.
 func OpenProtector(ctx context.Context, c Config) (*Setup, error) {
@@ -109,8 +122,9 @@ func OpenProtector(ctx context.Context, c Config) (*Setup, error) {
 	case c.Registry != nil:
 		s = &Setup{Classifier: c.Registry}
 		if c.KEK == "" {
-			// Read only to refuse early: unreadable, the live Classify decides.
-			if cls, err := c.Registry.Classifications(ctx); err == nil && cls.Any() {
+			// Read only to refuse early: unreadable, or not read within
+			// the limit, the live Classify decides.
+			if cls, err := c.startClassifications(ctx); err == nil && cls.Any() {
 				return nil, noKEKAtStart("the contract registry", cls)
 			}
 			s.Protector, _ = NewProtector(s.Classifier, nil)
@@ -126,6 +140,18 @@ func OpenProtector(ctx context.Context, c Config) (*Setup, error) {
 	s.Keys = ks
 	s.Protector, _ = NewProtector(s.Classifier, ks)
 	return s, nil
+}
+
+// startClassifications reads the registry's classifications within
+// StartReadLimit.
+func (c Config) startClassifications(ctx context.Context) (*classify.Static, error) {
+	limit := c.StartReadLimit
+	if limit <= 0 {
+		limit = DefaultStartReadLimit
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	return c.Registry.Classifications(ctx)
 }
 
 // noKEKAtStart refuses a start without a KEK when where's contracts (cls)

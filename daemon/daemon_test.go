@@ -1,0 +1,75 @@
+package daemon
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/deltabus/deltabus/pii"
+	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/storage"
+)
+
+// silentS3 is an S3 endpoint on 127.0.0.1 that accepts connections and
+// never answers: a load balancer whose backends hang.
+func silentS3(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// TestNewAgainstASilentStore: the contracts are read at start only to
+// refuse early a start without a KEK; a store that never answers must not
+// hold the start for its stall timeout times its retries (minutes) before
+// the relay serves /healthz or names an error of the database's.
+func TestNewAgainstASilentStore(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const url = "s3://bucket/prefix"
+	st, err := storage.Open(ctx, url, storage.S3Options{Endpoint: silentS3(t), UsePathStyle: true,
+		Region: "us-east-1", AccessKey: "deltabus", SecretKey: "not-a-secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := relay.Config{Source: "postgres://deltabus@127.0.0.1:1/none?sslmode=disable&connect_timeout=1", Store: url}
+	const limit = time.Second
+	t0 := time.Now()
+	r, _, err := New(ctx, cfg, Options{Store: st, PII: pii.Config{StartReadLimit: limit}})
+	took := time.Since(t0)
+	if err != nil {
+		t.Fatalf("New against a silent store: %v, want a relay (the live classification decides)", err)
+	}
+	r.Ahead.Discard()
+	if took > limit+3*time.Second {
+		t.Fatalf("New took %v against a silent store, want about the start read limit %v", took, limit)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the test's context ended first")
+	}
+}

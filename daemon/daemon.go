@@ -115,6 +115,10 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (_ *relay.Relay, _
 			opts.Log.Info("personal data: fields the registered contracts mark are encrypted")
 		}
 	}
+	if priv != nil && priv.Unread != nil && ctx.Err() == nil {
+		opts.Log.Warn("personal data: the contracts could not be read at start; each event is classified as it comes, and events a contract marks as personal wait for DELTABUS_KEK",
+			"store", store.String(), "err", priv.Unread)
+	}
 	r.FirstStart = bootstrap.FirstStart(BootstrapConfig(cfg), store, bo)
 	r.Ahead = ahead
 	return r, store, nil

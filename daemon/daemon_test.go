@@ -1,8 +1,11 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,7 +63,9 @@ func TestNewAgainstASilentStore(t *testing.T) {
 	cfg := relay.Config{Source: "postgres://deltabus@127.0.0.1:1/none?sslmode=disable&connect_timeout=1", Store: url}
 	const limit = time.Second
 	t0 := time.Now()
-	r, _, err := New(ctx, cfg, Options{Store: st, PII: pii.Config{StartReadLimit: limit}})
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	r, _, err := New(ctx, cfg, Options{Log: log, Store: st, PII: pii.Config{StartReadLimit: limit}})
 	took := time.Since(t0)
 	if err != nil {
 		t.Fatalf("New against a silent store: %v, want a relay (the live classification decides)", err)
@@ -71,5 +76,8 @@ func TestNewAgainstASilentStore(t *testing.T) {
 	}
 	if ctx.Err() != nil {
 		t.Fatal("the test's context ended first")
+	}
+	if !strings.Contains(logs.String(), "the contracts could not be read at start") {
+		t.Fatalf("no warning that the contracts were not read at start; the log:\n%s", logs.String())
 	}
 }

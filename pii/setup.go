@@ -80,6 +80,11 @@ type Setup struct {
 	Classifier classify.Classifier
 	Keys       *keys.Store // nil when no KEK is configured
 	Protector  *Protector
+	// Unread is why the registry could not be read at start to refuse a
+	// start without a KEK early (nil: it was read, or not needed): the
+	// events are classified as they come, and those a contract marks wait
+	// for a KEK (ErrNoKEK).
+	Unread error
 }
 
 // Close closes the key table.
@@ -124,9 +129,11 @@ func OpenProtector(ctx context.Context, c Config) (*Setup, error) {
 		if c.KEK == "" {
 			// Read only to refuse early: unreadable, or not read within
 			// the limit, the live Classify decides.
-			if cls, err := c.startClassifications(ctx); err == nil && cls.Any() {
+			cls, err := c.startClassifications(ctx)
+			if err == nil && cls.Any() {
 				return nil, noKEKAtStart("the contract registry", cls)
 			}
+			s.Unread = err
 			s.Protector, _ = NewProtector(s.Classifier, nil)
 			return s, nil
 		}

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/deltabus/deltabus/coop"
 )
 
 // Spec is how one column is written.
@@ -104,6 +106,7 @@ type File struct {
 	md     *metadata.FileMetaDataBuilder
 	groups int16
 	err    error // sticky
+	yield  coop.Yielder
 }
 
 // magic starts and ends a Parquet file.
@@ -114,6 +117,12 @@ const magic = "PAR1"
 func NewFile(s *Schema, w io.Writer) *File {
 	return &File{s: s, out: sink{w: w}, md: metadata.NewFileMetadataBuilder(s.pq, s.props, nil)}
 }
+
+// Yield gives the processor to other goroutines, parking now and then so
+// that those woken by the network run too (package coop). WriteLeaves
+// yields between pages; a writer that prepares leaves at length in the
+// background calls it between chunks of its own work.
+func (f *File) Yield() { f.yield.Yield() }
 
 // Size is the number of bytes written so far.
 func (f *File) Size() int64 { return f.out.off }

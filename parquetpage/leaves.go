@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"runtime"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+
+	"github.com/deltabus/deltabus/coop"
 )
 
 // NewNestedSchema returns a schema of any nesting (groups, MAPs, LISTs)
@@ -85,9 +86,9 @@ func (l *Leaf) values(spec *colSpec) int {
 
 // WriteLeaves encodes rows rows, given as their leaves (one per schema
 // column), as the next row group of a file of a nested schema. The
-// processor is yielded between pages, so a long encoding in the
-// background leaves it to other goroutines often. leaves are only read,
-// and not kept past the return.
+// processor is yielded between pages (File.Yield), so a long encoding in
+// the background leaves it to other goroutines often. leaves are only
+// read, and not kept past the return.
 func (f *File) WriteLeaves(rows int, leaves []Leaf) error {
 	if f.err != nil {
 		return f.err
@@ -100,7 +101,7 @@ func (f *File) WriteLeaves(rows int, leaves []Leaf) error {
 
 func (f *File) writeLeaves(e *encoder, rows int, leaves []Leaf) error {
 	return f.writeGroup(rows, func(i int, spec *colSpec) (chunk, error) {
-		info, err := e.writeLeafChunk(&f.out, spec, &leaves[i])
+		info, err := e.writeLeafChunk(&f.out, spec, &leaves[i], &f.yield)
 		return chunk{info: info, values: len(leaves[i].Def)}, err
 	}, func(i int, spec *colSpec, _ chunk) metadata.EncodedStatistics {
 		return e.leafStats(spec, &leaves[i])
@@ -152,7 +153,7 @@ func (cs *colSpec) checkLeaf(l *Leaf, rows int) error {
 
 // writeLeafChunk writes leaf l as a column chunk of PLAIN data pages v1,
 // each ending before an entry that starts a row.
-func (e *encoder) writeLeafChunk(out *sink, spec *colSpec, l *Leaf) (chunkInfo, error) {
+func (e *encoder) writeLeafChunk(out *sink, spec *colSpec, l *Leaf, y *coop.Yielder) (chunkInfo, error) {
 	info := chunkInfo{dataOffset: out.off}
 	start, vals := out.off, 0
 	for from := 0; from < len(l.Def); {
@@ -163,7 +164,7 @@ func (e *encoder) writeLeafChunk(out *sink, spec *colSpec, l *Leaf) (chunkInfo, 
 		}
 		info.dataPages++
 		from, vals = to, vals+present
-		runtime.Gosched()
+		y.Yield()
 	}
 	info.compressed = out.off - start
 	return info, nil

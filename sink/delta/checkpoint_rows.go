@@ -2,7 +2,6 @@ package delta
 
 import (
 	"maps"
-	"runtime"
 	"slices"
 
 	"github.com/deltabus/deltabus/parquetpage"
@@ -24,8 +23,9 @@ const fileRowsPerGroup = 64 << 10
 // fileRowsPerChunk is how many rows are shredded between two yields of
 // the checkpointer's goroutine: a background checkpoint of a large table
 // takes milliseconds of CPU, and with one P (the relay's default on two
-// cores) the writer's commit, woken from an fsync, would otherwise wait
-// for the scheduler's 10 ms preemption. parquetpage yields between pages.
+// cores) the writer's commit, woken from an fsync, and the stream's next
+// message would otherwise wait for the scheduler's 10 ms preemption
+// (package coop). parquetpage yields between pages.
 const fileRowsPerChunk = 1024
 
 // The leaves each row kind writes (cpLeaf: the leaf's dotted path).
@@ -144,7 +144,7 @@ func writeFileRows(f *parquetpage.File, s *cpShred, head func(*cpShred), n int, 
 		for i, end := start, min(start+fileRowsPerGroup, n); i < end; i++ {
 			row(s, i)
 			if (i+1)%fileRowsPerChunk == 0 {
-				runtime.Gosched()
+				f.Yield()
 			}
 		}
 		if err := f.WriteLeaves(s.rows, s.leaves); err != nil {

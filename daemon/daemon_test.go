@@ -4,48 +4,15 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/tests/faultproxy"
 )
-
-// silentS3 is an S3 endpoint on 127.0.0.1 that accepts connections and
-// never answers: a load balancer whose backends hang.
-func silentS3(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var held []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	})
-	return "http://" + ln.Addr().String()
-}
 
 // TestNewAgainstASilentStore: the contracts are read at start only to
 // refuse early a start without a KEK; a store that never answers must not
@@ -55,7 +22,11 @@ func TestNewAgainstASilentStore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const url = "s3://bucket/prefix"
-	st, err := storage.Open(ctx, url, storage.S3Options{Endpoint: silentS3(t), UsePathStyle: true,
+	hung := faultproxy.New(t, "127.0.0.1:1") // never forwards: every request hangs
+	if err := hung.Set(faultproxy.Fault{Mode: faultproxy.Hang}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := storage.Open(ctx, url, storage.S3Options{Endpoint: hung.URL(), UsePathStyle: true,
 		Region: "us-east-1", AccessKey: "deltabus", SecretKey: "not-a-secret"})
 	if err != nil {
 		t.Fatal(err)

@@ -259,3 +259,38 @@ func without(ps []*relayProc, x *relayProc) []*relayProc {
 	}
 	return out
 }
+
+// TestFaultS3SilentAtStart: a store that accepts connections and never
+// answers does not hold a start for its stall timeout times its retries
+// (2.5 minutes): the contracts are read for at most 10 s, with one warning,
+// and then the database's own error (no publication here) ends the process
+// with one line and a non-zero exit.
+func TestFaultS3SilentAtStart(t *testing.T) {
+	db := pgtest.NewDB(t) // no publication
+	hung := faultproxy.New(t, "127.0.0.1:1")
+	if err := hung.Set(faultproxy.Fault{Mode: faultproxy.Hang}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, buildRelay(t), "run", "--metrics-addr", "")
+	cmd.Env = append(cmd.Environ(), "DELTABUS_SOURCE="+db.DSN, "DELTABUS_STORE=s3://bucket/bus", "DELTABUS_S3_ENDPOINT="+hung.URL(),
+		"DELTABUS_S3_PATH_STYLE=true", "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=deltabus", "AWS_SECRET_ACCESS_KEY=not-a-secret")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	t0 := time.Now()
+	err := cmd.Run()
+	took := time.Since(t0)
+	if ctx.Err() != nil {
+		t.Fatalf("relay run still waiting after %v against a silent store:\n%s", took, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	last := lines[len(lines)-1]
+	if err == nil || !strings.Contains(last, "publication deltabus does not exist") {
+		t.Fatalf("exit %v after %v, last line %q; want the missing publication named, non-zero", err, took, last)
+	}
+	if !strings.Contains(stderr.String(), "the contracts could not be read at start") {
+		t.Errorf("no warning that the contracts were not read at start:\n%s", stderr.String())
+	}
+	t.Logf("refused after %v", took)
+}

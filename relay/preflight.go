@@ -118,28 +118,6 @@ func (r *Relay) waitSlotFree(ctx, hard context.Context, sql *pgx.Conn, repl *pre
 	return slot, id, err
 }
 
-// pending is the result of a function run on a goroutine of its own.
-type pending[T any] struct {
-	done chan struct{}
-	v    T
-	err  error
-}
-
-// async runs f on a goroutine; wait returns its result.
-func async[T any](f func() (T, error)) *pending[T] {
-	p := &pending[T]{done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		p.v, p.err = f()
-	}()
-	return p
-}
-
-func (p *pending[T]) wait() (T, error) {
-	<-p.done
-	return p.v, p.err
-}
-
 // standbyWaiting logs, at most once a minute, who holds the slot.
 func (r *Relay) standbyWaiting() func(pgsource.Slot) {
 	var said time.Time

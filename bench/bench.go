@@ -75,6 +75,9 @@ type Options struct {
 	// LatencyGroup puts the latency run's five topics in one topic group
 	// (catalog.Group), so that each batch is one commit of one table.
 	LatencyGroup bool
+	// LatencyFloor runs the latency run's load again, after the relay's
+	// run, with pg_recvlogical streaming it instead (DeliveryFloor).
+	LatencyFloor bool
 	// RelayBin is the relay binary measured (default: this executable).
 	RelayBin string
 	// Loaded repeats each drain with a CPU hog spinning on one core,

@@ -160,12 +160,23 @@ func (b *bench) latency(ctx context.Context) error {
 		return fmt.Errorf("disk floor: %w", err)
 	}
 	res.Disk = &disk
-	b.res.Latency = append(b.res.Latency, res)
 	fmt.Fprintf(b.out, "# disk floor: fsync p50 %.2fms p99 %.2fms; create+write 20 KB+fsync+link+dir fsync p50 %.2fms p99 %.2fms (%d each)\n",
 		disk.FsyncP50Ms, disk.FsyncP99Ms, disk.PutP50Ms, disk.PutP99Ms, diskRounds)
+	if b.o.LatencyFloor {
+		ref, err := b.recvlogicalLatency(ctx)
+		if err != nil {
+			return fmt.Errorf("latency floor: %w", err)
+		}
+		f := deliveryFloor(ref)
+		res.Delivery = &f
+		fmt.Fprintf(b.out, "# pg_recvlogical on the same load, in turn (test_decoding to a pipe, nothing written): %d transactions, delivery p50 %.1fms p99 %.1fms\n", f.Events, f.P50Ms, f.P99Ms)
+		fmt.Fprintf(b.out, "%s_p50_delivery relay=%.1fms reference=%.1fms(pg_recvlogical) ratio=%.2f\n", name, ms(p50), f.P50Ms, ms(p50)/f.P50Ms)
+		fmt.Fprintf(b.out, "%s_p99_delivery relay=%.1fms reference=%.1fms(pg_recvlogical) ratio=%.2f\n", name, ms(p99), f.P99Ms, ms(p99)/f.P99Ms)
+	}
+	b.res.Latency = append(b.res.Latency, res)
 	// The reference of a latency line is its goal at 2,000 tx/s (local
-	// disk: p50 10 ms, p99 40 ms; S3 unpaced: p99 100 ms): latency has no
-	// same-run counterpart but the disk floor above.
+	// disk: p50 10 ms, p99 40 ms; S3 unpaced: p99 100 ms); its same-run
+	// counterparts are the disk floor and pg_recvlogical's delivery above.
 	p50Goal, p99Goal := 10*time.Millisecond, 40*time.Millisecond
 	if strings.HasPrefix(dir, "s3://") {
 		p50Goal, p99Goal = 0, 100*time.Millisecond // the goal names no p50 on S3

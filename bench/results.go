@@ -143,6 +143,8 @@ type LatencyResult struct {
 	Disk *DiskFloor `json:"disk,omitempty"`
 	// Stages is where the relay's batches spent their time.
 	Stages []StageTime `json:"stages,omitempty"`
+	// Delivery is pg_recvlogical's latency on the same load, in turn.
+	Delivery *DeliveryFloor `json:"delivery,omitempty"`
 }
 
 // Histogram counts values in buckets of equal width from 0; the last

@@ -37,6 +37,7 @@ func cmdBench(ctx context.Context, env *cliEnv, args []string) int {
 	fs.StringVar(&o.LatencyStore, "latency-store", "", "store URL for the latency run, e.g. s3://bucket/prefix (default: a local temp dir)")
 	fs.StringVar(&o.LatencyName, "latency-name", "latency", "name of the latency run's lines and JSON result (latency_s3: latency_s3_p50, ...)")
 	fs.BoolVar(&o.LatencyGroup, "latency-group", false, "put the latency run's five topics in one topic group (one commit of one table per batch)")
+	fs.BoolVar(&o.LatencyFloor, "latency-floor", true, "after the latency run, put the same load on a fresh database streamed by pg_recvlogical: the delivery latency the relay's adds its commit to")
 	jsonOut := fs.String("json", "", "also write the figures as JSON to this file (bench/charts draws them)")
 	fs.StringVar(&o.RelayArgs, "relay-args", "", "extra flags for the measured `relay run`, space-separated (e.g. \"--batch-max-delay 200ms\")")
 	fs.StringVar(&o.RecvlogicalBin, "pg-recvlogical", pgcluster.BinDir+"/pg_recvlogical", "pg_recvlogical binary")

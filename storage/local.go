@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/deltabus/deltabus/coop"
 )
 
 // Local is a Store on a local filesystem directory. See the package
@@ -152,37 +155,61 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string) ([]Object, 
 
 // walk calls fn for every regular file under the directory dirKey ("" =
 // root) whose key passes keep: the objects, or with temp the temporary
-// files instead. keep is checked before the file is stat'ed (a log listed
-// from a checkpoint on costs no stat per older commit). A missing directory
+// files instead, in the directory's own order (List sorts what it keeps).
+// keep is checked before the file is stat'ed (a log listed from a
+// checkpoint on costs no stat per older commit). The directory is read
+// walkBatch entries at a time, yielding between batches: the log of a busy
+// table holds tens of thousands of commits, and a background checkpoint
+// lists it beside the commits on one P (package coop). A missing directory
 // yields nothing.
 func (l *Local) walk(ctx context.Context, dirKey string, temp bool, keep func(string) bool, fn func(key string, fi fs.FileInfo)) error {
-	entries, err := os.ReadDir(l.path(dirKey))
+	d, err := os.Open(l.path(dirKey))
 	if err != nil {
 		if isNotFound(err) {
 			return nil
 		}
 		return err
 	}
-	for _, e := range entries {
+	defer d.Close()
+	var y coop.Yielder
+	for {
+		entries, err := d.ReadDir(walkBatch)
+		for _, e := range entries {
+			if err := l.visit(ctx, dirKey, e, temp, keep, fn); err != nil {
+				return err
+			}
+		}
+		switch {
+		case errors.Is(err, io.EOF), err != nil && isNotFound(err):
+			return nil // a file, not a directory, or gone: nothing below it
+		case err != nil:
+			return err
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		key := joinKey(dirKey, e.Name())
-		switch {
-		case e.IsDir():
-			if err := l.walk(ctx, key, temp, keep, fn); err != nil {
-				return err
-			}
-		case e.Type().IsRegular() && isTempName(e.Name()) == temp && keep(key):
-			fi, err := e.Info()
-			if isNotFound(err) {
-				continue // deleted while listing
-			}
-			if err != nil {
-				return err
-			}
-			fn(key, fi)
+		y.Yield()
+	}
+}
+
+// walkBatch is how many directory entries walk reads between two yields.
+const walkBatch = 512
+
+// visit is walk's step for one directory entry.
+func (l *Local) visit(ctx context.Context, dirKey string, e fs.DirEntry, temp bool, keep func(string) bool, fn func(key string, fi fs.FileInfo)) error {
+	key := joinKey(dirKey, e.Name())
+	switch {
+	case e.IsDir():
+		return l.walk(ctx, key, temp, keep, fn)
+	case e.Type().IsRegular() && isTempName(e.Name()) == temp && keep(key):
+		fi, err := e.Info()
+		if isNotFound(err) {
+			return nil // deleted while listing
 		}
+		if err != nil {
+			return err
+		}
+		fn(key, fi)
 	}
 	return nil
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/deltabus/deltabus/coop"
 )
 
 // arrowFileRows writes n file actions (adds, or removes) as their own row
@@ -224,7 +226,7 @@ func encodeCheckpointArrow(snap *Snapshot, now time.Time) (data []byte, rows, nu
 		return nil, 0, 0, fmt.Errorf("build checkpoint record: %w", err)
 	}
 	defer rec.Release()
-	adds := sortedAdds(snap.Files)
+	adds := sortedAdds(snap.Files, new(coop.Yielder))
 	removes := liveTombstones(snap, now)
 	var buf bytes.Buffer
 	// Column statistics only where a reader uses them (to skip the row

@@ -90,13 +90,9 @@ func (b *bench) latency(ctx context.Context) error {
 		return err
 	}
 	time.Sleep(time.Second)
-	n := int(float64(b.o.Rate) * b.o.LatencyFor.Seconds())
+	n := b.latencyEvents()
 	t0 := time.Now()
-	// Producers commit durably (synchronous_commit=on, the PostgreSQL
-	// default): with it off, the WAL writer flushes only every
-	// wal_writer_delay and the walsender cannot send a commit before that.
-	durable := dsn + "&options=-c%20synchronous_commit%3Don"
-	if err := loadSingle(ctx, durable, n, 8, b.o.Rate, b.o.LatencyFor+5*time.Second); err != nil {
+	if err := b.latencyLoad(ctx, dsn, n); err != nil {
 		return err
 	}
 	// Producers that fall behind stop at the deadline (a loaded machine):
@@ -188,6 +184,20 @@ func (b *bench) latency(ctx context.Context) error {
 	}
 	fmt.Fprintf(b.out, "%s_p99 relay=%.1fms reference=%dms(goal) ratio=%.2f\n", name, ms(p99), p99Goal.Milliseconds(), float64(p99)/float64(p99Goal))
 	return nil
+}
+
+// latencyEvents is how many transactions the latency load commits.
+func (b *bench) latencyEvents() int { return int(float64(b.o.Rate) * b.o.LatencyFor.Seconds()) }
+
+// latencyLoad commits the latency run's load on dsn: n single-row
+// transactions at o.Rate a second from eight producers, which stop at
+// o.LatencyFor plus 5 s if they fall behind. They commit durably
+// (synchronous_commit=on, the PostgreSQL default): with it off, the WAL
+// writer flushes only every wal_writer_delay and the walsender cannot send
+// a commit before that.
+func (b *bench) latencyLoad(ctx context.Context, dsn string, n int) error {
+	durable := dsn + "&options=-c%20synchronous_commit%3Don"
+	return loadSingle(ctx, durable, n, 8, b.o.Rate, b.o.LatencyFor+5*time.Second)
 }
 
 func (b *bench) waitConfirmed(ctx context.Context, dsn, end string) error {

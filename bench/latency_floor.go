@@ -47,6 +47,7 @@ func (b *bench) recvlogicalLatency(ctx context.Context) ([]time.Duration, error)
 	cmd := exec.CommandContext(rctx, b.o.RecvlogicalBin, "-d", dsn+"&options=-c%20TimeZone%3DUTC", "-S", "ref_latency", "--start",
 		"-o", "include-timestamp=1", "-o", "skip-empty-xacts=1", "-f", "-")
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second // then killed
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -56,11 +57,10 @@ func (b *bench) recvlogicalLatency(ctx context.Context) ([]time.Duration, error)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("pg_recvlogical: %w", err)
 	}
-	n := int(float64(b.o.Rate) * b.o.LatencyFor.Seconds())
+	n := b.latencyEvents()
 	got := make(chan deliveries, 1)
 	go func() { got <- readCommits(out, n) }()
-	durable := dsn + "&options=-c%20synchronous_commit%3Don"
-	if err := loadSingle(ctx, durable, n, 8, b.o.Rate, b.o.LatencyFor+5*time.Second); err != nil {
+	if err := b.latencyLoad(ctx, dsn, n); err != nil {
 		return nil, err
 	}
 	rows, err := outboxRows(ctx, dsn)
@@ -71,6 +71,11 @@ func (b *bench) recvlogicalLatency(ctx context.Context) ([]time.Duration, error)
 	select {
 	case d = <-got:
 	case <-time.After(time.Minute):
+		cancel() // pg_recvlogical ends, and the reader at its output's end
+		select {
+		case d = <-got: // what it did deliver, for the error below
+		case <-time.After(10 * time.Second):
+		}
 	}
 	cancel()
 	_ = cmd.Wait()

@@ -22,8 +22,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-
-	"github.com/deltabus/deltabus/coop"
 )
 
 // arrowFileRows writes n file actions (adds, or removes) as their own row
@@ -226,7 +224,7 @@ func encodeCheckpointArrow(snap *Snapshot, now time.Time) (data []byte, rows, nu
 		return nil, 0, 0, fmt.Errorf("build checkpoint record: %w", err)
 	}
 	defer rec.Release()
-	adds := sortedAdds(snap.Files, new(coop.Yielder))
+	adds := sortedAdds(snap.Files)
 	removes := liveTombstones(snap, now)
 	var buf bytes.Buffer
 	// Column statistics only where a reader uses them (to skip the row

@@ -91,7 +91,7 @@ func (s *Snapshot) expireTombstones(now time.Time) {
 // groups of their own; file actions with dataChange=false; never
 // commitInfo or cdc.
 func EncodeCheckpoint(snap *Snapshot, now time.Time) (data []byte, rows, numAdds int, err error) {
-	adds := sortedAdds(snap.Files, new(coop.Yielder))
+	adds := sortedAdds(snap.Files)
 	removes := liveTombstones(snap, now)
 	s := cpShreds.Get().(*cpShred)
 	defer func() {
@@ -183,9 +183,11 @@ func pointHintAtNewest(ctx context.Context, store storage.Store, ours int64) err
 // sortedAdds returns the files sorted by path. It sorts pointers into one
 // copy of the values, made in the map's order (a lookup of each path in
 // turn costs more than the copy): a table's thousands of adds are not
-// moved around whole by the sort. Copy and sort yield to y now and then:
-// sorting a busy table's 30,000 paths takes over 10 ms of one P's time.
-func sortedAdds(files map[string]Add, y *coop.Yielder) []*Add {
+// moved around whole by the sort. Copy and sort yield now and then
+// (package coop): sorting a busy table's 30,000 paths takes over 10 ms of
+// one P's time.
+func sortedAdds(files map[string]Add) []*Add {
+	var y coop.Yielder
 	vals := make([]Add, 0, len(files))
 	for _, a := range files {
 		vals = append(vals, a)

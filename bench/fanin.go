@@ -10,9 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/pgcluster"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/verify"
@@ -77,7 +74,8 @@ func (b *bench) fanin(ctx context.Context) error {
 		return fmt.Errorf("single source: %w", err)
 	}
 	singleP99 := ms(verify.Percentile(single.lat[0], 99))
-	fmt.Fprintf(b.out, "# %s single source: %d events at %.0f/s, p99 %.0f ms\n", name, len(single.lat[0]), single.achieved, singleP99)
+	fmt.Fprintf(b.out, "# %s single source: %d events at %.0f/s, p99 %.0f ms (latency to the moment a commit's log entry got its name; %d commits not seen, timed by their ctime)\n",
+		name, len(single.lat[0]), single.achieved, singleP99, single.unseen)
 	for _, n := range counts {
 		r := FaninResult{Name: fmt.Sprintf("%s_%d", name, n), Store: base, Sources: n, Topics: 5,
 			Events: b.o.FaninEvents, Rate: b.o.FaninRate, Seconds: b.o.FaninFor.Seconds(), SingleP99: singleP99}
@@ -94,6 +92,7 @@ func (b *bench) fanin(ctx context.Context) error {
 			return fmt.Errorf("%d sources steady, one store: %w", n, err)
 		}
 		r.SteadyRaces, r.SteadyCommits = sshr.races, sshr.commits
+		fmt.Fprintf(b.out, "# %s %d sources steady: commits not seen appear, timed by their ctime: %d (separate stores), %d (one store)\n", name, n, ssep.unseen, sshr.unseen)
 		for i := range n {
 			r.SharedP99 = append(r.SharedP99, ms(verify.Percentile(sshr.lat[i], 99)))
 			r.SeparateP99 = append(r.SeparateP99, ms(verify.Percentile(ssep.lat[i], 99)))
@@ -210,6 +209,7 @@ type faninRun struct {
 type faninOutcome struct {
 	secs, eps, achieved float64
 	races, commits      int
+	unseen              int               // commits the watch did not see appear (commitLatenciesBy)
 	lat                 [][]time.Duration // per source (steady runs)
 }
 
@@ -352,6 +352,18 @@ func (f *faninRun) steady(ctx context.Context, n int, shared bool) (faninOutcome
 		return faninOutcome{}, err
 	}
 	defer done()
+	stores := []string{srcs[0].store}
+	if !shared {
+		stores = stores[:0]
+		for _, s := range srcs {
+			stores = append(stores, s.store)
+		}
+	}
+	vis, err := watchStores(stores)
+	if err != nil {
+		return faninOutcome{}, err
+	}
+	defer endWatches(vis)
 	time.Sleep(2 * time.Second) // steady state: past the first starts' own commits
 	o := f.b.o
 	total := int(float64(o.FaninRate) * o.FaninFor.Seconds())
@@ -381,126 +393,40 @@ func (f *faninRun) steady(ctx context.Context, n int, shared bool) (faninOutcome
 		}
 		out.races, out.commits = out.races+r, out.commits+c
 	}
-	byApp := map[string][]time.Duration{}
-	stores := []string{srcs[0].store}
-	if !shared {
-		stores = stores[:0]
-		for _, s := range srcs {
-			stores = append(stores, s.store)
-		}
+	if err := endWatches(vis); err != nil {
+		return out, fmt.Errorf("fan-in: watching the commits appear: %w", err)
 	}
-	for _, url := range stores {
+	out.lat, out.unseen, err = sourceLatencies(ctx, srcs, stores, vis, total)
+	return out, err
+}
+
+// sourceLatencies reads every event's latency from the stores (watched by
+// vis, commitLatenciesBy), per source in the order srcs were set up, each
+// of which must have at least total events; and how many commits the
+// watches did not see appear.
+func sourceLatencies(ctx context.Context, srcs []*faninSource, stores []string, vis []*visibility, total int) ([][]time.Duration, int, error) {
+	byApp, unseenAll := map[string][]time.Duration{}, 0
+	for i, url := range stores {
 		st, err := storage.Open(ctx, url, storage.S3Options{})
 		if err != nil {
-			return out, err
+			return nil, 0, err
 		}
-		if err := commitLatenciesBy(ctx, st, func(app string, d time.Duration) { byApp[app] = append(byApp[app], d) }); err != nil {
-			return out, err
+		unseen, err := commitLatenciesBy(ctx, st, vis[i], func(app string, d time.Duration) { byApp[app] = append(byApp[app], d) })
+		if err != nil {
+			return nil, 0, err
 		}
+		unseenAll += unseen
 	}
-	// Sources in the order they were set up: their markers' appIds.
-	for _, s := range srcs {
+	var lat [][]time.Duration
+	for _, s := range srcs { // their markers' appIds
 		app, err := appIDOf(ctx, s.dsn)
 		if err != nil {
-			return out, err
+			return nil, 0, err
 		}
 		if len(byApp[app]) < total {
-			return out, fmt.Errorf("source %s: %d events in the store, want %d", app, len(byApp[app]), total)
+			return nil, 0, fmt.Errorf("source %s: %d events in the store, want %d", app, len(byApp[app]), total)
 		}
-		out.lat = append(out.lat, byApp[app])
+		lat = append(lat, byApp[app])
 	}
-	return out, nil
-}
-
-// appIDOf is the appId the relay of dsn's "deltabus" slot commits with.
-func appIDOf(ctx context.Context, dsn string) (string, error) {
-	var src catalog.Source
-	err := queryRow(ctx, dsn, `SELECT system_identifier::text, current_database() FROM pg_control_system()`, &src.SystemID, &src.Database)
-	src.Slot = "deltabus"
-	return src.AppID(), err
-}
-
-func queryRow(ctx context.Context, dsn, sql string, dest ...any) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	return conn.QueryRow(ctx, sql).Scan(dest...)
-}
-
-// waitMarkers waits until the store holds n relay markers.
-func waitMarkers(ctx context.Context, url string, n int) error {
-	st, err := storage.Open(ctx, url, storage.S3Options{})
-	if err != nil {
-		return err
-	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if markers, err := catalog.ListMarkers(ctx, st); err == nil && len(markers) >= n {
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("store %s: relay did not finish its first start (%d markers wanted)", url, n)
-		}
-	}
-}
-
-// waitConfirmedAt polls every `every` until the slot confirmed end.
-func waitConfirmedAt(ctx context.Context, dsn, end string, every time.Duration) error {
-	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(every) {
-		ok, err := confirmed(ctx, dsn, "deltabus", end)
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-	}
-	return fmt.Errorf("relay did not confirm %s within 5 minutes", end)
-}
-
-// scrapeRaces reads deltabus_commit_races_total and
-// deltabus_delta_commits_total (summed over topics) from a relay's /metrics.
-func scrapeRaces(ctx context.Context, addr string) (races, commits int, err error) {
-	body, err := scrape(ctx, addr)
-	if err != nil {
-		return 0, 0, err
-	}
-	text := string(body)
-	return int(metricSum(text, "deltabus_commit_races_total")), int(metricSum(text, "deltabus_delta_commits_total")), nil
-}
-
-// metricSum sums every sample of one metric in Prometheus text format.
-func metricSum(text, name string) float64 {
-	var sum float64
-	for _, line := range strings.Split(text, "\n") {
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
-			continue
-		}
-		f := strings.Fields(rest[strings.LastIndexByte(rest, '}')+1:])
-		if len(f) == 0 {
-			continue
-		}
-		var v float64
-		if _, err := fmt.Sscan(f[0], &v); err == nil {
-			sum += v
-		}
-	}
-	return sum
-}
-
-// forEach runs fn(0..n-1) at once and returns the first error.
-func forEach(n int, fn func(int) error) error {
-	errs := make(chan error, n)
-	for i := range n {
-		go func() { errs <- fn(i) }()
-	}
-	var first error
-	for range n {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
+	return lat, unseenAll, nil
 }

@@ -52,8 +52,8 @@ func (b *bench) bigTransaction(ctx context.Context) error {
 }
 
 // latency: steady single-row transactions at o.rate/s for o.latencyFor with
-// the relay running; latency = time the Delta commit file appeared (its
-// mtime) minus the source commit time, per event.
+// the relay running; an event's latency is the moment its Delta commit
+// became visible (commitLatenciesBy) minus its source commit time.
 func (b *bench) latency(ctx context.Context) error {
 	dsn, drop, err := b.freshDB(ctx)
 	if err != nil {
@@ -70,80 +70,122 @@ func (b *bench) latency(ctx context.Context) error {
 			return err
 		}
 	}
-	// The relay's metrics, for where its batches' time went.
-	metrics, extra := os.Getenv("DELTABUS_BENCH_METRICS"), []string(nil)
-	if metrics == "" {
-		port, err := pgcluster.FreePort()
-		if err != nil {
+	var vis *visibility
+	if !strings.Contains(dir, "://") {
+		if vis, err = watchVisibility(dir); err != nil {
 			return err
 		}
-		metrics = fmt.Sprintf("127.0.0.1:%d", port)
-		extra = []string{"--metrics-addr", metrics}
-	}
-	p, err := b.startRelay(dsn, dir, "deltabus", nil, extra...)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = p.Process.Kill(); _ = p.Wait() }()
-	// Steady state: the first start is done, and a second to settle.
-	if err := waitFirstStart(ctx, dsn, dir, "deltabus"); err != nil {
-		return err
-	}
-	time.Sleep(time.Second)
-	n := b.latencyEvents()
-	t0 := time.Now()
-	if err := b.latencyLoad(ctx, dsn, n); err != nil {
-		return err
-	}
-	// Producers that fall behind stop at the deadline (a loaded machine):
-	// what they wrote is what the outbox holds.
-	if n, err = outboxRows(ctx, dsn); err != nil {
-		return err
-	}
-	achieved := float64(n) / time.Since(t0).Seconds()
-	end, err := walInsertLSN(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	if err := b.waitConfirmed(ctx, dsn, end); err != nil {
-		return err
-	}
-	stages, err := scrapeStages(ctx, metrics)
-	if err != nil {
-		return err
-	}
-	_ = p.Process.Signal(syscall.SIGTERM)
-	_ = p.Wait()
-	if !strings.Contains(dir, "://") {
+		defer vis.end()
 		dir = "file://" + dir
+	}
+	run, err := b.latencyRun(ctx, dsn, dir)
+	if err != nil {
+		return err
+	}
+	if vis != nil {
+		if err := vis.end(); err != nil {
+			return fmt.Errorf("latency: watching the commits appear: %w", err)
+		}
 	}
 	store, err := storage.Open(ctx, dir, storage.S3Options{})
 	if err != nil {
 		return err
 	}
-	lat, err := commitLatencies(ctx, store)
+	lat, unseen, err := commitLatencies(ctx, store, vis)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(b.out, "# latency: %d single-row transactions at %.0f/s (target %d/s) for %v, %d events measured, store %s\n",
-		n, achieved, b.o.Rate, b.o.LatencyFor, len(lat), store)
-	if len(lat) != n {
-		return fmt.Errorf("latency: the store holds %d events after version 0, the outbox %d rows", len(lat), n)
+		run.n, run.achieved, b.o.Rate, b.o.LatencyFor, len(lat), store)
+	if vis != nil {
+		fmt.Fprintf(b.out, "# commits timed when their log entry got its name (inotify); %d not seen, timed by their ctime\n", unseen)
 	}
-	p50, p99 := verify.Percentile(lat, 50), verify.Percentile(lat, 99)
-	if os.Getenv("DELTABUS_BENCH_DEBUG") != "" {
-		fmt.Fprintf(b.out, "# p90=%v p95=%v p99.9=%v max=%v\n", verify.Percentile(lat, 90), verify.Percentile(lat, 95), verify.Percentile(lat, 99.9), verify.Percentile(lat, 100))
-		for _, w := range worstVersions {
-			fmt.Fprintf(b.out, "# slow: %s\n", w)
-		}
+	if len(lat) != run.n {
+		return fmt.Errorf("latency: the store holds %d events after version 0, the outbox %d rows", len(lat), run.n)
 	}
 	name := b.o.LatencyName
 	if name == "" {
 		name = "latency"
 	}
-	res := latencyResult(name, store.String(), b.o.Rate, achieved, b.o.LatencyFor, lat)
-	res.Stages = stages
-	fmt.Fprintln(b.out, formatStages(stages))
+	res := latencyResult(name, store.String(), b.o.Rate, run.achieved, b.o.LatencyFor, lat)
+	res.Stages = run.stages
+	b.debugLatency(lat)
+	fmt.Fprintln(b.out, formatStages(run.stages))
+	return b.latencyReport(ctx, name, dir, lat, res)
+}
+
+// latencyRun is the latency run's relay and load: the relay streams dsn
+// into dir while the producers commit.
+type latencyRun struct {
+	n        int // transactions the outbox holds
+	achieved float64
+	stages   []StageTime
+}
+
+func (b *bench) latencyRun(ctx context.Context, dsn, dir string) (latencyRun, error) {
+	// The relay's metrics, for where its batches' time went.
+	metrics, extra := os.Getenv("DELTABUS_BENCH_METRICS"), []string(nil)
+	if metrics == "" {
+		port, err := pgcluster.FreePort()
+		if err != nil {
+			return latencyRun{}, err
+		}
+		metrics = fmt.Sprintf("127.0.0.1:%d", port)
+		extra = []string{"--metrics-addr", metrics}
+	}
+	p, err := b.startRelay(dsn, strings.TrimPrefix(dir, "file://"), "deltabus", nil, extra...)
+	if err != nil {
+		return latencyRun{}, err
+	}
+	defer func() { _ = p.Process.Kill(); _ = p.Wait() }()
+	// Steady state: the first start is done, and a second to settle.
+	if err := waitFirstStart(ctx, dsn, strings.TrimPrefix(dir, "file://"), "deltabus"); err != nil {
+		return latencyRun{}, err
+	}
+	time.Sleep(time.Second)
+	t0 := time.Now()
+	if err := b.latencyLoad(ctx, dsn, b.latencyEvents()); err != nil {
+		return latencyRun{}, err
+	}
+	// Producers that fall behind stop at the deadline (a loaded machine):
+	// what they wrote is what the outbox holds.
+	n, err := outboxRows(ctx, dsn)
+	if err != nil {
+		return latencyRun{}, err
+	}
+	run := latencyRun{n: n, achieved: float64(n) / time.Since(t0).Seconds()}
+	end, err := walInsertLSN(ctx, dsn)
+	if err != nil {
+		return run, err
+	}
+	if err := b.waitConfirmed(ctx, dsn, end); err != nil {
+		return run, err
+	}
+	if run.stages, err = scrapeStages(ctx, metrics); err != nil {
+		return run, err
+	}
+	_ = p.Process.Signal(syscall.SIGTERM)
+	_ = p.Wait()
+	return run, nil
+}
+
+// debugLatency prints, for DELTABUS_BENCH_DEBUG, more percentiles and the
+// slowest commits.
+func (b *bench) debugLatency(lat []time.Duration) {
+	if os.Getenv("DELTABUS_BENCH_DEBUG") == "" {
+		return
+	}
+	fmt.Fprintf(b.out, "# p90=%v p95=%v p99.9=%v max=%v\n", verify.Percentile(lat, 90), verify.Percentile(lat, 95), verify.Percentile(lat, 99.9), verify.Percentile(lat, 100))
+	for _, w := range worstVersions {
+		fmt.Fprintf(b.out, "# slow: %s\n", w)
+	}
+}
+
+// latencyReport prints the latency lines beside the run's same-run
+// counterparts, the disk floor and pg_recvlogical's delivery, and records
+// res.
+func (b *bench) latencyReport(ctx context.Context, name, dir string, lat []time.Duration, res LatencyResult) error {
+	p50, p99 := verify.Percentile(lat, 50), verify.Percentile(lat, 99)
 	// The disk's own floor, in the same run: on local disk in the store's
 	// file system, on S3 in the temporary folder (the S3 server's disk
 	// here).
@@ -224,12 +266,13 @@ func (b *bench) waitConfirmed(ctx context.Context, dsn, end string) error {
 // worstVersions lists slow commits for DELTABUS_BENCH_DEBUG.
 var worstVersions []string
 
-// commitLatencies returns, per event of every topic, commit file mtime minus
-// source commit time.
-func commitLatencies(ctx context.Context, root storage.Store) ([]time.Duration, error) {
+// commitLatencies returns, per event of every topic, the time its commit
+// became visible minus its source commit time, and how many commits the
+// watch did not see (commitLatenciesBy).
+func commitLatencies(ctx context.Context, root storage.Store, vis *visibility) ([]time.Duration, int, error) {
 	var out []time.Duration
-	err := commitLatenciesBy(ctx, root, func(_ string, d time.Duration) { out = append(out, d) })
-	return out, err
+	unseen, err := commitLatenciesBy(ctx, root, vis, func(_ string, d time.Duration) { out = append(out, d) })
+	return out, unseen, err
 }
 
 // writeBenchGroup makes every topic of the store at dir one group's.
@@ -245,49 +288,106 @@ func writeBenchGroup(ctx context.Context, dir string) error {
 }
 
 // commitLatenciesBy calls fn with each event's source (its appId) and
-// latency, for every table of root.
-func commitLatenciesBy(ctx context.Context, root storage.Store, fn func(source string, d time.Duration)) error {
+// latency, for every table of root: from its source commit to the moment
+// its commit file got its name, as vis saw it (a local store watched from
+// before the run). It returns how many commits vis did not see, timed by
+// their file's ctime instead. Without vis: the file's mtime on disk; on S3,
+// whose listings give whole seconds, the commitInfo timestamp, taken just
+// before the conditional PUT (it understates by one PUT, ~15 ms at p50 on
+// versitygw).
+func commitLatenciesBy(ctx context.Context, root storage.Store, vis *visibility, fn func(source string, d time.Duration)) (int, error) {
 	names, err := catalog.ListTables(ctx, root)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	unseen := 0
 	for _, name := range names {
 		st := storage.Sub(root, name)
 		objs, err := st.List(ctx, delta.LogDir, "")
 		if err != nil {
-			return err
+			return 0, err
 		}
-		visible := map[string]time.Time{}
+		listed := map[string]time.Time{}
 		for _, o := range objs {
-			visible[o.Key] = o.ModTime
+			listed[o.Key] = o.ModTime
 		}
 		err = delta.ReadChanges(ctx, st, 1, -1, func(cf delta.ChangeFile) error {
-			at, ok := visible[delta.CommitKey(cf.Version)]
-			if !ok {
+			key := delta.CommitKey(cf.Version)
+			at, ok := listed[key]
+			switch {
+			case !ok:
 				return fmt.Errorf("topic %q: no commit file for version %d", name, cf.Version)
-			}
-			if at.Nanosecond() == 0 {
-				// S3 listings give LastModified in whole seconds: use the
-				// commitInfo timestamp, taken just before the conditional PUT
-				// (it understates by one PUT, ~15 ms at p50 on versitygw).
+			case vis != nil:
+				t, seen, err := vis.at(name, key)
+				if err != nil {
+					return fmt.Errorf("topic %q: %w", name, err)
+				}
+				at, unseen = t, unseen+btoi(!seen)
+			case at.Nanosecond() == 0:
 				at = cf.Timestamp
 			}
-			var worst time.Duration
-			err := topic.ReadEvents(ctx, st, delta.Add{Path: cf.Path}, func(e outbox.Event) error {
-				fn(e.Source, at.Sub(e.CommitTime))
-				worst = max(worst, at.Sub(e.CommitTime))
-				return nil
-			})
-			if worst > 300*time.Millisecond {
-				worstVersions = append(worstVersions, fmt.Sprintf("%s v%d %v at %s", name, cf.Version, worst, at.Format("15:04:05.000")))
-			}
-			return err
+			return eventLatencies(ctx, st, name, cf, at, fn)
 		})
 		if err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return unseen, nil
+}
+
+// eventLatencies calls fn with the latency of each event of cf, visible
+// at at; DELTABUS_BENCH_DEBUG lists commits slower than 300 ms.
+func eventLatencies(ctx context.Context, st storage.Store, name string, cf delta.ChangeFile, at time.Time, fn func(source string, d time.Duration)) error {
+	var worst time.Duration
+	err := topic.ReadEvents(ctx, st, delta.Add{Path: cf.Path}, func(e outbox.Event) error {
+		fn(e.Source, at.Sub(e.CommitTime))
+		worst = max(worst, at.Sub(e.CommitTime))
+		return nil
+	})
+	if worst > 300*time.Millisecond {
+		worstVersions = append(worstVersions, fmt.Sprintf("%s v%d %v at %s", name, cf.Version, worst, at.Format("15:04:05.000")))
+	}
+	return err
+}
+
+// watchStores watches each local store of urls (file://) from now on
+// (watchVisibility); an S3 store's entry is nil.
+func watchStores(urls []string) ([]*visibility, error) {
+	vis := make([]*visibility, len(urls))
+	for i, u := range urls {
+		dir, local := strings.CutPrefix(u, "file://")
+		if !local {
+			continue
+		}
+		v, err := watchVisibility(dir)
+		if err != nil {
+			endWatches(vis)
+			return nil, err
+		}
+		vis[i] = v
+	}
+	return vis, nil
+}
+
+// endWatches ends every watch of vis and returns the first error.
+func endWatches(vis []*visibility) error {
+	var first error
+	for _, v := range vis {
+		if v == nil {
+			continue
+		}
+		if err := v.end(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // outboxRows counts the rows producers wrote.

@@ -1,0 +1,97 @@
+//go:build linux
+
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// watching waits until v watches the folder rel (relative to its root).
+func watching(t *testing.T, v *visibility, rel string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		v.mu.Lock()
+		for _, d := range v.dirs {
+			if d == rel {
+				v.mu.Unlock()
+				return
+			}
+		}
+		v.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("%s is not watched after 10s", rel)
+}
+
+func TestVisibilityTimesWhenACommitGetsItsName(t *testing.T) {
+	root := t.TempDir()
+	// A table made before the watch, with a commit: not seen, its ctime.
+	early := filepath.Join(root, "early", "_delta_log")
+	if err := os.MkdirAll(early, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(early, "00000000000000000001.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := watchVisibility(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.end()
+	// Tables made after, in one MkdirAll (the watch finds _delta_log by
+	// looking), a topic's and a group's.
+	for _, table := range []string{"orders", "_group.quiet"} {
+		if err := os.MkdirAll(filepath.Join(root, table, "_delta_log"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		watching(t, v, filepath.Join(table, "_delta_log"))
+	}
+	logDir := filepath.Join(root, "orders", "_delta_log")
+	// A put-if-absent: a temporary file, then link(2) to the commit's name.
+	tmp := filepath.Join(logDir, ".00000000000000000001.json.x.tmp")
+	if err := os.WriteFile(tmp, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	if err := os.Link(tmp, filepath.Join(logDir, "00000000000000000001.json")); err != nil {
+		t.Fatal(err)
+	}
+	// A rename(2) in the group's table.
+	gtmp := filepath.Join(root, "_group.quiet", "_delta_log", ".g.tmp")
+	if err := os.WriteFile(gtmp, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(gtmp, filepath.Join(root, "_group.quiet", "_delta_log", "00000000000000000002.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.end(); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	for _, c := range []struct{ table, key string }{
+		{"orders", "_delta_log/00000000000000000001.json"},
+		{"_group.quiet", "_delta_log/00000000000000000002.json"},
+	} {
+		at, seen, err := v.at(c.table, c.key)
+		if err != nil || !seen {
+			t.Fatalf("%s %s: seen %v, err %v; want seen", c.table, c.key, seen, err)
+		}
+		if at.Before(before) || at.After(after) {
+			t.Errorf("%s %s: seen at %v, outside [%v, %v]", c.table, c.key, at, before, after)
+		}
+	}
+	at, seen, err := v.at("early", "_delta_log/00000000000000000001.json")
+	if err != nil || seen || at.IsZero() {
+		t.Errorf("commit made before the watch: at %v seen %v err %v; want its ctime, not seen", at, seen, err)
+	}
+	if _, ok := v.seen["orders/_delta_log/.00000000000000000001.json.x.tmp"]; ok {
+		t.Error("a temporary file was recorded as a commit")
+	}
+	if _, _, err := v.at("orders", "_delta_log/00000000000000000009.json"); err == nil {
+		t.Error("a commit that does not exist: want an error")
+	}
+}

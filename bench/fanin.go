@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/deltabus/deltabus/bench/visible"
 	"github.com/deltabus/deltabus/pgcluster"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/verify"
@@ -404,7 +405,7 @@ func (f *faninRun) steady(ctx context.Context, n int, shared bool) (faninOutcome
 // vis, commitLatenciesBy), per source in the order srcs were set up, each
 // of which must have at least total events; and how many commits the
 // watches did not see appear.
-func sourceLatencies(ctx context.Context, srcs []*faninSource, stores []string, vis []*visibility, total int) ([][]time.Duration, int, error) {
+func sourceLatencies(ctx context.Context, srcs []*faninSource, stores []string, vis []*visible.Watcher, total int) ([][]time.Duration, int, error) {
 	byApp, unseenAll := map[string][]time.Duration{}, 0
 	for i, url := range stores {
 		st, err := storage.Open(ctx, url, storage.S3Options{})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/bench/visible"
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pgcluster"
@@ -70,12 +71,12 @@ func (b *bench) latency(ctx context.Context) error {
 			return err
 		}
 	}
-	var vis *visibility
+	var vis *visible.Watcher
 	if !strings.Contains(dir, "://") {
-		if vis, err = watchVisibility(dir); err != nil {
+		if vis, err = visible.Watch(dir); err != nil {
 			return err
 		}
-		defer vis.end()
+		defer vis.End()
 		dir = "file://" + dir
 	}
 	run, err := b.latencyRun(ctx, dsn, dir)
@@ -83,7 +84,7 @@ func (b *bench) latency(ctx context.Context) error {
 		return err
 	}
 	if vis != nil {
-		if err := vis.end(); err != nil {
+		if err := vis.End(); err != nil {
 			return fmt.Errorf("latency: watching the commits appear: %w", err)
 		}
 	}
@@ -269,7 +270,7 @@ var worstVersions []string
 // commitLatencies returns, per event of every topic, the time its commit
 // became visible minus its source commit time, and how many commits the
 // watch did not see (commitLatenciesBy).
-func commitLatencies(ctx context.Context, root storage.Store, vis *visibility) ([]time.Duration, int, error) {
+func commitLatencies(ctx context.Context, root storage.Store, vis *visible.Watcher) ([]time.Duration, int, error) {
 	var out []time.Duration
 	unseen, err := commitLatenciesBy(ctx, root, vis, func(_ string, d time.Duration) { out = append(out, d) })
 	return out, unseen, err
@@ -295,7 +296,7 @@ func writeBenchGroup(ctx context.Context, dir string) error {
 // whose listings give whole seconds, the commitInfo timestamp, taken just
 // before the conditional PUT (it understates by one PUT, ~15 ms at p50 on
 // versitygw).
-func commitLatenciesBy(ctx context.Context, root storage.Store, vis *visibility, fn func(source string, d time.Duration)) (int, error) {
+func commitLatenciesBy(ctx context.Context, root storage.Store, vis *visible.Watcher, fn func(source string, d time.Duration)) (int, error) {
 	names, err := catalog.ListTables(ctx, root)
 	if err != nil {
 		return 0, err
@@ -318,7 +319,7 @@ func commitLatenciesBy(ctx context.Context, root storage.Store, vis *visibility,
 			case !ok:
 				return fmt.Errorf("topic %q: no commit file for version %d", name, cf.Version)
 			case vis != nil:
-				t, seen, err := vis.at(name, key)
+				t, seen, err := vis.At(name, key)
 				if err != nil {
 					return fmt.Errorf("topic %q: %w", name, err)
 				}
@@ -351,15 +352,15 @@ func eventLatencies(ctx context.Context, st storage.Store, name string, cf delta
 }
 
 // watchStores watches each local store of urls (file://) from now on
-// (watchVisibility); an S3 store's entry is nil.
-func watchStores(urls []string) ([]*visibility, error) {
-	vis := make([]*visibility, len(urls))
+// (visible.Watch); an S3 store's entry is nil.
+func watchStores(urls []string) ([]*visible.Watcher, error) {
+	vis := make([]*visible.Watcher, len(urls))
 	for i, u := range urls {
 		dir, local := strings.CutPrefix(u, "file://")
 		if !local {
 			continue
 		}
-		v, err := watchVisibility(dir)
+		v, err := visible.Watch(dir)
 		if err != nil {
 			endWatches(vis)
 			return nil, err
@@ -370,13 +371,13 @@ func watchStores(urls []string) ([]*visibility, error) {
 }
 
 // endWatches ends every watch of vis and returns the first error.
-func endWatches(vis []*visibility) error {
+func endWatches(vis []*visible.Watcher) error {
 	var first error
 	for _, v := range vis {
 		if v == nil {
 			continue
 		}
-		if err := v.end(); err != nil && first == nil {
+		if err := v.End(); err != nil && first == nil {
 			first = err
 		}
 	}

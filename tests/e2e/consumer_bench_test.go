@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltabus/deltabus/bench/visible"
 	"github.com/deltabus/deltabus/migrations"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink/delta"
@@ -225,6 +226,15 @@ func benchLatency(b *testing.B, storeURL string, store storage.Store, extraEnv [
 	if _, err := migrations.Apply(context.Background(), conn, migrations.Options{}); err != nil {
 		b.Fatal(err)
 	}
+	var watch *visible.Watcher // local stores: when each commit became visible
+	if dir, local := strings.CutPrefix(storeURL, "file://"); local {
+		w, err := visible.Watch(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer w.End()
+		watch = w
+	}
 	env := append([]string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + storeURL}, extraEnv...)
 	relay := startProc(b, buildBinary(b, "cmd/relay"), env, "run", "--metrics-addr", "")
 	for !strings.Contains(relay.output(), "msg=streaming") {
@@ -290,20 +300,18 @@ func benchLatency(b *testing.B, storeURL string, store storage.Store, extraEnv [
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-	// The relay's share: source commit -> the commit file visible (its
-	// modification time; S3 listings give whole seconds: local only).
-	if strings.HasPrefix(storeURL, "file://") {
-		objs, err := storage.Sub(store, "orders").List(ctx, delta.LogDir, "")
-		if err != nil {
+	// The relay's share: source commit -> the commit file visible (the
+	// moment it got its name, package visible; local only).
+	if watch != nil {
+		if err := watch.End(); err != nil {
 			b.Fatal(err)
-		}
-		visible := map[string]time.Time{}
-		for _, o := range objs {
-			visible[o.Key] = o.ModTime
 		}
 		var relay, consumer []time.Duration
 		for _, e := range all {
-			at := visible[delta.CommitKey(e.version)]
+			at, _, err := watch.At("orders", delta.CommitKey(e.version))
+			if err != nil {
+				b.Fatal(err)
+			}
 			relay, consumer = append(relay, at.Sub(e.commit)), append(consumer, e.at.Sub(at))
 		}
 		slices.Sort(relay)

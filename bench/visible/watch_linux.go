@@ -1,6 +1,6 @@
 //go:build linux
 
-package bench
+package visible
 
 import (
 	"errors"
@@ -18,24 +18,9 @@ import (
 	"github.com/deltabus/deltabus/sink/delta"
 )
 
-// visibility records when each commit file of a local store's tables got
-// its name: the moment a reader listing the log could first see the
-// commit. The latency runs count an event's latency to it.
-//
-// A file's times cannot say it. The kernel stamps mtime and ctime from its
-// coarse clock, which here moves in 4 ms steps and reads 3-7 ms behind the
-// clock the source commit time comes from; and mtime is the time of the
-// last write, before the relay's fsync and link. Both understated the
-// latency by about one step.
-//
-// The watcher uses inotify: the store's root (new tables), each table's
-// folder (its _delta_log) and each _delta_log (IN_CREATE for a link(2),
-// IN_MOVED_TO for a rename(2)). A thread of its own waits in poll(2) and
-// takes the time as soon as it returns, so a time is late by the thread's
-// wake-up, never early. A commit made before its folder was watched (a
-// table's first entries, while the watches are added) has no time: at
-// falls back to the file's ctime, and the run says how many did.
-type visibility struct {
+// Watcher records when each commit file of a local store's tables got its
+// name. Watch starts one.
+type Watcher struct {
 	root  string
 	fd    int
 	stop  [2]int // pipe: a write ends the watch
@@ -50,14 +35,14 @@ type visibility struct {
 	err      error                // the first error of the watch
 }
 
-// watchVisibility starts watching the local store at root, an existing
-// folder.
-func watchVisibility(root string) (*visibility, error) {
+// Watch starts watching the local store at root, an existing folder.
+// End it with End.
+func Watch(root string) (*Watcher, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("inotify: %w", err)
 	}
-	v := &visibility{root: root, fd: fd, done: make(chan struct{}),
+	v := &Watcher{root: root, fd: fd, done: make(chan struct{}),
 		dirs: map[int32]string{}, seen: map[string]time.Time{}}
 	if err := unix.Pipe2(v.stop[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
 		unix.Close(fd)
@@ -76,7 +61,7 @@ const watchMask = unix.IN_CREATE | unix.IN_MOVED_TO | unix.IN_ONLYDIR
 
 // add watches the folder rel (relative to root), then looks at what it
 // already holds: folders made before the watch are watched too.
-func (v *visibility) add(rel string) error {
+func (v *Watcher) add(rel string) error {
 	wd, err := unix.InotifyAddWatch(v.fd, filepath.Join(v.root, rel), watchMask)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -115,7 +100,7 @@ func wanted(rel, name string) bool {
 }
 
 // run reads the events until stop is written, on a thread of its own.
-func (v *visibility) run() {
+func (v *Watcher) run() {
 	defer close(v.done)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -139,7 +124,7 @@ func (v *visibility) run() {
 }
 
 // drain reads every queued event, each seen at at; false after an error.
-func (v *visibility) drain(buf []byte, at time.Time) bool {
+func (v *Watcher) drain(buf []byte, at time.Time) bool {
 	for {
 		n, err := unix.Read(v.fd, buf)
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
@@ -157,7 +142,7 @@ func (v *visibility) drain(buf []byte, at time.Time) bool {
 }
 
 // events handles one read's events.
-func (v *visibility) events(b []byte, at time.Time) error {
+func (v *Watcher) events(b []byte, at time.Time) error {
 	for len(b) >= unix.SizeofInotifyEvent {
 		ev := (*unix.InotifyEvent)(unsafe.Pointer(&b[0]))
 		size := unix.SizeofInotifyEvent + int(ev.Len)
@@ -195,7 +180,7 @@ func (v *visibility) events(b []byte, at time.Time) error {
 	return nil
 }
 
-func (v *visibility) fail(err error) {
+func (v *Watcher) fail(err error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.err == nil {
@@ -203,9 +188,9 @@ func (v *visibility) fail(err error) {
 	}
 }
 
-// end stops the watch and reports its first error, or that the kernel's
+// End stops the watch and reports its first error, or that the kernel's
 // queue overflowed. Later calls return the same.
-func (v *visibility) end() error {
+func (v *Watcher) End() error {
 	v.once.Do(func() {
 		_, _ = unix.Write(v.stop[1], []byte{0})
 		<-v.done
@@ -220,15 +205,16 @@ func (v *visibility) end() error {
 	return v.ended
 }
 
-func (v *visibility) close() {
+func (v *Watcher) close() {
 	unix.Close(v.fd)
 	unix.Close(v.stop[0])
 	unix.Close(v.stop[1])
 }
 
-// at returns when the commit file key (delta.CommitKey) of table got its
-// name, and whether the watch saw it; else the file's ctime.
-func (v *visibility) at(table, key string) (time.Time, bool, error) {
+// At returns when the commit file key (delta.CommitKey) of table got its
+// name, and whether the watch saw it; else the file's ctime (see the
+// package doc). Call it after End.
+func (v *Watcher) At(table, key string) (time.Time, bool, error) {
 	v.mu.Lock()
 	t, ok := v.seen[table+"/"+key]
 	v.mu.Unlock()

@@ -1,6 +1,6 @@
 //go:build linux
 
-package bench
+package visible
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 )
 
 // watching waits until v watches the folder rel (relative to its root).
-func watching(t *testing.T, v *visibility, rel string) {
+func watching(t *testing.T, v *Watcher, rel string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -37,11 +37,11 @@ func TestVisibilityTimesWhenACommitGetsItsName(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(early, "00000000000000000001.json"), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	v, err := watchVisibility(root)
+	v, err := Watch(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer v.end()
+	defer v.End()
 	// Tables made after, in one MkdirAll (the watch finds _delta_log by
 	// looking), a topic's and a group's.
 	for _, table := range []string{"orders", "_group.quiet"} {
@@ -68,7 +68,7 @@ func TestVisibilityTimesWhenACommitGetsItsName(t *testing.T) {
 	if err := os.Rename(gtmp, filepath.Join(root, "_group.quiet", "_delta_log", "00000000000000000002.json")); err != nil {
 		t.Fatal(err)
 	}
-	if err := v.end(); err != nil {
+	if err := v.End(); err != nil {
 		t.Fatal(err)
 	}
 	after := time.Now()
@@ -76,7 +76,7 @@ func TestVisibilityTimesWhenACommitGetsItsName(t *testing.T) {
 		{"orders", "_delta_log/00000000000000000001.json"},
 		{"_group.quiet", "_delta_log/00000000000000000002.json"},
 	} {
-		at, seen, err := v.at(c.table, c.key)
+		at, seen, err := v.At(c.table, c.key)
 		if err != nil || !seen {
 			t.Fatalf("%s %s: seen %v, err %v; want seen", c.table, c.key, seen, err)
 		}
@@ -84,14 +84,14 @@ func TestVisibilityTimesWhenACommitGetsItsName(t *testing.T) {
 			t.Errorf("%s %s: seen at %v, outside [%v, %v]", c.table, c.key, at, before, after)
 		}
 	}
-	at, seen, err := v.at("early", "_delta_log/00000000000000000001.json")
+	at, seen, err := v.At("early", "_delta_log/00000000000000000001.json")
 	if err != nil || seen || at.IsZero() {
 		t.Errorf("commit made before the watch: at %v seen %v err %v; want its ctime, not seen", at, seen, err)
 	}
 	if _, ok := v.seen["orders/_delta_log/.00000000000000000001.json.x.tmp"]; ok {
 		t.Error("a temporary file was recorded as a commit")
 	}
-	if _, _, err := v.at("orders", "_delta_log/00000000000000000009.json"); err == nil {
+	if _, _, err := v.At("orders", "_delta_log/00000000000000000009.json"); err == nil {
 		t.Error("a commit that does not exist: want an error")
 	}
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -15,15 +17,94 @@ import (
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/relay"
 	"github.com/deltabus/deltabus/statuspage"
+	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe/check"
+	"github.com/deltabus/deltabus/telemetry"
+	"github.com/deltabus/deltabus/unitycatalog"
 )
 
 func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
+	fs, f := runFlags(env)
+	if code, ok := parseFlags(fs, args, f.sf.resolve); !ok {
+		return code
+	}
+	cfg := f.relayConfig()
+	log, err := newLogger(env.stderr, f.sf.logFormat, f.sf.logLevel)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	mappings, err := outbox.ParseMappings(f.sf.mapping, nil)
+	if err != nil {
+		return fail(env, exitUsage, fmt.Errorf("--mapping: %w", err))
+	}
+	mats, err := parseMaterialized(f.checkMats)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	uc, ucTarget, err := ucFromEnv(env)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	shareCPU(f.schedBatch, log)
+	tel, flush, err := startTelemetry(ctx, "deltabus-relay", true, cfg.WithDefaults().ShutdownTimeout, log)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	defer flush()
+	r, store, err := daemon.New(ctx, cfg, daemon.Options{Log: log, Mappings: mappings, Meter: tel.Meter, Tracer: tel.Tracer,
+		PII: f.sf.pii.config(), Contracts: f.co})
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	if err := describePersonal(f.sf.pii.schemas); err != nil { // the topics' personal columns, for governance and the page
+		return fail(env, exitUsage, err)
+	}
+	if err := startMaintenance(ctx, r, store, f.every, f.mo, tel, log); err != nil {
+		return fail(env, exitFailure, err)
+	}
+	full := cfg.WithDefaults()
+	ucStatus, appID := startGovernance(ctx, r, store, uc, ucTarget, log)
+	slotMon, err := startSlotMonitor(ctx, r, full, f.refresh, tel, log)
+	if err != nil {
+		return fail(env, exitFailure, err)
+	}
+	page := statuspage.New(statuspage.Config{Store: store, AppID: appID, Slot: full.Slot, Version: Version, Ready: r.Ready,
+		SlotMonitor: slotMon, UnityCatalog: ucStatus, Refresh: f.refresh, Log: log,
+		Consumers: check.Config{CheckpointDSNs: f.checkDSNs, Materialized: mats, Thresholds: check.Thresholds{MaxDuplicateRate: -1}}})
+	if f.metricsAddr != "" {
+		stop, err := serveMetrics(f, r, page, tel, log)
+		if err != nil {
+			return fail(env, exitUsage, err)
+		}
+		defer stop()
+	}
+	if err := r.Run(ctx); err != nil {
+		return fail(env, exitFailure, err)
+	}
+	return exitOK
+}
+
+// runOptions are what relay run's flags set.
+type runOptions struct {
+	sf                   sourceFlags
+	cfg                  relay.Config
+	co                   contract.Options
+	metricsAddr          string
+	mo                   maintain.Options
+	every                time.Duration // --maintenance
+	schedBatch           bool
+	refresh              time.Duration // --status-refresh
+	checkDSNs, checkMats stringList
+	pprof                bool
+}
+
+// runFlags registers relay run's flags; parsing fills the options.
+func runFlags(env *cliEnv) (*flag.FlagSet, *runOptions) {
 	fs := newFlagSet(env, "run", "[flags]")
-	var sf sourceFlags
-	sf.register(fs, env)
+	f := new(runOptions)
+	f.sf.register(fs, env)
 	d := relay.DefaultConfig()
-	var cfg relay.Config
+	cfg := &f.cfg
 	fs.IntVar(&cfg.BatchMaxEvents, "batch-max-events", d.BatchMaxEvents, "close a batch after this many events")
 	fs.Int64Var(&cfg.BatchMaxBytes, "batch-max-bytes", d.BatchMaxBytes, "close a batch after this many payload bytes")
 	fs.DurationVar(&cfg.BatchMaxDelay, "batch-max-delay", d.BatchMaxDelay, "hold a batch until its oldest event is this old, for fewer, larger commits (0: group commit, a batch closes as soon as the committer is free)")
@@ -42,84 +123,75 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		cfg.StopAt = lsn
 		return nil
 	})
-	var co contract.Options
-	fs.DurationVar(&co.Poll, "contracts-poll", contract.DefaultPoll, "list the store's event contracts this often for new versions and policies (one List request; an event naming a version not yet seen re-reads its type at once); negative: only then")
-	metricsAddr := fs.String("metrics-addr", envOr(env, "DELTABUS_METRICS_ADDR", "127.0.0.1:9464"), "serve /metrics, /healthz, /readyz, the operator's page (/) and /api/status here (empty disables); keep it on loopback or a private network")
-	var mo maintain.Options
-	every := fs.Duration("maintenance", time.Hour, "compact, clean up the log and vacuum every topic this often while streaming (0 disables; `relay compact` and `relay vacuum` do it by hand)")
-	fs.DurationVar(&mo.LogRetention, "maintenance-log-retention", 0, "override every table's delta.logRetentionDuration (default: the table's, 30 days)")
-	fs.DurationVar(&mo.FileRetention, "maintenance-file-retention", 0, "override every table's delta.deletedFileRetentionDuration (default: the table's, 7 days)")
-	fs.Int64Var(&mo.Compact.TargetFileBytes, "compact-target-file-bytes", 0, "size of the files compaction writes (default 128 MiB)")
-	schedBatch := fs.Bool("sched-batch", true, "run the relay's threads under SCHED_BATCH (Linux): the same share of the CPU, but a wake-up never preempts the database's processes on a shared core; false keeps the default policy (a policy set by systemd or chrt is always kept)")
-	refresh := fs.Duration("status-refresh", 5*time.Second, "how often the operator's page (/ on --metrics-addr) refreshes and the longest its data is reused; consumer checks are reused six times as long")
-	var checkDSNs, checkMats stringList
-	fs.Var(&checkDSNs, "check-checkpoint", "for the operator's page: a PostgreSQL database holding consumer checkpoints (repeatable; as relay check consumers --checkpoint)")
-	fs.Var(&checkMats, "check-materialized", "for the operator's page: GROUP:SCHEMA.TABLE:COLUMN[:FIELD], a group that materialises its topic (repeatable; as relay check consumers --materialized)")
-	pprof := fs.Bool("pprof", false, "also serve /debug/pprof/ on --metrics-addr (exposes internals: keep the address private)")
-	if code, ok := parseFlags(fs, args, sf.resolve); !ok {
-		return code
-	}
-	cfg.Source, cfg.Store, cfg.Slot, cfg.Publication = sf.source, sf.store, sf.slot, sf.publication
-	log, err := newLogger(env.stderr, sf.logFormat, sf.logLevel)
-	if err != nil {
-		return fail(env, exitUsage, err)
-	}
-	mappings, err := outbox.ParseMappings(sf.mapping, nil)
-	if err != nil {
-		return fail(env, exitUsage, fmt.Errorf("--mapping: %w", err))
-	}
-	mats, err := parseMaterialized(checkMats)
-	if err != nil {
-		return fail(env, exitUsage, err)
-	}
-	uc, ucTarget, err := ucFromEnv(env)
-	if err != nil {
-		return fail(env, exitUsage, err)
-	}
+	fs.DurationVar(&f.co.Poll, "contracts-poll", contract.DefaultPoll, "list the store's event contracts this often for new versions and policies (one List request; an event naming a version not yet seen re-reads its type at once); negative: only then")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", envOr(env, "DELTABUS_METRICS_ADDR", "127.0.0.1:9464"), "serve /metrics, /healthz, /readyz, the operator's page (/) and /api/status here (empty disables); keep it on loopback or a private network")
+	fs.DurationVar(&f.every, "maintenance", time.Hour, "compact, clean up the log and vacuum every topic this often while streaming (0 disables; `relay compact` and `relay vacuum` do it by hand)")
+	fs.DurationVar(&f.mo.LogRetention, "maintenance-log-retention", 0, "override every table's delta.logRetentionDuration (default: the table's, 30 days)")
+	fs.DurationVar(&f.mo.FileRetention, "maintenance-file-retention", 0, "override every table's delta.deletedFileRetentionDuration (default: the table's, 7 days)")
+	fs.Int64Var(&f.mo.Compact.TargetFileBytes, "compact-target-file-bytes", 0, "size of the files compaction writes (default 128 MiB)")
+	fs.BoolVar(&f.schedBatch, "sched-batch", true, "run the relay's threads under SCHED_BATCH (Linux): the same share of the CPU, but a wake-up never preempts the database's processes on a shared core; false keeps the default policy (a policy set by systemd or chrt is always kept)")
+	fs.DurationVar(&f.refresh, "status-refresh", 5*time.Second, "how often the operator's page (/ on --metrics-addr) refreshes and the longest its data is reused; consumer checks are reused six times as long")
+	fs.Var(&f.checkDSNs, "check-checkpoint", "for the operator's page: a PostgreSQL database holding consumer checkpoints (repeatable; as relay check consumers --checkpoint)")
+	fs.Var(&f.checkMats, "check-materialized", "for the operator's page: GROUP:SCHEMA.TABLE:COLUMN[:FIELD], a group that materialises its topic (repeatable; as relay check consumers --materialized)")
+	fs.BoolVar(&f.pprof, "pprof", false, "also serve /debug/pprof/ on --metrics-addr (exposes internals: keep the address private)")
+	return fs, f
+}
+
+// relayConfig is the relay's configuration: run's flags and the source's.
+func (f *runOptions) relayConfig() relay.Config {
+	cfg := f.cfg
+	cfg.Source, cfg.Store, cfg.Slot, cfg.Publication = f.sf.source, f.sf.store, f.sf.slot, f.sf.publication
+	return cfg
+}
+
+// shareCPU leaves the database its share of the CPU: the relay runs Go
+// code on half the cores (relay.ShareCores) and, with --sched-batch, under
+// SCHED_BATCH.
+func shareCPU(schedBatch bool, log *slog.Logger) {
 	relay.ShareCores() // the streaming log line and go_sched_gomaxprocs_threads show it
-	if *schedBatch {
+	if schedBatch {
 		if err := relay.YieldOnWakeup(); err != nil {
 			log.Warn("running under the default CPU scheduling policy: SCHED_BATCH is not available here; pass --sched-batch=false to silence this", "err", err)
 		}
 	}
-	tel, flush, err := startTelemetry(ctx, "deltabus-relay", true, cfg.WithDefaults().ShutdownTimeout, log)
+}
+
+// startMaintenance starts the loop that maintains every topic each every
+// (--maintenance; 0 starts nothing) once the relay streams.
+func startMaintenance(ctx context.Context, r *relay.Relay, store storage.Store, every time.Duration, mo maintain.Options, tel *telemetry.Telemetry, log *slog.Logger) error {
+	if every <= 0 {
+		return nil
+	}
+	mo.Logger, mo.Tracer = log, tel.Tracer
+	mm, err := maintain.NewMetrics(tel.Meter)
 	if err != nil {
-		return fail(env, exitUsage, err)
+		return err
 	}
-	defer flush()
-	r, store, err := daemon.New(ctx, cfg, daemon.Options{Log: log, Mappings: mappings, Meter: tel.Meter, Tracer: tel.Tracer,
-		PII: sf.pii.config(), Contracts: co})
-	if err != nil {
-		return fail(env, exitUsage, err)
-	}
-	if err := describePersonal(sf.pii.schemas); err != nil { // the topics' personal columns, for governance and the page
-		return fail(env, exitUsage, err)
-	}
-	if *every > 0 {
-		mo.Logger, mo.Tracer = log, tel.Tracer
-		mm, err := maintain.NewMetrics(tel.Meter)
-		if err != nil {
-			return fail(env, exitFailure, err)
+	go func() {
+		select { // a standby maintains nothing until it streams
+		case <-r.Started():
+			maintain.Loop(ctx, store, every, mo, mm)
+		case <-ctx.Done():
 		}
-		go func() {
-			select { // a standby maintains nothing until it streams
-			case <-r.Started():
-				maintain.Loop(ctx, store, *every, mo, mm)
-			case <-ctx.Done():
-			}
-		}()
-	}
-	full := cfg.WithDefaults()
+	}()
+	return nil
+}
+
+// startGovernance starts the governor once the relay streams and returns
+// what the operator's page reads of it: Unity Catalog's status (nil
+// until the governor runs) and the relay's appId (empty until the stream
+// starts).
+func startGovernance(ctx context.Context, r *relay.Relay, store storage.Store, uc *unitycatalog.Client, ucTarget unitycatalog.Target, log *slog.Logger) (ucStatus func() *governance.UCStatus, appID func() string) {
 	govEvery := time.Minute // descriptions only: nothing is waiting
 	if uc != nil {
 		govEvery = 5 * time.Second // a new topic is registered within seconds
 	}
 	var gov atomic.Pointer[governance.Governor]
-	var appID atomic.Value // the relay's appId, read once its first session resolved it (Started)
+	var id atomic.Value // the relay's appId, read once its first session resolved it (Started)
 	go func() {
 		select { // a standby governs nothing until it streams (and knows its appId)
 		case <-r.Started():
-			appID.Store(r.AppID())
+			id.Store(r.AppID())
 			if !sleepCtx(ctx, startQuiet) {
 				return
 			}
@@ -129,15 +201,22 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 		case <-ctx.Done():
 		}
 	}()
-	ucStatus := func() *governance.UCStatus {
+	ucStatus = func() *governance.UCStatus {
 		if g := gov.Load(); g != nil {
 			return g.UnityCatalog()
 		}
 		return nil
 	}
-	slotMon, err := statuspage.NewSlotMonitor(full.Source, full.Slot, *refresh, tel.Meter, log)
+	appID = func() string { s, _ := id.Load().(string); return s }
+	return ucStatus, appID
+}
+
+// startSlotMonitor starts the page's readings of the slot: once the relay
+// streams, or after 5 s for a standby (its page shows the holder).
+func startSlotMonitor(ctx context.Context, r *relay.Relay, full relay.Config, refresh time.Duration, tel *telemetry.Telemetry, log *slog.Logger) (*statuspage.SlotMonitor, error) {
+	slotMon, err := statuspage.NewSlotMonitor(full.Source, full.Slot, refresh, tel.Meter, log)
 	if err != nil {
-		return fail(env, exitFailure, err)
+		return nil, err
 	}
 	go func() {
 		select { // the first reading waits for the start (a standby's page shows the holder)
@@ -150,21 +229,18 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 			slotMon.Run(ctx)
 		}
 	}()
-	page := statuspage.New(statuspage.Config{Store: store, AppID: func() string { s, _ := appID.Load().(string); return s }, Slot: full.Slot, Version: Version, Ready: r.Ready,
-		SlotMonitor: slotMon, UnityCatalog: ucStatus, Refresh: *refresh, Log: log,
-		Consumers: check.Config{CheckpointDSNs: checkDSNs, Materialized: mats, Thresholds: check.Thresholds{MaxDuplicateRate: -1}}})
-	if *metricsAddr != "" {
-		addr, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: *metricsAddr, Gatherer: tel.Gatherer, Ready: r.Ready, Pprof: *pprof, Log: log, Page: page.Handler()})
-		if err != nil {
-			return fail(env, exitUsage, err)
-		}
-		defer stop()
-		log.Info("metrics", "addr", addr, "pprof", *pprof)
+	return slotMon, nil
+}
+
+// serveMetrics serves /metrics, the health checks, the operator's page and
+// (--pprof) /debug/pprof/ on --metrics-addr; stop closes the server.
+func serveMetrics(f *runOptions, r *relay.Relay, page *statuspage.Collector, tel *telemetry.Telemetry, log *slog.Logger) (stop func(), err error) {
+	addr, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: f.metricsAddr, Gatherer: tel.Gatherer, Ready: r.Ready, Pprof: f.pprof, Log: log, Page: page.Handler()})
+	if err != nil {
+		return nil, err
 	}
-	if err := r.Run(ctx); err != nil {
-		return fail(env, exitFailure, err)
-	}
-	return exitOK
+	log.Info("metrics", "addr", addr, "pprof", f.pprof)
+	return stop, nil
 }
 
 // startQuiet is how long after the stream starts the page's slot readings

@@ -60,9 +60,7 @@ type RebuildResult struct {
 // be moved away first: the rebuild then creates a new one.
 func Rebuild(ctx context.Context, cfg Config, store storage.Store, name string, opts RebuildOptions) (res RebuildResult, err error) {
 	start := time.Now()
-	cfg, opts.Options = cfg.withDefaults(), opts.Options.withDefaults()
-	opts.PauseWait = cmpOr(opts.PauseWait, 10*time.Minute)
-	opts.CommitWait = cmpOr(opts.CommitWait, 10*time.Minute)
+	cfg, opts = cfg.withDefaults(), opts.withDefaults()
 	res = RebuildResult{ID: catalog.NewID(), Topic: name}
 	log := opts.Log.With("topic", name, "rebuild", res.ID)
 	ctx, sp := opts.startSpan(ctx, "rebuild", attribute.String("deltabus.topic", name), attribute.String("deltabus.rebuild", res.ID))
@@ -74,37 +72,20 @@ func Rebuild(ctx context.Context, cfg Config, store storage.Store, name string, 
 		return res, fmt.Errorf("rebuild: %w", err)
 	}
 	log = log.With("app_id", cfg.AppID)
-	before, err := checkRebuildable(ctx, cfg, store, name)
+	before, pl, p, err := findRebuildTable(ctx, cfg, store, name)
 	if err != nil {
 		return res, err
 	}
-	pl, err := newPlaces(ctx, store)
-	if err != nil {
-		return res, fmt.Errorf("rebuild: %w", err)
-	}
-	p, err := pl.of(ctx, name)
-	if err != nil {
-		return res, fmt.Errorf("rebuild: %w", err)
-	}
 	res.Table = p.Table
 	log = log.With("table", p.Table)
-	sql, err := pgsource.Connect(ctx, cfg.Source)
+	sql, err := connectToSlot(ctx, cfg, log)
 	if err != nil {
 		return res, err
 	}
 	defer sql.Close(context.WithoutCancel(ctx))
-	if err := checkSlotStreaming(ctx, sql, cfg.Slot, log); err != nil {
-		return res, err
-	}
 	wm := catalog.Watermark{ID: res.ID, Topic: name, AppID: cfg.AppID}
-	// The intent comes first: the relay honours a watermark only if the
-	// store holds the intent it names.
-	if err := catalog.WriteIntent(ctx, store, catalog.Intent{ID: res.ID, Topic: name, AppID: cfg.AppID, Kind: catalog.IntentRebuild}); err != nil {
-		return res, fmt.Errorf("rebuild: %w", err)
-	}
-	pctx, ps := opts.startSpan(ctx, "rebuild.pause")
-	pauseLSN, err := emitWatermark(pctx, sql, wm, catalog.WatermarkPause)
-	if ps.end(err, attribute.String("deltabus.watermark", pauseLSN.String())); err != nil {
+	pauseLSN, err := pauseTopic(ctx, sql, store, wm, opts.Options)
+	if err != nil {
 		return res, err
 	}
 	handedOver := false
@@ -114,33 +95,123 @@ func Rebuild(ctx context.Context, cfg Config, store storage.Store, name string, 
 			abortRebuild(context.WithoutCancel(ctx), sql, wm, log)
 		}
 	}()
-	log.Info("rebuild: pause watermark written; waiting for the relay to reach it", "watermark", pauseLSN)
-	pctx, ps = opts.startSpan(ctx, "rebuild.wait_relay")
-	err = waitPaused(pctx, store, wm, pauseLSN, opts.PauseWait, log)
-	if ps.end(err); err != nil {
+	if err := waitUntilPaused(ctx, sql, store, wm, pauseLSN, opts, log); err != nil {
 		return res, err
+	}
+	release, err := leaseRebuild(ctx, store, cfg.AppID, p, log)
+	if err != nil {
+		return res, err
+	}
+	defer release()
+	rec, err := copyAndRecord(ctx, cfg, store, pl, p, pauseLSN, opts.Options, &res, log)
+	if err != nil {
+		return res, err
+	}
+	if err := handOver(ctx, sql, wm, rec, res, opts.Options, log); err != nil {
+		return res, err
+	}
+	handedOver = true
+	err = waitRelayCommitted(ctx, store, p, before, rec, opts, &res)
+	res.Took = time.Since(start)
+	return res, err
+}
+
+// withDefaults fills what o leaves unset: its Options' defaults, and 10
+// minutes for each wait.
+func (o RebuildOptions) withDefaults() RebuildOptions {
+	o.Options = o.Options.withDefaults()
+	o.PauseWait = cmpOr(o.PauseWait, 10*time.Minute)
+	o.CommitWait = cmpOr(o.CommitWait, 10*time.Minute)
+	return o
+}
+
+// findRebuildTable refuses what a rebuild cannot do (checkRebuildable) and
+// finds the table that holds the topic: its own, or its group's. It returns
+// the topic as the relay's sink saw it before the rebuild and its placement.
+func findRebuildTable(ctx context.Context, cfg Config, store storage.Store, name string) (sink.Topic, *places, catalog.Placement, error) {
+	before, err := checkRebuildable(ctx, cfg, store, name)
+	if err != nil {
+		return before, nil, catalog.Placement{}, err
+	}
+	pl, err := newPlaces(ctx, store)
+	if err != nil {
+		return before, nil, catalog.Placement{}, fmt.Errorf("rebuild: %w", err)
+	}
+	p, err := pl.of(ctx, name)
+	if err != nil {
+		return before, pl, p, fmt.Errorf("rebuild: %w", err)
+	}
+	return before, pl, p, nil
+}
+
+// connectToSlot connects to the source and checks the relay's slot there
+// (checkSlotStreaming).
+func connectToSlot(ctx context.Context, cfg Config, log *slog.Logger) (*pgx.Conn, error) {
+	sql, err := pgsource.Connect(ctx, cfg.Source)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSlotStreaming(ctx, sql, cfg.Slot, log); err != nil {
+		sql.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return sql, nil
+}
+
+// pauseTopic writes the rebuild's intent, then its pause watermark, and
+// returns the watermark's LSN.
+func pauseTopic(ctx context.Context, sql *pgx.Conn, store storage.Store, wm catalog.Watermark, opts Options) (pglogrepl.LSN, error) {
+	// The intent comes first: the relay honours a watermark only if the
+	// store holds the intent it names.
+	if err := catalog.WriteIntent(ctx, store, catalog.Intent{ID: wm.ID, Topic: wm.Topic, AppID: wm.AppID, Kind: catalog.IntentRebuild}); err != nil {
+		return 0, fmt.Errorf("rebuild: %w", err)
+	}
+	pctx, ps := opts.startSpan(ctx, "rebuild.pause")
+	pauseLSN, err := emitWatermark(pctx, sql, wm, catalog.WatermarkPause)
+	ps.end(err, attribute.String("deltabus.watermark", pauseLSN.String()))
+	return pauseLSN, err
+}
+
+// waitUntilPaused waits for the relay to pause the topic at the watermark
+// (waitPaused), then for every transaction older than the pause to end
+// (waitOlderTransactions): the copy may then begin.
+func waitUntilPaused(ctx context.Context, sql *pgx.Conn, store storage.Store, wm catalog.Watermark, pauseLSN pglogrepl.LSN, opts RebuildOptions, log *slog.Logger) error {
+	log.Info("rebuild: pause watermark written; waiting for the relay to reach it", "watermark", pauseLSN)
+	pctx, ps := opts.startSpan(ctx, "rebuild.wait_relay")
+	err := waitPaused(pctx, store, wm, pauseLSN, opts.PauseWait, log)
+	if ps.end(err); err != nil {
+		return err
 	}
 	pctx, ps = opts.startSpan(ctx, "rebuild.wait_transactions")
 	err = waitOlderTransactions(pctx, sql, log)
-	if ps.end(err); err != nil {
-		return res, err
-	}
-	holder, copyStart := catalog.LeaseName(cfg.AppID, "rebuild"), time.Now()
+	ps.end(err)
+	return err
+}
+
+// leaseRebuild holds the rebuild's lease until release is called.
+func leaseRebuild(ctx context.Context, store storage.Store, appID string, p catalog.Placement, log *slog.Logger) (release func(), err error) {
+	holder, copyStart := catalog.LeaseName(appID, "rebuild"), time.Now()
 	// The lease names the topic and, for a grouped one, its group's table,
 	// under which the files are written.
-	leased := []string{name}
+	leased := []string{p.Topic}
 	if p.Shared() {
 		leased = append(leased, p.Table)
 	}
 	lease, err := catalog.HoldLease(ctx, store, holder, leased, func() time.Time { return copyStart }, log)
 	if err != nil {
-		return res, fmt.Errorf("rebuild: %w", err)
+		return nil, fmt.Errorf("rebuild: %w", err)
 	}
-	defer lease.Release(context.WithoutCancel(ctx), store, holder)
-	pctx, ps = opts.startSpan(ctx, "rebuild.copy")
-	rec, err := copyRebuild(pctx, cfg, store, pl, p, pauseLSN, opts.Options, log)
+	return func() { lease.Release(context.WithoutCancel(ctx), store, holder) }, nil
+}
+
+// copyAndRecord copies the topic (copyRebuild), notes in res what the copy
+// found, and writes the record the relay commits from.
+func copyAndRecord(ctx context.Context, cfg Config, store storage.Store, pl *places, p catalog.Placement, pauseLSN pglogrepl.LSN,
+	opts Options, res *RebuildResult, log *slog.Logger) (catalog.RebuildRecord, error) {
+	pctx, ps := opts.startSpan(ctx, "rebuild.copy")
+	rec, err := copyRebuild(pctx, cfg, store, pl, p, pauseLSN, opts, log)
 	if ps.end(err, attribute.Int64("deltabus.rows", rec.Rows), attribute.Int64("deltabus.added", rec.Added)); err != nil {
-		return res, err
+		return rec, err
 	}
 	rec.ID = res.ID
 	res.Rows, res.Added, res.Present = rec.Rows, rec.Added, rec.Present
@@ -149,24 +220,38 @@ func Rebuild(ctx context.Context, cfg Config, store storage.Store, name string, 
 	pctx, ps = opts.startSpan(ctx, "rebuild.record")
 	err = catalog.WriteRebuildRecord(pctx, store, rec)
 	if ps.end(err); err != nil {
-		return res, fmt.Errorf("rebuild: %w", err)
+		return rec, fmt.Errorf("rebuild: %w", err)
 	}
-	pctx, ps = opts.startSpan(ctx, "rebuild.commit_watermark")
-	_, err = emitWatermark(pctx, sql, wm, catalog.WatermarkCommit)
+	return rec, nil
+}
+
+// handOver writes the commit watermark, which hands the snapshot to the
+// relay: it commits the files the record lists. A failure after it writes
+// no abort watermark.
+func handOver(ctx context.Context, sql *pgx.Conn, wm catalog.Watermark, rec catalog.RebuildRecord, res RebuildResult, opts Options, log *slog.Logger) error {
+	pctx, ps := opts.startSpan(ctx, "rebuild.commit_watermark")
+	_, err := emitWatermark(pctx, sql, wm, catalog.WatermarkCommit)
 	if ps.end(err); err != nil {
-		return res, err
+		return err
 	}
-	handedOver = true
 	log.Info("rebuild: snapshot handed to the relay", "rows", rec.Rows, "added", rec.Added, "present", rec.Present,
 		"txn_version", res.TxnVersion, "seam_end", res.SeamEnd)
-	pctx, ps = opts.startSpan(ctx, "rebuild.wait_commit")
-	res.Committed, err = waitCommitted(pctx, store, p, cfg.AppID, rec.TxnVersion, opts.CommitWait)
+	return nil
+}
+
+// waitRelayCommitted waits up to CommitWait for the relay to commit the
+// snapshot (res.Committed); when it restored a grouped topic whose table
+// was lost, it lists the group's topics still held (res.Held).
+func waitRelayCommitted(ctx context.Context, store storage.Store, p catalog.Placement, before sink.Topic, rec catalog.RebuildRecord,
+	opts RebuildOptions, res *RebuildResult) error {
+	var err error
+	pctx, ps := opts.startSpan(ctx, "rebuild.wait_commit")
+	res.Committed, err = waitCommitted(pctx, store, p, rec.AppID, rec.TxnVersion, opts.CommitWait)
 	ps.end(err)
 	if err == nil && p.Shared() && before.Status == sink.Missing {
 		res.Held, err = heldInGroup(ctx, store, p)
 	}
-	res.Took = time.Since(start)
-	return res, err
+	return err
 }
 
 // AbortRebuild writes an abort intent and its watermark for the topic: a

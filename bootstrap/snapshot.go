@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/attribute"
 	"golang.org/x/sync/errgroup"
@@ -42,22 +43,12 @@ func Snapshot(ctx context.Context, cfg Config, store storage.Store, opts Options
 		return Result{}, err
 	}
 	log = log.With("app_id", cfg.AppID)
-	pctx, ps := opts.startSpan(ctx, "bootstrap.drop_slot")
-	res.DroppedSlot, err = dropSlot(pctx, sql, cfg.Slot)
-	if ps.end(err); err != nil {
-		return res, fmt.Errorf("bootstrap: %w", err)
+	if res.DroppedSlot, err = dropLeftoverSlot(ctx, sql, cfg.Slot, opts, log); err != nil {
+		return res, err
 	}
-	if res.DroppedSlot {
-		log.Warn("bootstrap: dropped the existing replication slot: its snapshot was never committed, or it was lost; copying again")
-	}
-	pl, err := newPlaces(ctx, store)
+	pl, existing, err := readExistingIDs(ctx, store, cfg.AppID, opts)
 	if err != nil {
-		return res, fmt.Errorf("bootstrap: %w", err)
-	}
-	pctx, ps = opts.startSpan(ctx, "bootstrap.existing_ids")
-	existing, err := existingIDs(pctx, store, cfg.AppID, pl)
-	if ps.end(err, attribute.Int("deltabus.topics", len(existing))); err != nil {
-		return res, fmt.Errorf("bootstrap: read events already in the topics: %w", err)
+		return res, err
 	}
 	holder := catalog.LeaseName(cfg.AppID, "bootstrap")
 	lease, err := catalog.HoldLease(ctx, store, holder, nil, func() time.Time { return start }, log)
@@ -65,7 +56,7 @@ func Snapshot(ctx context.Context, cfg Config, store storage.Store, opts Options
 		return res, fmt.Errorf("bootstrap: %w", err)
 	}
 	defer lease.Release(context.WithoutCancel(ctx), store, holder)
-	pctx, ps = opts.startSpan(ctx, "bootstrap.create_slot")
+	pctx, ps := opts.startSpan(ctx, "bootstrap.create_slot")
 	slot, err := createExportedSlot(pctx, cfg.Source, cfg.Slot)
 	if ps.end(err); err != nil {
 		return res, fmt.Errorf("bootstrap: %w", err)
@@ -73,38 +64,100 @@ func Snapshot(ctx context.Context, cfg Config, store storage.Store, opts Options
 	defer slot.close()
 	res.ConsistentPoint = slot.consistentPoint
 	version := int64(slot.consistentPoint) - 1
-	for name, set := range existing {
-		if set.txn >= version {
-			return res, fmt.Errorf("bootstrap: topic %q records txn version %d, at or past the new slot's consistent point %s: the source's LSNs went backwards (a restored or different database?)", name, set.txn, slot.consistentPoint)
-		}
+	if err := checkConsistentPoint(existing, version, slot.consistentPoint); err != nil {
+		return res, err
 	}
 	log.Info("bootstrap: slot created with an exported snapshot", "consistent_point", slot.consistentPoint,
 		"snapshot", slot.snapshotName, "topics_with_events", len(existing))
-	opts.Files.Source = cfg.AppID
-	job := &copyJob{root: store, opts: opts, lsn: slot.consistentPoint - 1, takenAt: slot.takenAt, existing: existing, places: pl,
-		metrics: newMetrics(opts.Metrics), results: map[string][]unitFiles{}, added: map[string]int64{}, skipped: map[string]int64{}}
-	pctx, ps = opts.startSpan(ctx, "bootstrap.copy")
-	err = job.copyAll(pctx, cfg, slot, log)
-	if ps.end(err, attribute.Int64("deltabus.rows", job.rows.Load())); err != nil {
-		return res, fmt.Errorf("bootstrap: %w", err)
+	job, err := copySnapshot(ctx, cfg, store, opts, slot, existing, pl, log)
+	if err != nil {
+		return res, err
 	}
-	pctx, ps = opts.startSpan(ctx, "bootstrap.commit", attribute.Int64("deltabus.txn_version", version))
-	res.Topics, err = job.commitTopics(pctx, cfg.AppID, version)
-	if ps.end(err, attribute.Int("deltabus.topics", len(res.Topics))); err != nil {
-		return res, fmt.Errorf("bootstrap: %w", err)
-	}
-	m := catalog.Marker{AppID: cfg.AppID, Slot: cfg.Slot, Publication: cfg.Publication, SystemID: slot.systemID,
-		Database: sql.Config().Database, ConsistentPoint: slot.consistentPoint.String()}
-	pctx, ps = opts.startSpan(ctx, "bootstrap.marker")
-	err = writeMarker(pctx, store, m)
-	if ps.end(err); err != nil {
-		return res, fmt.Errorf("bootstrap: %w", err)
+	if res.Topics, err = commitSnapshot(ctx, job, cfg, slot, sql.Config().Database, version, opts); err != nil {
+		return res, err
 	}
 	res.Rows, res.Took = job.rows.Load(), time.Since(start)
 	log.Info("bootstrap: snapshot committed", "rows", res.Rows, "topics", len(res.Topics),
 		"took", res.Took.Round(time.Millisecond), "rows_per_s", int64(float64(res.Rows)/res.Took.Seconds()),
 		"stream_from", res.ConsistentPoint)
 	return res, nil
+}
+
+// dropLeftoverSlot drops the relay's slot if it exists (it must be idle):
+// its snapshot was never committed, or it was lost. It says whether there
+// was one.
+func dropLeftoverSlot(ctx context.Context, sql *pgx.Conn, slot string, opts Options, log *slog.Logger) (bool, error) {
+	pctx, ps := opts.startSpan(ctx, "bootstrap.drop_slot")
+	dropped, err := dropSlot(pctx, sql, slot)
+	if ps.end(err); err != nil {
+		return dropped, fmt.Errorf("bootstrap: %w", err)
+	}
+	if dropped {
+		log.Warn("bootstrap: dropped the existing replication slot: its snapshot was never committed, or it was lost; copying again")
+	}
+	return dropped, nil
+}
+
+// readExistingIDs finds where each topic lives and reads the identity of
+// every event this relay already wrote to a topic (existingIDs).
+func readExistingIDs(ctx context.Context, store storage.Store, appID string, opts Options) (*places, map[string]*idSet, error) {
+	pl, err := newPlaces(ctx, store)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bootstrap: %w", err)
+	}
+	pctx, ps := opts.startSpan(ctx, "bootstrap.existing_ids")
+	existing, err := existingIDs(pctx, store, appID, pl)
+	if ps.end(err, attribute.Int("deltabus.topics", len(existing))); err != nil {
+		return nil, nil, fmt.Errorf("bootstrap: read events already in the topics: %w", err)
+	}
+	return pl, existing, nil
+}
+
+// checkConsistentPoint refuses a new slot whose snapshot's txn version
+// (cp - 1) is not above every txn version the topics record: the source's
+// LSNs went backwards.
+func checkConsistentPoint(existing map[string]*idSet, version int64, cp pglogrepl.LSN) error {
+	for name, set := range existing {
+		if set.txn >= version {
+			return fmt.Errorf("bootstrap: topic %q records txn version %d, at or past the new slot's consistent point %s: the source's LSNs went backwards (a restored or different database?)", name, set.txn, cp)
+		}
+	}
+	return nil
+}
+
+// copySnapshot copies every outbox row the slot's snapshot sees into files
+// of the topics (copyAll), skipping the events existing holds; the job
+// returned holds the files to commit.
+func copySnapshot(ctx context.Context, cfg Config, store storage.Store, opts Options, slot *exportedSlot, existing map[string]*idSet,
+	pl *places, log *slog.Logger) (*copyJob, error) {
+	opts.Files.Source = cfg.AppID
+	job := &copyJob{root: store, opts: opts, lsn: slot.consistentPoint - 1, takenAt: slot.takenAt, existing: existing, places: pl,
+		metrics: newMetrics(opts.Metrics), results: map[string][]unitFiles{}, added: map[string]int64{}, skipped: map[string]int64{}}
+	pctx, ps := opts.startSpan(ctx, "bootstrap.copy")
+	err := job.copyAll(pctx, cfg, slot, log)
+	if ps.end(err, attribute.Int64("deltabus.rows", job.rows.Load())); err != nil {
+		return nil, fmt.Errorf("bootstrap: %w", err)
+	}
+	return job, nil
+}
+
+// commitSnapshot commits each topic's files once with txn{appId, version},
+// then writes the relay marker.
+func commitSnapshot(ctx context.Context, job *copyJob, cfg Config, slot *exportedSlot, database string, version int64,
+	opts Options) (map[string]TopicResult, error) {
+	pctx, ps := opts.startSpan(ctx, "bootstrap.commit", attribute.Int64("deltabus.txn_version", version))
+	topics, err := job.commitTopics(pctx, cfg.AppID, version)
+	if ps.end(err, attribute.Int("deltabus.topics", len(topics))); err != nil {
+		return topics, fmt.Errorf("bootstrap: %w", err)
+	}
+	m := catalog.Marker{AppID: cfg.AppID, Slot: cfg.Slot, Publication: cfg.Publication, SystemID: slot.systemID,
+		Database: database, ConsistentPoint: slot.consistentPoint.String()}
+	pctx, ps = opts.startSpan(ctx, "bootstrap.marker")
+	err = writeMarker(pctx, job.root, m)
+	if ps.end(err); err != nil {
+		return topics, fmt.Errorf("bootstrap: %w", err)
+	}
+	return topics, nil
 }
 
 // copyAll imports the snapshot into opts.Connections transactions and

@@ -13,8 +13,8 @@
 // A Watcher uses inotify (Linux): the store's root (new tables), each
 // table's folder (its _delta_log) and each _delta_log (IN_CREATE for a
 // link(2), IN_MOVED_TO for a rename(2)). A thread of its own waits in
-// poll(2) and takes the time as soon as it returns, so a time is late by
-// that thread's wake-up, never early. A commit made before its folder was
+// poll(2) and reads the events at once, stamping each with the time its
+// read returned, so a time is late by that thread's wake-up, never early. A commit made before its folder was
 // watched (a table's first entries, while the watches are added) has no
 // time: At falls back to the file's ctime and says so, for the caller to
 // count. Elsewhere than Linux, Watch returns nil and the callers keep the

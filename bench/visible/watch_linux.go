@@ -108,25 +108,26 @@ func (v *Watcher) run() {
 	fds := []unix.PollFd{{Fd: int32(v.fd), Events: unix.POLLIN}, {Fd: int32(v.stop[0]), Events: unix.POLLIN}}
 	for {
 		_, err := unix.Poll(fds, -1)
-		at := time.Now()
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			v.fail(fmt.Errorf("poll: %w", err))
 			return
 		}
 		if fds[1].Revents != 0 {
-			v.drain(buf, at) // what came before the stop
+			v.drain(buf) // what came before the stop
 			return
 		}
-		if fds[0].Revents != 0 && !v.drain(buf, at) {
+		if fds[0].Revents != 0 && !v.drain(buf) {
 			return
 		}
 	}
 }
 
-// drain reads every queued event, each seen at at; false after an error.
-func (v *Watcher) drain(buf []byte, at time.Time) bool {
+// drain reads every queued event; false after an error. The events of a
+// read are stamped with the time it returned: each was queued before it.
+func (v *Watcher) drain(buf []byte) bool {
 	for {
 		n, err := unix.Read(v.fd, buf)
+		at := time.Now()
 		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
 			return true
 		}

@@ -199,8 +199,8 @@ func (b *bench) latencyReport(ctx context.Context, name, dir string, lat []time.
 		return fmt.Errorf("disk floor: %w", err)
 	}
 	res.Disk = &disk
-	fmt.Fprintf(b.out, "# disk floor: fsync p50 %.2fms p99 %.2fms; create+write 20 KB+fsync+link+dir fsync p50 %.2fms p99 %.2fms (%d each)\n",
-		disk.FsyncP50Ms, disk.FsyncP99Ms, disk.PutP50Ms, disk.PutP99Ms, diskRounds)
+	fmt.Fprintf(b.out, "# disk floor: fsync p50 %.2fms p99 %.2fms; create+write 20 KB+fsync+link+dir fsync p50 %.2fms p99 %.2fms (%d each); %d of those at once, each in a folder of its own (a batch's data files, or its log entries, in %d tables) p50 %.2fms p99 %.2fms\n",
+		disk.FsyncP50Ms, disk.FsyncP99Ms, disk.PutP50Ms, disk.PutP99Ms, diskRounds, disk.BatchPuts, disk.BatchPuts, disk.BatchP50Ms, disk.BatchP99Ms)
 	if b.o.LatencyFloor {
 		ref, err := b.recvlogicalLatency(ctx)
 		if err != nil {

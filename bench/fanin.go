@@ -360,11 +360,8 @@ func (f *faninRun) steady(ctx context.Context, n int, shared bool) (faninOutcome
 			stores = append(stores, s.store)
 		}
 	}
-	vis, err := watchStores(stores)
-	if err != nil {
-		return faninOutcome{}, err
-	}
-	defer endWatches(vis)
+	vis := f.b.watchStores(stores)
+	defer stopWatches(vis)
 	time.Sleep(2 * time.Second) // steady state: past the first starts' own commits
 	o := f.b.o
 	total := int(float64(o.FaninRate) * o.FaninFor.Seconds())
@@ -394,9 +391,7 @@ func (f *faninRun) steady(ctx context.Context, n int, shared bool) (faninOutcome
 		}
 		out.races, out.commits = out.races+r, out.commits+c
 	}
-	if err := endWatches(vis); err != nil {
-		return out, fmt.Errorf("fan-in: watching the commits appear: %w", err)
-	}
+	f.b.endWatches(vis)
 	out.lat, out.unseen, err = sourceLatencies(ctx, srcs, stores, vis, total)
 	return out, err
 }

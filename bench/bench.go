@@ -69,6 +69,7 @@ type Options struct {
 	RecvlogicalBin string
 	RelayArgs      string // extra flags for the measured `relay run`
 	LatencyStore   string // store URL for the latency run (default: a temp dir)
+	LatencyWatch   string // for an S3 LatencyStore: the folder where the server keeps its objects as files
 	// LatencyName names the latency run's lines and result (default
 	// "latency": latency_p50, latency_p99).
 	LatencyName string

@@ -63,9 +63,16 @@ s3bench() { # name, then relay bench arguments
     DELTABUS_S3_ENDPOINT="http://${s3#*@}" DELTABUS_S3_PATH_STYLE=true \
     ./bin/relay bench --only latency --latency-for 30s --latency-name "latency_$name" --json "$results/latency_$name.json" "$@"
 }
+# watch DIR: with the versitygw started here, its posix backend keeps
+# s3://bench/DIR as files, where the latency run times each commit the
+# moment it appears; an outside server's folder is unknown (no flag: the
+# run takes the commitInfo timestamp, a PUT early).
+watch() {
+  if [ -n "${VERSITYGW_PID:-}" ]; then echo "--latency-watch=$SERVICES_DIR/s3/data/bench/$1"; fi
+}
 echo "# latency on S3 (versitygw on ${s3#*@}), 30 s, commit pacing at its S3 default (1 s) and off"
-s3bench s3 --latency-store s3://bench/paced
-s3bench s3_unpaced --latency-store s3://bench/unpaced --relay-args "--topic-commit-interval -1s"
+s3bench s3 --latency-store s3://bench/paced $(watch paced)
+s3bench s3_unpaced --latency-store s3://bench/unpaced $(watch unpaced) --relay-args "--topic-commit-interval -1s"
 echo "# many sources into five shared topics on S3 (2 and 4 PostgreSQL clusters, versitygw)"
 AWS_ACCESS_KEY_ID=${creds%%:*} AWS_SECRET_ACCESS_KEY=${creds#*:} AWS_REGION=us-east-1 \
   DELTABUS_S3_ENDPOINT="http://${s3#*@}" DELTABUS_S3_PATH_STYLE=true \

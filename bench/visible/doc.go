@@ -17,6 +17,9 @@
 // read returned, so a time is late by that thread's wake-up, never early. A commit made before its folder was
 // watched (a table's first entries, while the watches are added) has no
 // time: At falls back to the file's ctime and says so, for the caller to
-// count. Elsewhere than Linux, Watch returns nil and the callers keep the
-// file's mtime.
+// count. The root's parent is watched for the root's name: an S3 server
+// that keeps objects as files (versitygw's posix backend, which the S3
+// latency run can watch the same way) removes a folder once it is empty
+// and makes it again with the next object. Elsewhere than Linux, Watch
+// returns nil and the callers keep the file's mtime.
 package visible

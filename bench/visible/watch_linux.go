@@ -28,6 +28,8 @@ type Watcher struct {
 	once  sync.Once
 	ended error
 
+	parent int32 // watch descriptor of root's parent
+
 	mu       sync.Mutex
 	dirs     map[int32]string     // watch descriptor → folder, relative to root ("" is root)
 	seen     map[string]time.Time // table/_delta_log/NAME.json → when it got its name
@@ -48,6 +50,16 @@ func Watch(root string) (*Watcher, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("pipe: %w", err)
 	}
+	// The root's parent too, for the root's name only: an S3 server that
+	// keeps objects as files may remove a folder once it is empty
+	// (versitygw does, when the relay's start deletes its probe) and make
+	// it again with the next object.
+	wd, err := unix.InotifyAddWatch(fd, filepath.Dir(root), watchMask)
+	if err != nil {
+		v.close()
+		return nil, fmt.Errorf("watch %s: %w", filepath.Dir(root), err)
+	}
+	v.parent = int32(wd)
 	if err := v.add(""); err != nil {
 		v.close()
 		return nil, err
@@ -162,7 +174,17 @@ func (v *Watcher) events(b []byte, at time.Time) error {
 		rel, ok := v.dirs[ev.Wd]
 		v.mu.Unlock()
 		switch {
-		case !ok || ev.Mask&unix.IN_IGNORED != 0:
+		case ev.Wd == v.parent:
+			if ev.Mask&unix.IN_ISDIR != 0 && name == filepath.Base(v.root) {
+				if err := v.add(""); err != nil { // the root, made again
+					return err
+				}
+			}
+		case ev.Mask&unix.IN_IGNORED != 0: // a folder removed
+			v.mu.Lock()
+			delete(v.dirs, ev.Wd)
+			v.mu.Unlock()
+		case !ok:
 		case ev.Mask&unix.IN_ISDIR != 0:
 			if wanted(rel, name) {
 				if err := v.add(filepath.Join(rel, name)); err != nil {

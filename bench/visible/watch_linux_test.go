@@ -95,3 +95,36 @@ func TestVisibilityTimesWhenACommitGetsItsName(t *testing.T) {
 		t.Error("a commit that does not exist: want an error")
 	}
 }
+
+// An S3 server keeping objects as files may remove the store's folder once
+// it is empty and make it again with the next object: the watch follows.
+func TestVisibilityFollowsARootMadeAgain(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "prefix")
+	if err := os.MkdirAll(filepath.Join(root, "_deltabus"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	v, err := Watch(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.End()
+	if err := os.RemoveAll(root); err != nil {
+		t.Fatal(err)
+	}
+	logDir := filepath.Join(root, "orders", "_delta_log")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	watching(t, v, filepath.Join("orders", "_delta_log"))
+	before := time.Now()
+	if err := os.WriteFile(filepath.Join(logDir, "00000000000000000001.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.End(); err != nil {
+		t.Fatal(err)
+	}
+	at, seen, err := v.At("orders", "_delta_log/00000000000000000001.json")
+	if err != nil || !seen || at.Before(before) {
+		t.Fatalf("commit in the root made again: at %v (before %v), seen %v, err %v", at, before, seen, err)
+	}
+}

@@ -35,6 +35,7 @@ func cmdBench(ctx context.Context, env *cliEnv, args []string) int {
 	fs.StringVar(&o.MemoryStore, "memory-store", "", "store URL under which the memory run makes a table per shape, e.g. s3://bucket/prefix (default: a local temp dir)")
 	fs.StringVar(&o.MemoryShapes, "memory-shapes", "", "memory run: comma-separated subset of its shapes: one_tx,backlog,topics_300_then_1000,topics_10000 (default all)")
 	fs.StringVar(&o.LatencyStore, "latency-store", "", "store URL for the latency run, e.g. s3://bucket/prefix (default: a local temp dir)")
+	fs.StringVar(&o.LatencyWatch, "latency-watch", "", "for an S3 latency store: the folder where the S3 server keeps its objects as files (versitygw's posix backend keeps s3://BUCKET/PREFIX in DATA/BUCKET/PREFIX); commits are then timed when they appear there, as on local disk, instead of by their commitInfo timestamp, taken before the PUT")
 	fs.StringVar(&o.LatencyName, "latency-name", "latency", "name of the latency run's lines and JSON result (latency_s3: latency_s3_p50, ...)")
 	fs.BoolVar(&o.LatencyGroup, "latency-group", false, "put the latency run's five topics in one topic group (one commit of one table per batch)")
 	fs.BoolVar(&o.LatencyFloor, "latency-floor", true, "after the latency run, put the same load on a fresh database streamed by pg_recvlogical: the delivery latency the relay's adds its commit to")

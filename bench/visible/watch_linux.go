@@ -37,8 +37,9 @@ type Watcher struct {
 	err      error                // the first error of the watch
 }
 
-// Watch starts watching the local store at root, an existing folder.
-// End it with End.
+// Watch starts watching the folder root of a store's tables: a local
+// store, or the folder where an S3 server keeps a store's objects as
+// files. Made later, root is watched from then. End it with End.
 func Watch(root string) (*Watcher, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {

@@ -138,13 +138,13 @@ func (b *bench) latencyRun(ctx context.Context, dsn, dir string) (latencyRun, er
 		metrics = fmt.Sprintf("127.0.0.1:%d", port)
 		extra = []string{"--metrics-addr", metrics}
 	}
-	p, err := b.startRelay(dsn, strings.TrimPrefix(dir, "file://"), "deltabus", nil, extra...)
+	p, err := b.startRelay(dsn, dir, "deltabus", nil, extra...)
 	if err != nil {
 		return latencyRun{}, err
 	}
 	defer func() { _ = p.Process.Kill(); _ = p.Wait() }()
 	// Steady state: the first start is done, and a second to settle.
-	if err := waitFirstStart(ctx, dsn, strings.TrimPrefix(dir, "file://"), "deltabus"); err != nil {
+	if err := waitFirstStart(ctx, dsn, dir, "deltabus"); err != nil {
 		return latencyRun{}, err
 	}
 	time.Sleep(time.Second)
@@ -328,7 +328,10 @@ func commitLatenciesBy(ctx context.Context, root storage.Store, vis *visible.Wat
 				if err != nil {
 					return fmt.Errorf("topic %q: %w", name, err)
 				}
-				at, unseen = t, unseen+btoi(!seen)
+				if !seen {
+					unseen++
+				}
+				at = t
 			case at.Nanosecond() == 0:
 				at = cf.Timestamp
 			}
@@ -398,13 +401,6 @@ func stopWatches(vis []*visible.Watcher) {
 			_ = v.End()
 		}
 	}
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // outboxRows counts the rows producers wrote.

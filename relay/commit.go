@@ -18,9 +18,9 @@ import (
 // in its own goroutine so that the receive loop keeps reading (and
 // answering keepalives) meanwhile:
 //
-//   - files writes a batch's data files (sink.Batch.Prepare), its topics
-//     in parallel: nothing a reader sees;
-//   - logs writes the batch's log entries (sink.Batch.Commit), its topics
+//   - files writes a batch's data files (sink.Batch.Prepare), its tables
+//     in parallel (Config.TableParallelism at once): nothing a reader sees;
+//   - logs writes the batch's log entries (sink.Batch.Commit), its tables
 //     in parallel, batches strictly one after another in order, and
 //     advances the durable position only after every topic commit of the
 //     batch has returned.
@@ -61,6 +61,9 @@ type committer struct {
 	// once.
 	overlap bool
 	loggedC chan struct{}
+	// parallel is how many of a batch's tables a stage writes at once
+	// (Config.TableParallelism).
+	parallel int
 
 	errOnce   sync.Once
 	err       error
@@ -75,9 +78,13 @@ func newCommitter(r *Relay, start pglogrepl.LSN, wake func()) *committer {
 	if wake == nil {
 		wake = func() {}
 	}
+	parallel := r.cfg.TableParallelism
+	if parallel < 1 { // a Relay not made by New
+		parallel = DefaultLocalTableParallelism
+	}
 	c := &committer{r: r, in: make(chan *batch), logs: make(chan *batch), wake: wake,
 		idleC: make(chan struct{}, 1), failC: make(chan struct{}), done: make(chan struct{}),
-		overlap: r.cfg.CommitOverlap, loggedC: make(chan struct{}, 1)}
+		overlap: r.cfg.CommitOverlap, loggedC: make(chan struct{}, 1), parallel: parallel}
 	c.durable.Store(uint64(start))
 	return c
 }
@@ -256,7 +263,7 @@ func (c *committer) durableLSN() pglogrepl.LSN { return pglogrepl.LSN(c.durable.
 // prepareBatch writes the data files of every topic of b.
 func (c *committer) prepareBatch(ctx context.Context, b *batch) error {
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
+	g.SetLimit(c.parallel)
 	for _, name := range b.order {
 		g.Go(func() error {
 			if err := b.sb.Prepare(gctx, name); err != nil {
@@ -274,7 +281,7 @@ func (c *committer) commitBatch(ctx context.Context, b *batch) (err error) {
 	ctx = b.trace.commitContext(ctx, b)
 	defer func() { b.trace.end(b, err) }()
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
+	g.SetLimit(c.parallel)
 	for _, name := range b.order {
 		g.Go(func() error { return c.commitTopic(gctx, b, name) })
 	}

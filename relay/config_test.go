@@ -63,3 +63,27 @@ func TestTopicCommitIntervalDefaultsByStore(t *testing.T) {
 		}
 	}
 }
+
+func TestTableParallelismDefaultsByStore(t *testing.T) {
+	for _, c := range []struct {
+		store   string
+		set     int
+		want    int
+		refused bool
+	}{
+		{"s3://bucket/prefix", 0, DefaultS3TableParallelism, false},
+		{"file:///var/lib/deltabus", 0, DefaultLocalTableParallelism, false},
+		{"s3://bucket/prefix", 2, 2, false},
+		{"file:///var/lib/deltabus", -1, -1, true},
+		{"file:///var/lib/deltabus", maxTableParallelism + 1, maxTableParallelism + 1, true},
+	} {
+		cfg := Config{Source: "postgres://u@localhost:5432/db", Store: c.store, TableParallelism: c.set}.WithDefaults()
+		if cfg.TableParallelism != c.want {
+			t.Errorf("store %s, parallelism %d: got %d, want %d", c.store, c.set, cfg.TableParallelism, c.want)
+		}
+		err := cfg.Validate()
+		if refused := err != nil; refused != c.refused || refused && !strings.Contains(err.Error(), "--table-parallelism") {
+			t.Errorf("store %s, parallelism %d: Validate gives %v", c.store, c.set, err)
+		}
+	}
+}

@@ -122,13 +122,21 @@ func (t *Table) commitLoop(ctx context.Context, render func() ([]Action, error),
 // one no reader ever sees: when the handle's latest version is gone, the
 // log is read again; when no table is left, the commit fails with
 // ErrTableGone. (The winners a lost race reads are checked the same way,
-// by being read.)
+// by being read.) A read CheckAhead started, if it found the version,
+// stands for the read here.
 func (t *Table) checkPrevious(ctx context.Context) error {
 	v := t.snap.Version
 	if v < 0 {
 		return nil
 	}
-	_, err := t.store.Get(ctx, CommitKey(v))
+	found, err := t.foundAhead(ctx, v)
+	if err != nil {
+		return fmt.Errorf("commit to %s: check version %d: %w", t.store, v, err)
+	}
+	if found {
+		return nil
+	}
+	_, err = t.store.Get(ctx, CommitKey(v))
 	if errors.Is(err, storage.ErrNotFound) {
 		err = t.reload(ctx)
 		if errors.Is(err, ErrNoTable) || errors.Is(err, ErrBrokenLog) {

@@ -108,6 +108,9 @@ type Table struct {
 	checkpointing atomic.Bool    // a background checkpoint is being written
 	checkpoints   sync.WaitGroup // background checkpoints in flight
 	cp            shadowState    // the checkpointer's copy of the state (checkpoint_shadow.go)
+	// ahead is the read of the log's latest version started by CheckAhead,
+	// for the next commit (ahead.go).
+	ahead atomic.Pointer[aheadCheck]
 	// files and tombstones are the state's sizes as of its latest change,
 	// for StateSize to read without waiting for a commit in progress.
 	files, tombstones atomic.Int64

@@ -16,9 +16,10 @@
 //   - A group's batch is one commit: one mixed data file (or more, past
 //     the file size) for all its topics, whose stats bound the topic
 //     column, so the requests of a commit do not grow with its topics.
-//   - Before each commit the previous version's commit file is checked: a
-//     table deleted under the relay fails with sink.ErrTableGone and no
-//     log without its beginning is ever written.
+//   - Before each commit the previous version's commit file is checked
+//     (read while the commit's data files are written, at most 250 ms
+//     before its put): a table deleted under the relay fails with
+//     sink.ErrTableGone and no log without its beginning is ever written.
 //   - Rows of a batch wait in per-topic column buffers, then in encoded
 //     files held in memory up to topic.FileOptions.MemoryBuffer; across the
 //     topics of a batch, past Options.PendingBudget of both, the topic
@@ -188,16 +189,20 @@ func (s *Sink) forget(name string) {
 	delete(s.tables, name)
 }
 
+// handle returns the table's handle if the sink has it open, nil if not.
+func (s *Sink) handle(name string) *delta.Table {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tables[name]
+}
+
 // table returns the topic's handle, opening the table, or creating and
 // registering it on its topic's first commit. An existing table is opened
 // as it is (another writer may have changed its properties, its
 // description or its column comments since, or created it a moment ago):
 // only a schema that is not a DeltaBus topic schema refuses it.
 func (s *Sink) table(ctx context.Context, name string) (*delta.Table, error) {
-	s.mu.Lock()
-	t := s.tables[name]
-	s.mu.Unlock()
-	if t != nil {
+	if t := s.handle(name); t != nil {
 		return t, nil
 	}
 	t, err := s.openExisting(ctx, name)

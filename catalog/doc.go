@@ -141,10 +141,10 @@
 //     appId at or beyond A's version fences A (5); a schema, protocol or
 //     table-id change holds the topic (7). Before putting version n the
 //     commit checks that n-1 is still in the log (log clean-up may have
-//     freed the name), so no commit lands where no reader looks; the read
-//     is made beside the commit's data files and trusted for at most
-//     250 ms (delta.Table.CheckAhead), far less than any log retention,
-//     and it was never atomic with the put anyway. A lost race is
+//     freed the name), so no commit lands where no reader looks; on S3
+//     the read is made beside the commit's data files and trusted for at
+//     most 250 ms (delta.Table.CheckAhead), far less than any log
+//     retention, and it was never atomic with the put anyway. A lost race is
 //     counted (deltabus_commit_races_total), not an error.
 //   - Within a topic each source's rows are in that source's commit order
 //     (4, per appId); across sources they are in the order of the Delta

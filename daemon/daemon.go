@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -99,7 +100,8 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (_ *relay.Relay, _
 		return nil, nil, err
 	}
 	sinkFor := func(appID string) sink.Sink {
-		return deltasink.New(store, deltasink.Options{AppID: appID, Logger: opts.Log})
+		return deltasink.New(store, deltasink.Options{AppID: appID, Logger: opts.Log,
+			ReadAhead: strings.HasPrefix(cfg.Store, "s3://")})
 	}
 	r := relay.New(cfg, store, sinkFor, opts.Mappings, opts.Log, m)
 	r.Tracer = opts.Tracer

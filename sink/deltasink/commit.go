@@ -137,15 +137,15 @@ func (b *batch) Carry(table string, next sink.Batch) error {
 
 // Prepare finishes the table's files and writes them to the store
 // (FileWriter.Close): on local disk each is fsynced and linked under its
-// final name, on S3 uploaded. No log entry references them yet. Meanwhile
-// an open table reads the log's latest version ahead of its commit
-// (delta.Table.CheckAhead).
+// final name, on S3 uploaded. No log entry references them yet. With
+// Options.ReadAhead, an open table reads the log's latest version
+// meanwhile, ahead of its commit (delta.Table.CheckAhead).
 func (b *batch) Prepare(ctx context.Context, table string) error {
 	u := b.units[table]
 	if u == nil {
 		return fmt.Errorf("prepare table %q: nothing appended", table)
 	}
-	if t := b.s.handle(table); t != nil {
+	if t := b.s.handle(table); t != nil && b.s.opts.ReadAhead {
 		t.CheckAhead(ctx) // the commit's read of the log, beside the files
 	}
 	rows := u.w.Rows()

@@ -17,9 +17,10 @@
 //     the file size) for all its topics, whose stats bound the topic
 //     column, so the requests of a commit do not grow with its topics.
 //   - Before each commit the previous version's commit file is checked
-//     (read while the commit's data files are written, at most 250 ms
-//     before its put): a table deleted under the relay fails with
-//     sink.ErrTableGone and no log without its beginning is ever written.
+//     (with Options.ReadAhead, read while the commit's data files are
+//     written, at most 250 ms before its put): a table deleted under the
+//     relay fails with sink.ErrTableGone and no log without its beginning
+//     is ever written.
 //   - Rows of a batch wait in per-topic column buffers, then in encoded
 //     files held in memory up to topic.FileOptions.MemoryBuffer; across the
 //     topics of a batch, past Options.PendingBudget of both, the topic
@@ -56,6 +57,12 @@ type Options struct {
 	// SyncCheckpoints writes checkpoints inside the commit that reaches
 	// the interval instead of in the background.
 	SyncCheckpoints bool
+	// ReadAhead reads the version each commit follows while the commit's
+	// data files are written (delta.Table.CheckAhead), for stores whose
+	// reads are network round trips (S3): the commit's put then waits for
+	// no GET. On local disk the read costs microseconds and stays on the
+	// commit's path.
+	ReadAhead bool
 }
 
 // Sink is a sink.Sink over the Delta tables of a store.

@@ -24,8 +24,10 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(s3test.Run(m)) }
 
-func harness(root storage.Store) sinktest.Harness {
-	opts := Options{AppID: "deltabus-test", SyncCheckpoints: true}
+// harness is the conformance suite's sink on root; readAhead as the relay
+// sets it for the store (on S3).
+func harness(root storage.Store, readAhead bool) sinktest.Harness {
+	opts := Options{AppID: "deltabus-test", SyncCheckpoints: true, ReadAhead: readAhead}
 	return sinktest.Harness{
 		Sink:   New(root, opts),
 		Reopen: func() sink.Sink { return New(root, opts) },
@@ -47,7 +49,9 @@ func harness(root storage.Store) sinktest.Harness {
 			}
 			return ids
 		},
-		Source: func(appID string) sink.Sink { return New(root, Options{AppID: appID, SyncCheckpoints: true}) },
+		Source: func(appID string) sink.Sink {
+			return New(root, Options{AppID: appID, SyncCheckpoints: true, ReadAhead: readAhead})
+		},
 		Group: func(t *testing.T, name string, patterns ...string) string {
 			if err := catalog.WriteGroup(context.Background(), root, catalog.Group{Name: name, Topics: patterns}); err != nil {
 				t.Fatal(err)
@@ -75,7 +79,7 @@ func TestConformanceLocal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return harness(root)
+		return harness(root, false)
 	})
 }
 
@@ -86,7 +90,7 @@ func TestConformanceS3(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return harness(root)
+		return harness(root, true)
 	})
 }
 

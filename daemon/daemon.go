@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -101,7 +100,7 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (_ *relay.Relay, _
 	}
 	sinkFor := func(appID string) sink.Sink {
 		return deltasink.New(store, deltasink.Options{AppID: appID, Logger: opts.Log,
-			ReadAhead: strings.HasPrefix(cfg.Store, "s3://")})
+			ReadAhead: storage.IsS3(cfg.Store)})
 	}
 	r := relay.New(cfg, store, sinkFor, opts.Mappings, opts.Log, m)
 	r.Tracer = opts.Tracer

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -164,7 +163,7 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.TopicCommitInterval == 0 {
 		c.TopicCommitInterval = -1
-		if strings.HasPrefix(c.Store, "s3://") {
+		if storage.IsS3(c.Store) {
 			c.TopicCommitInterval = DefaultS3CommitInterval
 		}
 	}
@@ -173,7 +172,7 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.TableParallelism == 0 {
 		c.TableParallelism = DefaultLocalTableParallelism
-		if strings.HasPrefix(c.Store, "s3://") {
+		if storage.IsS3(c.Store) {
 			c.TableParallelism = DefaultS3TableParallelism
 		}
 	}

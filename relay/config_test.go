@@ -72,6 +72,7 @@ func TestTableParallelismDefaultsByStore(t *testing.T) {
 		refused bool
 	}{
 		{"s3://bucket/prefix", 0, DefaultS3TableParallelism, false},
+		{"S3://bucket/prefix", 0, DefaultS3TableParallelism, false}, // as storage.Open reads it
 		{"file:///var/lib/deltabus", 0, DefaultLocalTableParallelism, false},
 		{"s3://bucket/prefix", 2, 2, false},
 		{"file:///var/lib/deltabus", -1, -1, true},

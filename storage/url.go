@@ -7,6 +7,14 @@ import (
 	"strings"
 )
 
+// IsS3 reports whether a store URL names an S3 store, read as Open reads
+// it (the scheme without regard to case): the stores whose requests are
+// network round trips, which the relay's defaults treat apart.
+func IsS3(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && u.Scheme == "s3"
+}
+
 // CheckURL checks a store URL's form without touching the network:
 // file:///absolute/path or s3://bucket[/prefix]. Its error is one line that
 // says what to write instead.

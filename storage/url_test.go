@@ -20,3 +20,14 @@ func TestCheckURL(t *testing.T) {
 		}
 	}
 }
+
+func TestIsS3(t *testing.T) {
+	for raw, want := range map[string]bool{
+		"s3://bucket/prefix": true, "S3://bucket": true, "file:///var/lib/deltabus": false,
+		"s3": false, "": false, "://": false, "/s3://x": false,
+	} {
+		if got := IsS3(raw); got != want {
+			t.Errorf("IsS3(%q) = %v, want %v", raw, got, want)
+		}
+	}
+}

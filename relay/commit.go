@@ -61,9 +61,6 @@ type committer struct {
 	// once.
 	overlap bool
 	loggedC chan struct{}
-	// parallel is how many of a batch's tables a stage writes at once
-	// (Config.TableParallelism).
-	parallel int
 
 	errOnce   sync.Once
 	err       error
@@ -78,13 +75,9 @@ func newCommitter(r *Relay, start pglogrepl.LSN, wake func()) *committer {
 	if wake == nil {
 		wake = func() {}
 	}
-	parallel := r.cfg.TableParallelism
-	if parallel < 1 { // a Relay not made by New
-		parallel = DefaultLocalTableParallelism
-	}
 	c := &committer{r: r, in: make(chan *batch), logs: make(chan *batch), wake: wake,
 		idleC: make(chan struct{}, 1), failC: make(chan struct{}), done: make(chan struct{}),
-		overlap: r.cfg.CommitOverlap, loggedC: make(chan struct{}, 1), parallel: parallel}
+		overlap: r.cfg.CommitOverlap, loggedC: make(chan struct{}, 1)}
 	c.durable.Store(uint64(start))
 	return c
 }
@@ -263,7 +256,7 @@ func (c *committer) durableLSN() pglogrepl.LSN { return pglogrepl.LSN(c.durable.
 // prepareBatch writes the data files of every topic of b.
 func (c *committer) prepareBatch(ctx context.Context, b *batch) error {
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(c.parallel)
+	g.SetLimit(c.r.cfg.TableParallelism)
 	for _, name := range b.order {
 		g.Go(func() error {
 			if err := b.sb.Prepare(gctx, name); err != nil {
@@ -281,7 +274,7 @@ func (c *committer) commitBatch(ctx context.Context, b *batch) (err error) {
 	ctx = b.trace.commitContext(ctx, b)
 	defer func() { b.trace.end(b, err) }()
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(c.parallel)
+	g.SetLimit(c.r.cfg.TableParallelism)
 	for _, name := range b.order {
 		g.Go(func() error { return c.commitTopic(gctx, b, name) })
 	}

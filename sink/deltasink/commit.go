@@ -145,8 +145,10 @@ func (b *batch) Prepare(ctx context.Context, table string) error {
 	if u == nil {
 		return fmt.Errorf("prepare table %q: nothing appended", table)
 	}
-	if t := b.s.handle(table); t != nil && b.s.opts.ReadAhead {
-		t.CheckAhead(ctx) // the commit's read of the log, beside the files
+	if b.s.opts.ReadAhead {
+		if t := b.s.handle(table); t != nil {
+			t.CheckAhead(ctx) // the commit's read of the log, beside the files
+		}
 	}
 	rows := u.w.Rows()
 	adds, err := u.w.Close(ctx)

@@ -42,14 +42,16 @@ func TestBadInputGetsOneClearLine(t *testing.T) {
 	cases := []struct {
 		name, source, store string
 		want                []string
+		flags               []string
 	}{
-		{"no source", "", "file:///tmp/x", []string{"DELTABUS_SOURCE"}},
-		{"bad store", db.DSN, "ftp://nope", []string{"unsupported scheme", "file:///path"}},
-		{"relative store", db.DSN, "file://relative/path", []string{"absolute path"}},
-		{"unreachable database", "postgres://postgres@127.0.0.1:1/db?connect_timeout=2", "", []string{"cannot connect", "127.0.0.1"}},
-		{"wal_level", replica.DSN("postgres"), "", []string{"wal_level", "logical", "restart"}},
-		{"missing publication", noPub.DSN, "", []string{"publication", "relay migrate"}},
-		{"not an outbox", notOutbox.DSN, "", []string{"orders", "not a DeltaBus outbox"}},
+		{"no source", "", "file:///tmp/x", []string{"DELTABUS_SOURCE"}, nil},
+		{"bad store", db.DSN, "ftp://nope", []string{"unsupported scheme", "file:///path"}, nil},
+		{"relative store", db.DSN, "file://relative/path", []string{"absolute path"}, nil},
+		{"unreachable database", "postgres://postgres@127.0.0.1:1/db?connect_timeout=2", "", []string{"cannot connect", "127.0.0.1"}, nil},
+		{"wal_level", replica.DSN("postgres"), "", []string{"wal_level", "logical", "restart"}, nil},
+		{"missing publication", noPub.DSN, "", []string{"publication", "relay migrate"}, nil},
+		{"not an outbox", notOutbox.DSN, "", []string{"orders", "not a DeltaBus outbox"}, nil},
+		{"table parallelism", db.DSN, "", []string{"--table-parallelism -1", "1-256"}, []string{"--table-parallelism", "-1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -58,7 +60,8 @@ func TestBadInputGetsOneClearLine(t *testing.T) {
 			if store == "" {
 				store = "file://" + dir
 			}
-			code, _, stderr := runCLI(t, []string{"DELTABUS_SOURCE=" + c.source, "DELTABUS_STORE=" + store}, "run", "--metrics-addr", "")
+			args := append([]string{"run", "--metrics-addr", ""}, c.flags...)
+			code, _, stderr := runCLI(t, []string{"DELTABUS_SOURCE=" + c.source, "DELTABUS_STORE=" + store}, args...)
 			if code == 0 {
 				t.Fatalf("exit 0, want non-zero; stderr: %s", stderr)
 			}

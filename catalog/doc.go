@@ -21,7 +21,9 @@
 //	_deltabus/                        the catalog (Prefix)
 //	  topics/<topic>                  registry entry, written right after the table's
 //	                                  version 0: a registered topic without a table was
-//	                                  deleted, never "not created yet"; a grouped topic's
+//	                                  deleted, never "not created yet" (a table whose
+//	                                  creator stopped before its entry is registered by
+//	                                  the next writer that opens it); a grouped topic's
 //	                                  names its group's table and that table's id
 //	                                  (Placement), written before its first rows
 //	  groups/<group>.json             Group: topic-name patterns whose new topics share

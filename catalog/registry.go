@@ -11,7 +11,9 @@ import (
 
 // RegisterTopic records that the store holds the topic's own table. It is
 // written right after the table's version 0, so a registered topic whose
-// table is missing was deleted, never "not created yet". A topic a group
+// table is missing was deleted, never "not created yet"; a writer that
+// stopped between the two leaves a table the next writer to open it
+// registers before using it. A topic a group
 // holds fails with ErrPlacementRace (Register).
 func RegisterTopic(ctx context.Context, store storage.Store, topic string) error {
 	return Register(ctx, store, Placement{Topic: topic, Table: topic})

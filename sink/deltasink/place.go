@@ -128,15 +128,26 @@ func (s *Sink) openGrouped(ctx context.Context, p catalog.Placement) (sink.Topic
 	return t, nil
 }
 
-// groupHandle returns the group table's handle: the one kept if it was
-// read whole less than groupReuse ago and its latest commit is still
-// there, else the table read afresh (and kept).
+// groupHandle returns the group table's handle, up to date: the one the
+// sink keeps, checked if it was read whole less than groupReuse ago and
+// read again in place otherwise, or the table read afresh (and kept) when
+// the sink keeps none or its reading fails. Other topics of the group may
+// be committing through the kept handle while a topic new to the session
+// is opened: a second handle would miss their commits and take them, at
+// its next commit, for another writer with the relay's identity. Check
+// and Refresh wait for a commit in flight (the handle's lock).
 func (s *Sink) groupHandle(ctx context.Context, table string) (*delta.Table, error) {
 	s.mu.Lock()
 	tbl, at := s.tables[table], s.opened[table]
 	s.mu.Unlock()
-	if tbl != nil && time.Since(at) < groupReuse {
-		if err := tbl.Check(ctx); err == nil {
+	if tbl != nil {
+		if time.Since(at) < groupReuse && tbl.Check(ctx) == nil {
+			return tbl, nil
+		}
+		if tbl.Refresh(ctx) == nil {
+			s.mu.Lock()
+			s.opened[table] = time.Now()
+			s.mu.Unlock()
 			return tbl, nil
 		}
 	}

@@ -128,7 +128,9 @@ func (s *Sink) Open(ctx context.Context, name string) (sink.Topic, error) {
 }
 
 // openOwn reads a topic's own table afresh. Whether the registry holds
-// the topic is p's, read by locate just before.
+// the topic is p's, read by locate just before; a table found but not
+// registered (its creator stopped between version 0 and registering it)
+// is registered before it is used.
 func (s *Sink) openOwn(ctx context.Context, p catalog.Placement) (sink.Topic, error) {
 	name := p.Topic
 	t := sink.Topic{Name: name, Table: name, Position: -1}
@@ -162,6 +164,12 @@ func (s *Sink) openOwn(ctx context.Context, p catalog.Placement) (sink.Topic, er
 		default:
 			if upgraded {
 				s.opts.Logger.Info("topic table upgraded to this release's schema (nullable columns added)", "topic", name)
+			}
+			if !p.Registered {
+				// Its creator stopped between version 0 and registering it.
+				if err := catalog.RegisterTopic(ctx, s.root, name); err != nil {
+					return t, err
+				}
 			}
 			s.keep(name, tbl)
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
-	"github.com/deltabus/deltabus/verify"
 )
 
 // gate holds the first put of one key until released: a commit caught
@@ -106,15 +105,7 @@ func TestOpenDuringAGroupCommit(t *testing.T) {
 		t.Fatalf("the commit after Open: %v", err)
 	}
 	for name, want := range map[string][]string{"ops.one": {event("", 1).ID, event("", 2).ID, event("", 3).ID}, "ops.two": {event("", 4).ID}} {
-		rows, err := verify.ReadTopic(ctx, local, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, r := range rows {
-			ids = append(ids, r.ID)
-		}
-		if !slices.Equal(ids, want) {
+		if ids := readIDs(t, local, name); !slices.Equal(ids, want) {
 			t.Errorf("%s holds %v; want %v", name, ids, want)
 		}
 	}

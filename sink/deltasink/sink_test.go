@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"slices"
@@ -39,15 +38,7 @@ func harness(root storage.Store, readAhead bool) sinktest.Harness {
 			if _, err := delta.LoadSnapshot(context.Background(), storage.Sub(root, p.Table), -1); errors.Is(err, delta.ErrNoTable) {
 				return nil
 			}
-			rows, err := verify.ReadTopic(context.Background(), root, topic)
-			if err != nil {
-				t.Fatalf("read topic %q: %v", topic, err)
-			}
-			var ids []string
-			for _, r := range rows {
-				ids = append(ids, r.ID)
-			}
-			return ids
+			return readIDs(t, root, topic)
 		},
 		Source: func(appID string) sink.Sink {
 			return New(root, Options{AppID: appID, SyncCheckpoints: true, ReadAhead: readAhead})
@@ -71,6 +62,20 @@ func harness(root storage.Store, readAhead bool) sinktest.Harness {
 			}
 		},
 	}
+}
+
+// readIDs returns the ids of the topic's rows in the log's order.
+func readIDs(t *testing.T, root storage.Store, topic string) []string {
+	t.Helper()
+	rows, err := verify.ReadTopic(context.Background(), root, topic)
+	if err != nil {
+		t.Fatalf("read topic %q: %v", topic, err)
+	}
+	var ids []string
+	for _, r := range rows {
+		ids = append(ids, r.ID)
+	}
+	return ids
 }
 
 func TestConformanceLocal(t *testing.T) {
@@ -143,13 +148,7 @@ func TestWarnsOfLargeState(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	commit := func(s *Sink, i int) {
-		b := s.NewBatch()
-		if err := b.Append(&outbox.Event{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), Topic: "orders", Key: "k", Type: "t",
-			SchemaVersion: 1, Payload: `{}`, OccurredAt: time.Unix(1700000000, 0).UTC(), CommitLSN: int64(100 + i),
-			CommitTime: time.Unix(1700000000, 0).UTC()}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.Commit(ctx, "orders", int64(100+i)); err != nil {
+		if err := commitOne(ctx, t, s, "orders", int64(100+i), event("orders", 100+i)); err != nil {
 			t.Fatal(err)
 		}
 	}

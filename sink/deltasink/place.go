@@ -131,20 +131,22 @@ func (s *Sink) openGrouped(ctx context.Context, p catalog.Placement) (sink.Topic
 // groupHandle returns the group table's handle, up to date: the one the
 // sink keeps, checked if it was read whole less than groupReuse ago and
 // read again in place otherwise, or the table read afresh (and kept) when
-// the sink keeps none or its reading fails. Other topics of the group may
-// be committing through the kept handle while a topic new to the session
-// is opened: a second handle would miss their commits and take them, at
-// its next commit, for another writer with the relay's identity. Check
-// and Refresh wait for a commit in flight (the handle's lock).
+// the sink keeps none or that check or reading fails. Other topics of the
+// group may be committing through the kept handle while a topic new to
+// the session is opened: a second handle would miss their commits and
+// take them, at its next commit, for another writer with the relay's
+// identity. Check and Refresh wait for a commit in flight (the handle's
+// lock).
 func (s *Sink) groupHandle(ctx context.Context, table string) (*delta.Table, error) {
 	s.mu.Lock()
 	tbl, at := s.tables[table], s.opened[table]
 	s.mu.Unlock()
 	if tbl != nil {
-		if time.Since(at) < groupReuse && tbl.Check(ctx) == nil {
+		fresh := time.Since(at) < groupReuse
+		if fresh && tbl.Check(ctx) == nil {
 			return tbl, nil
 		}
-		if tbl.Refresh(ctx) == nil {
+		if !fresh && tbl.Refresh(ctx) == nil {
 			s.mu.Lock()
 			s.opened[table] = time.Now()
 			s.mu.Unlock()

@@ -9,10 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/deltabus/deltabus/catalog"
-	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/sinktest"
@@ -110,12 +108,7 @@ func TestCommitFilesAfterPropertyChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := New(root, Options{AppID: "deltabus-1-s", SyncCheckpoints: true})
-	b := s.NewBatch()
-	if err := b.Append(&outbox.Event{ID: "00000000-0000-4000-8000-000000000001", Topic: "orders", Key: "k", Type: "t", SchemaVersion: 1,
-		Payload: `{}`, OccurredAt: time.Unix(1700000000, 0).UTC(), CommitLSN: 100, CommitTime: time.Unix(1700000000, 0).UTC()}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Commit(ctx, "orders", 100); err != nil {
+	if err := commitOne(ctx, t, s, "orders", 100, event("orders", 100)); err != nil {
 		t.Fatal(err)
 	}
 	tbl, err := delta.OpenTable(ctx, storage.Sub(root, "orders"), delta.Options{})

@@ -77,6 +77,9 @@ func TestAheadIsTheFirstSessionsOnly(t *testing.T) {
 	repl.discard()
 
 	counter := db.Conn(t)
+	// The sessions above closed their connections; their backends end a
+	// moment later, and must not be counted as this dial's.
+	waitNoBackends(t, counter, db, "left by the sessions above")
 	d := DialAhead(ctx, db.DSN)
 	<-d.repl.done
 	if _, err := d.sql.wait(); err != nil {
@@ -86,10 +89,16 @@ func TestAheadIsTheFirstSessionsOnly(t *testing.T) {
 		t.Fatalf("dialled ahead: %d SQL backends and %d walsenders, want 1 and 1", n, w)
 	}
 	d.Discard()
+	waitNoBackends(t, counter, db, "left after Discard")
+}
+
+// waitNoBackends waits until the database has no backend but counter's.
+func waitNoBackends(t *testing.T, counter *pgx.Conn, db *pgtest.DB, what string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for n, w := backends(t, counter, db); n != 0 || w != 0; n, w = backends(t, counter, db) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d SQL backends and %d walsenders left after Discard", n, w)
+			t.Fatalf("%d SQL backends and %d walsenders %s", n, w, what)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -78,15 +78,7 @@ func StartServer(ctx context.Context, extraConf ...string) (*Server, error) {
 		"log_min_messages = warning",
 	}
 	conf = append(conf, extraConf...)
-	f, err := os.OpenFile(filepath.Join(s.DataDir, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	_, err = f.WriteString("\n" + strings.Join(conf, "\n") + "\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := appendConf(s.DataDir, conf); err != nil {
 		return nil, err
 	}
 	if err := s.start(ctx); err != nil {

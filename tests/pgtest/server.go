@@ -38,3 +38,6 @@ func NewServer(t testing.TB, extraConf ...string) *Server {
 	t.Cleanup(s.Stop)
 	return s
 }
+
+// StandbyOptions says how a standby streams (pgcluster.StandbyOptions).
+type StandbyOptions = pgcluster.StandbyOptions

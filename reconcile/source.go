@@ -144,7 +144,7 @@ func (s *source) ids(ctx context.Context, topic string, w Window) ([]string, err
 func lookup(ctx context.Context, conn *pgx.Conn, tables []sourceTable, ids []string) (map[string]bool, error) {
 	found := map[string]bool{}
 	for _, t := range tables {
-		q := fmt.Sprintf(`SELECT %s::text FROM %s WHERE %[1]s = ANY($1::text[]::%s[])`, t.id, t.qualified, t.idType)
+		q := fmt.Sprintf(`SELECT %[1]s::text FROM %[2]s WHERE %[1]s = ANY($1::text[]::%[3]s[])`, t.id, t.qualified, t.idType)
 		rows, err := conn.Query(ctx, q, ids)
 		if err != nil {
 			return nil, fmt.Errorf("look ids up in %s: %w", t, err)

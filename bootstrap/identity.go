@@ -23,18 +23,21 @@ func Identify(ctx context.Context, cfg Config, store storage.Store) (Config, cat
 		return cfg, catalog.Identity{}, err
 	}
 	defer sql.Close(context.WithoutCancel(ctx))
-	return identifyOn(ctx, sql, cfg, store)
+	cfg, id, _, err := identifyOn(ctx, sql, cfg, store)
+	return cfg, id, err
 }
 
-func identifyOn(ctx context.Context, sql *pgx.Conn, cfg Config, store storage.Store) (Config, catalog.Identity, error) {
+// identifyOn identifies the source on sql: its identity in the store, and
+// what the server says of itself (its timeline, its WAL end).
+func identifyOn(ctx context.Context, sql *pgx.Conn, cfg Config, store storage.Store) (Config, catalog.Identity, pgsource.Identity, error) {
 	src, err := pgsource.Identify(ctx, sql, cfg.Slot)
 	if err != nil {
-		return cfg, catalog.Identity{}, err
+		return cfg, catalog.Identity{}, src, err
 	}
-	id, err := catalog.ResolveAppID(ctx, store, src, cfg.AppID)
+	id, err := catalog.ResolveAppID(ctx, store, src.Source, cfg.AppID)
 	if err != nil {
-		return cfg, id, err
+		return cfg, id, src, err
 	}
 	cfg.AppID = id.AppID
-	return cfg, id, nil
+	return cfg, id, src, nil
 }

@@ -25,7 +25,11 @@ import (
 func copyRebuild(ctx context.Context, cfg Config, store storage.Store, pl *places, p catalog.Placement, pauseLSN pglogrepl.LSN,
 	opts Options, log *slog.Logger) (catalog.RebuildRecord, error) {
 	name := p.Topic
-	rec := catalog.RebuildRecord{Topic: name, AppID: cfg.AppID, TxnVersion: int64(pauseLSN), Created: time.Now().UTC()}
+	pos, err := sourcePositions(ctx, store, cfg.AppID)
+	if err != nil {
+		return catalog.RebuildRecord{}, err
+	}
+	rec := catalog.RebuildRecord{Topic: name, AppID: cfg.AppID, TxnVersion: pos.Pos(pauseLSN), Created: time.Now().UTC()}
 	set, err := topicIDs(ctx, store, p, cfg.AppID)
 	if err != nil {
 		return rec, keepPaused{unreadable(store, p, err)}
@@ -67,7 +71,7 @@ func copyRebuild(ctx context.Context, cfg Config, store storage.Store, pl *place
 	log.Info("rebuild: copying the topic under the snapshot", "snapshot", rec.Snapshot, "seam_end", rec.SeamEnd,
 		"events_in_table", set.len(), "units", len(units))
 	opts.Files.Source = cfg.AppID
-	job := &copyJob{root: store, opts: opts, lsn: pglogrepl.LSN(rec.TxnVersion), takenAt: rec.Created,
+	job := &copyJob{root: store, opts: opts, lsn: pglogrepl.LSN(pos.Through(rec.TxnVersion)), takenAt: rec.Created,
 		existing: map[string]*idSet{name: set}, places: pl, metrics: newMetrics(opts.Metrics), results: map[string][]unitFiles{},
 		added: map[string]int64{}, skipped: map[string]int64{}}
 	stop := job.reportProgress(ctx, 0)

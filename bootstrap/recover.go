@@ -2,8 +2,11 @@ package bootstrap
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/storage"
 )
@@ -12,67 +15,111 @@ import (
 const RecoverWarning = "events deleted from the outbox while the slot was missing or invalidated cannot be recovered; " +
 	"`relay reconcile` shows them"
 
-// Recover re-creates a missing or invalidated (wal_status = 'lost') slot:
-// it drops the invalid slot, creates a new one with an exported snapshot,
-// copies what the outbox still holds into the topics, skipping every event
-// a topic already holds (by event_id), commits each topic once and rewrites
-// the marker. The relay then streams from the new consistent point
-// (`relay run`). A healthy slot of a bootstrapped relay is refused: there
-// is nothing to recover, and dropping it would lose nothing but time.
+// Recover re-creates a missing or invalidated (wal_status = 'lost') slot,
+// or one the relay cannot stream from since a failover (created on the new
+// timeline after the promotion): it records the recovery in the marker
+// (RecoveringSince: until it finishes, no relay streams from the slot it
+// makes), follows the source onto its current timeline (FollowTimeline:
+// phantoms recorded, positions lifted above them), drops the old slot,
+// creates a new one with an exported snapshot, copies what the outbox
+// still holds into the topics, skipping every event a topic already holds
+// (by event_id), commits each topic once and rewrites the marker. The
+// relay then streams from the new consistent point (`relay run`). A slot
+// the relay can stream from is refused: there is nothing to recover, and
+// dropping it would lose nothing but time.
 func Recover(ctx context.Context, cfg Config, store storage.Store, opts Options) (Result, error) {
-	cfg, slot, hasMarker, err := slotAndMarker(ctx, cfg, store, "recover")
+	cfg, st, err := slotAndMarker(ctx, cfg, store, "recover")
 	if err != nil {
 		return Result{}, err
 	}
-	switch {
-	case slot.Exists && slot.ActivePID != nil:
+	slot, m := st.slot, st.id.Marker
+	if slot.Exists && slot.ActivePID != nil {
 		return Result{}, fmt.Errorf("recover: replication slot %q is in use by process %d (a running relay?): stop it first", cfg.Slot, *slot.ActivePID)
-	case slot.Exists && slot.WALStatus != "lost" && hasMarker:
-		return Result{}, fmt.Errorf("recover: replication slot %q is healthy (wal_status=%s): nothing to recover; run `relay run`", cfg.Slot, slot.WALStatus)
 	}
 	log := opts.withDefaults().Log
+	if m != nil {
+		if err := beginRecovery(ctx, cfg, store, st, opts); err != nil {
+			return Result{}, err
+		}
+	}
 	switch {
-	case slot.Exists:
+	case slot.Exists && slot.WALStatus == "lost":
 		log.Warn("recover: replication slot is invalidated; dropping it and re-reading the outbox", "slot", cfg.Slot, "wal_status", slot.WALStatus)
-	case hasMarker:
+	case slot.Exists:
+		log.Warn("recover: the replication slot cannot be streamed from; dropping it and re-reading the outbox", "slot", cfg.Slot)
+	case m != nil:
 		log.Warn("recover: replication slot is missing; re-reading the outbox", "slot", cfg.Slot)
 	}
 	return Snapshot(ctx, cfg, store, opts)
 }
 
+// beginRecovery refuses a slot the relay can stream from, then marks the
+// recovery in the marker and follows the source's timeline.
+func beginRecovery(ctx context.Context, cfg Config, store storage.Store, st slotState, opts Options) error {
+	m := *st.id.Marker
+	if st.slot.Exists && st.slot.WALStatus != "lost" && m.RecoveringSince == nil {
+		_, err := FollowTimeline(ctx, cfg, store, st.id, st.src, &st.slot.ConfirmedLSN, opts)
+		if err == nil {
+			return fmt.Errorf("recover: replication slot %q is healthy (wal_status=%s): nothing to recover; run `relay run`", cfg.Slot, st.slot.WALStatus)
+		}
+		if !errors.Is(err, ErrSlotAfterFork) {
+			return err
+		}
+		m = *st.id.Marker
+	}
+	now := time.Now().UTC()
+	m.RecoveringSince = &now
+	if err := catalog.WriteMarker(ctx, store, m); err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	id := st.id
+	id.Marker = &m
+	_, err := FollowTimeline(ctx, cfg, store, id, st.src, nil, opts)
+	return err
+}
+
 // First runs a first-start bootstrap ahead of `relay run`. A relay that is
 // already bootstrapped (its slot and marker exist) is refused.
 func First(ctx context.Context, cfg Config, store storage.Store, opts Options) (Result, error) {
-	cfg, slot, hasMarker, err := slotAndMarker(ctx, cfg, store, "bootstrap")
+	cfg, st, err := slotAndMarker(ctx, cfg, store, "bootstrap")
 	if err != nil {
 		return Result{}, err
 	}
-	switch {
-	case hasMarker && slot.Exists:
+	switch m := st.id.Marker; {
+	case m != nil && m.RecoveringSince != nil:
+		return Result{}, fmt.Errorf("bootstrap: a `relay bootstrap --recover` begun at %s did not finish: run it again", m.RecoveringSince.Format(time.RFC3339))
+	case m != nil && st.slot.Exists:
 		return Result{}, fmt.Errorf("bootstrap: relay %s is already bootstrapped (slot %q and marker exist): run `relay run`", cfg.AppID, cfg.Slot)
-	case hasMarker:
+	case m != nil:
 		return Result{}, fmt.Errorf("bootstrap: slot %q is missing but store %s holds this relay's events: run `relay bootstrap --recover`", cfg.Slot, store)
 	}
 	return Snapshot(ctx, cfg, store, opts)
 }
 
-// slotAndMarker identifies the source and reads its slot and whether the
-// store holds its marker. A connection error or a refusal is returned as
-// it is (one line for the operator); others are prefixed with what.
-func slotAndMarker(ctx context.Context, cfg Config, store storage.Store, what string) (Config, pgsource.Slot, bool, error) {
+// slotState is what a command finds of its source: its identity in the
+// store, what its server says of itself and its slot.
+type slotState struct {
+	id   catalog.Identity
+	src  pgsource.Identity
+	slot pgsource.Slot
+}
+
+// slotAndMarker identifies the source and reads its slot and its marker.
+// A connection error or a refusal is returned as it is (one line for the
+// operator); others are prefixed with what.
+func slotAndMarker(ctx context.Context, cfg Config, store storage.Store, what string) (Config, slotState, error) {
 	cfg = cfg.withDefaults()
 	sql, err := pgsource.Connect(ctx, cfg.Source)
 	if err != nil {
-		return cfg, pgsource.Slot{}, false, err
+		return cfg, slotState{}, err
 	}
 	defer sql.Close(context.WithoutCancel(ctx))
-	cfg, id, err := identifyOn(ctx, sql, cfg, store)
-	if err != nil {
-		return cfg, pgsource.Slot{}, false, err
+	var st slotState
+	if cfg, st.id, st.src, err = identifyOn(ctx, sql, cfg, store); err != nil {
+		return cfg, st, err
 	}
-	slot, err := pgsource.ReadSlot(ctx, sql, cfg.Slot)
-	if err != nil {
-		return cfg, slot, false, fmt.Errorf("%s: %w", what, err)
+	if st.slot, err = pgsource.ReadSlot(ctx, sql, cfg.Slot); err != nil {
+		return cfg, st, fmt.Errorf("%s: %w", what, err)
 	}
-	return cfg, slot, id.Marker != nil, nil
+	return cfg, st, nil
 }

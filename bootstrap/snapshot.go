@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"go.opentelemetry.io/otel/attribute"
 	"golang.org/x/sync/errgroup"
@@ -39,7 +38,9 @@ func Snapshot(ctx context.Context, cfg Config, store storage.Store, opts Options
 		return Result{}, err
 	}
 	defer sql.Close(context.WithoutCancel(ctx))
-	if cfg, _, err = identifyOn(ctx, sql, cfg, store); err != nil {
+	var id catalog.Identity
+	var src pgsource.Identity
+	if cfg, id, src, err = identifyOn(ctx, sql, cfg, store); err != nil {
 		return Result{}, err
 	}
 	log = log.With("app_id", cfg.AppID)
@@ -63,17 +64,18 @@ func Snapshot(ctx context.Context, cfg Config, store storage.Store, opts Options
 	}
 	defer slot.close()
 	res.ConsistentPoint = slot.consistentPoint
-	version := int64(slot.consistentPoint) - 1
-	if err := checkConsistentPoint(existing, version, slot.consistentPoint); err != nil {
+	m, version, err := snapshotMarker(id, src, existing, slot, log)
+	if err != nil {
 		return res, err
 	}
+	m.Publication, m.SystemID, m.Database = cfg.Publication, slot.systemID, sql.Config().Database
 	log.Info("bootstrap: slot created with an exported snapshot", "consistent_point", slot.consistentPoint,
 		"snapshot", slot.snapshotName, "topics_with_events", len(existing))
 	job, err := copySnapshot(ctx, cfg, store, opts, slot, existing, pl, log)
 	if err != nil {
 		return res, err
 	}
-	if res.Topics, err = commitSnapshot(ctx, job, cfg, slot, sql.Config().Database, version, opts); err != nil {
+	if res.Topics, err = commitSnapshot(ctx, job, cfg.AppID, m, version, opts); err != nil {
 		return res, err
 	}
 	res.Rows, res.Took = job.rows.Load(), time.Since(start)
@@ -113,16 +115,53 @@ func readExistingIDs(ctx context.Context, store storage.Store, appID string, opt
 	return pl, existing, nil
 }
 
-// checkConsistentPoint refuses a new slot whose snapshot's txn version
-// (cp - 1) is not above every txn version the topics record: the source's
-// LSNs went backwards.
-func checkConsistentPoint(existing map[string]*idSet, version int64, cp pglogrepl.LSN) error {
-	for name, set := range existing {
-		if set.txn >= version {
-			return fmt.Errorf("bootstrap: topic %q records txn version %d, at or past the new slot's consistent point %s: the source's LSNs went backwards (a restored or different database?)", name, set.txn, cp)
+// snapshotMarker returns the marker the snapshot will write (the one it
+// replaces, if any, on the source's current timeline, its recovery done)
+// and the txn version of the snapshot commit: the position of cp - 1.
+//
+// A recovery whose snapshot position is not above every position the
+// topics hold for the source (its LSNs went back without a timeline to
+// say where: a database restored in place, or a marker of an earlier
+// release) begins a new epoch at cp - 1: the snapshot holds every event
+// the outbox has that the topics lack (by event_id), and the stream
+// starts at cp, so nothing below it is met again. A first start is
+// refused instead: the topics hold this source's events and no marker
+// says whose progress they are.
+func snapshotMarker(id catalog.Identity, src pgsource.Identity, existing map[string]*idSet, slot *exportedSlot,
+	log *slog.Logger) (catalog.Marker, int64, error) {
+	m := catalog.Marker{AppID: id.AppID, Slot: id.Source.Slot}
+	if id.Marker != nil {
+		m = *id.Marker
+	}
+	m.ConsistentPoint, m.Timeline, m.RecoveringSince = slot.consistentPoint.String(), src.Timeline, nil
+	pos, err := m.Positions()
+	if err != nil {
+		return m, 0, err
+	}
+	highest, name := int64(-1), ""
+	for n, set := range existing {
+		if set.txn > highest {
+			highest, name = set.txn, n
 		}
 	}
-	return nil
+	version := pos.Pos(slot.consistentPoint - 1)
+	if highest < version {
+		return m, version, nil
+	}
+	if id.Marker == nil {
+		return m, 0, fmt.Errorf("bootstrap: topic %q records txn version %d, at or past the new slot's consistent point %s: the source's LSNs went backwards (a restored or different database?)",
+			name, highest, slot.consistentPoint)
+	}
+	if m.Epochs, err = catalog.Next(m.Epochs, src.Timeline, slot.consistentPoint-1, highest); err != nil {
+		return m, 0, fmt.Errorf("bootstrap: %w", err)
+	}
+	log.Warn("recover: the source's LSNs are below positions the topics hold (a database restored in place, or a marker of an earlier release): "+
+		"its positions begin a new epoch above them; `relay reconcile` names every event the topics hold that the source lacks",
+		"topic", name, "position", highest, "consistent_point", slot.consistentPoint)
+	if pos, err = catalog.NewPositions(m.Epochs); err != nil {
+		return m, 0, err
+	}
+	return m, pos.Pos(slot.consistentPoint - 1), nil
 }
 
 // copySnapshot copies every outbox row the slot's snapshot sees into files
@@ -143,15 +182,13 @@ func copySnapshot(ctx context.Context, cfg Config, store storage.Store, opts Opt
 
 // commitSnapshot commits each topic's files once with txn{appId, version},
 // then writes the relay marker.
-func commitSnapshot(ctx context.Context, job *copyJob, cfg Config, slot *exportedSlot, database string, version int64,
+func commitSnapshot(ctx context.Context, job *copyJob, appID string, m catalog.Marker, version int64,
 	opts Options) (map[string]TopicResult, error) {
 	pctx, ps := opts.startSpan(ctx, "bootstrap.commit", attribute.Int64("deltabus.txn_version", version))
-	topics, err := job.commitTopics(pctx, cfg.AppID, version)
+	topics, err := job.commitTopics(pctx, appID, version)
 	if ps.end(err, attribute.Int("deltabus.topics", len(topics))); err != nil {
 		return topics, fmt.Errorf("bootstrap: %w", err)
 	}
-	m := catalog.Marker{AppID: cfg.AppID, Slot: cfg.Slot, Publication: cfg.Publication, SystemID: slot.systemID,
-		Database: database, ConsistentPoint: slot.consistentPoint.String()}
 	pctx, ps = opts.startSpan(ctx, "bootstrap.marker")
 	err = writeMarker(pctx, job.root, m)
 	if ps.end(err); err != nil {

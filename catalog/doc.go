@@ -29,7 +29,10 @@
 //	  groups/<group>.json             Group: topic-name patterns whose new topics share
 //	                                  the group's table, and its commit interval
 //	  relays/<appId>.json             Marker: the relay's first start committed its snapshot;
-//	                                  it names the source (Source: system id, database, slot)
+//	                                  it names the source (Source: system id, database, slot),
+//	                                  the timeline its progress is on and its epochs (Positions)
+//	  forks/<appId>/<timeline>.json   Fork: the source moved to that timeline; the events
+//	                                  published from the old one past the fork (phantoms)
 //	  rebuilds/<topic>/<appId>/record.json    RebuildRecord: a rebuild's files and seam (relay rebuild)
 //	  rebuilds/<topic>/<appId>/state.json     RebuildState: whether that relay holds the topic
 //	  rebuilds/<topic>/<appId>/intents/<id>.json  Intent: a rebuild or abort the operator asked for
@@ -159,6 +162,69 @@
 //     source column), and maintenance skips a topic any source holds.
 //   - Files uploaded and not yet committed are covered by their writer's
 //     Lease: other relays' VACUUM keeps them whatever its retention.
+//
+// # Timelines: failover and point-in-time recovery
+//
+// A physical standby promoted in the primary's place keeps the system
+// identifier, so it is the same source; but an asynchronous standby may
+// not have received every transaction the relay already published. The
+// promotion starts a new timeline at the fork point F (the end of the WAL
+// the standby replayed): transactions of the old timeline committed at or
+// past F exist in no database any more, and the new timeline's own
+// transactions get commit LSNs from F on, below positions the topics hold.
+// Comparing them with v(t) as step 3 does would skip them. A point-in-time
+// recovery forks a timeline the same way.
+//
+// So a position is not a commit LSN but a function of it (Positions): the
+// Marker records the timeline T the relay's progress is made on, and the
+// source's epochs, each a commit LSN where positions begin anew with an
+// offset. Every txn version the relay writes is Pos(c) for the commit LSN
+// c of the batch's last transaction, and step 3 drops T exactly when
+// c <= Through(v(t)), the last LSN of the current timeline whose position
+// is at most v(t). Without an epoch, Pos(c) = c and the argument above is
+// unchanged. Pos is strictly increasing along the current timeline's
+// history, so steps 1 to 7 hold with positions in place of LSNs.
+//
+// When a session (or `relay bootstrap --recover`) finds the server on
+// another timeline than the marker's, before anything is committed:
+//
+//  1. It reads the new timeline's history (TIMELINE_HISTORY) and the
+//     commit LSN F where the marker's timeline ended in it. A server on an
+//     older timeline, or on one that does not descend from T, is refused
+//     with one line: the relay cannot tell which of its events the source
+//     holds.
+//  2. A slot confirmed past F was created on the new timeline after the
+//     promotion: the transactions between F and its creation reached no
+//     slot, so streaming from it would lose them. It is refused, naming
+//     `relay bootstrap --recover`. A slot confirmed at or before F (a
+//     failover slot the standby synchronised, PostgreSQL 17 and later) is
+//     safe: every transaction ending at or before its position is in the
+//     shared history and, by 1, in its topics.
+//  3. It reads every table holding a position of the source: the highest
+//     position H, and the events of the source with a commit LSN at or
+//     past F that no earlier fork names. Those are the phantoms: published
+//     from the old timeline, absent from the new one. They stay in their
+//     topics (the log is append-only) and are written to a Fork record,
+//     where reconcile, status, the operator's page and verify find them.
+//  4. If H >= Pos(F), the new timeline begins an epoch at F whose offset
+//     makes Pos(F) = H + 1: every transaction of the new timeline is above
+//     every position, so none is skipped; the shared history below F keeps
+//     its positions and is still skipped where held. Then the marker is
+//     written with the new timeline and epochs.
+//
+// Each step is repeatable: until the marker names the new timeline nothing
+// of it is committed, so a run that dies finds the same phantoms again. A
+// recovery marks the marker (RecoveringSince) before it drops or creates a
+// slot, and clears it with the marker that ends it: a relay never streams
+// from the slot of a recovery that did not finish. A recovery whose
+// snapshot position is not above H (the source's LSNs went back with no
+// timeline to say where: a database restored in place, or a marker of an
+// earlier release) begins an epoch at its consistent point cp - 1, above
+// H; its snapshot holds every event the outbox has that the topics lack
+// (by event_id) and the stream starts at cp, so nothing below is met
+// again, and reconcile names the events the source lacks. A relay whose
+// topic holds a position past the server's WAL end refuses to stream,
+// naming the recovery: that is such a restore.
 //
 // # Topic groups
 //

@@ -28,6 +28,7 @@ const (
 	KindTopicMeta     Kind = "topic-meta"     // topicmeta/<topic>.json
 	KindRegistration  Kind = "registration"   // unitycatalog/<appId>.json
 	KindGroup         Kind = "group"          // groups/<group>.json
+	KindFork          Kind = "fork"           // forks/<appId>/<timeline>.json
 	// Event contracts (package contract): the names are the topic, the
 	// event type (any text, encoded by EncodeType) and the version.
 	KindContractPolicy Kind = "contract-policy" // contracts/<topic>/policy.json
@@ -74,7 +75,7 @@ func truncate(s string) string {
 // arity is the number of names a key of kind k takes.
 func arity(k Kind) int {
 	switch k {
-	case KindRebuildRecord, KindRebuildState, KindConsumer, KindContractMode:
+	case KindRebuildRecord, KindRebuildState, KindConsumer, KindContractMode, KindFork:
 		return 2
 	case KindIntent, KindContract:
 		return 3
@@ -139,6 +140,8 @@ func Key(kind Kind, names ...string) (string, error) {
 		return Prefix + "unitycatalog/" + names[0] + ".json", nil
 	case KindGroup:
 		return Prefix + "groups/" + names[0] + ".json", nil
+	case KindFork:
+		return Prefix + "forks/" + names[0] + "/" + names[1] + ".json", nil
 	}
 	panic("catalog.Key: unknown kind " + string(kind))
 }
@@ -215,6 +218,12 @@ func Parse(key string) (kind Kind, names []string, ok bool) {
 			return "", nil, false
 		}
 		kind, names = KindConsumer, []string{parts[1], n}
+	case len(parts) == 3 && parts[0] == "forks":
+		n, sfx := json(parts[2])
+		if !sfx {
+			return "", nil, false
+		}
+		kind, names = KindFork, []string{parts[1], n}
 	default:
 		return "", nil, false
 	}

@@ -20,6 +20,27 @@ type Marker struct {
 	Database        string    `json:"database"`
 	ConsistentPoint string    `json:"consistentPoint"`
 	CreatedAt       time.Time `json:"createdAt"`
+	// Timeline is the PostgreSQL timeline the relay's progress is made on
+	// (0 in a marker of an earlier release: not known). A relay that finds
+	// the source on another timeline reads its history before it goes on
+	// (package doc, "Timelines").
+	Timeline uint32 `json:"timeline,omitempty"`
+	// Epochs are where the source's positions began anew (Positions).
+	Epochs []Epoch `json:"epochs,omitempty"`
+	// RecoveringSince is set while `relay bootstrap --recover` runs: the
+	// slot it creates is not the relay's to stream from until the recovery
+	// has committed and cleared it.
+	RecoveringSince *time.Time `json:"recoveringSince,omitempty"`
+}
+
+// Positions returns the map from the source's commit LSNs to its
+// positions.
+func (m Marker) Positions() (Positions, error) {
+	p, err := NewPositions(m.Epochs)
+	if err != nil {
+		return p, fmt.Errorf("relay marker %s: %w", m.AppID, err)
+	}
+	return p, nil
 }
 
 // ReadMarker returns the relay's marker, ok=false when there is none.

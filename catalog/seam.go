@@ -75,8 +75,9 @@ func (s *Seam) Covers(commitLSN pglogrepl.LSN, xid uint32) bool {
 
 // Seam returns the record's seam for a table whose txn version is
 // txnVersion, or nil when the rebuild is not in the table yet or the
-// stream cannot meet a transaction of the seam any more.
-func (r RebuildRecord) Seam(txnVersion int64) (*Seam, error) {
+// stream cannot meet a transaction of the seam any more. pos maps the
+// source's commit LSNs to its positions (the txn versions).
+func (r RebuildRecord) Seam(txnVersion int64, pos Positions) (*Seam, error) {
 	if txnVersion < r.TxnVersion {
 		return nil, nil
 	}
@@ -84,12 +85,12 @@ func (r RebuildRecord) Seam(txnVersion int64) (*Seam, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rebuild record of topic %q: seamEnd: %w", r.Topic, err)
 	}
-	if int64(to) <= txnVersion {
+	if pos.Pos(to) <= txnVersion {
 		return nil, nil
 	}
 	snap, err := ParsePGSnapshot(r.Snapshot)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild record of topic %q: %w", r.Topic, err)
 	}
-	return &Seam{From: pglogrepl.LSN(r.TxnVersion + 1), To: to, Snap: snap}, nil
+	return &Seam{From: pglogrepl.LSN(pos.Through(r.TxnVersion) + 1), To: to, Snap: snap}, nil
 }

@@ -76,18 +76,18 @@ func lsnOf(v uint64) pglogrepl.LSN { return pglogrepl.LSN(v) }
 
 func TestRecordSeam(t *testing.T) {
 	rec := RebuildRecord{Topic: "orders", TxnVersion: 1000, SeamEnd: "0/7D0", Snapshot: "100:105:102"}
-	if s, err := rec.Seam(999); err != nil || s != nil {
+	if s, err := rec.Seam(999, Positions{}); err != nil || s != nil {
 		t.Fatalf("table before the rebuild: seam %v, %v; want none", s, err)
 	}
-	s, err := rec.Seam(1000)
+	s, err := rec.Seam(1000, Positions{})
 	if err != nil || s == nil || s.From != 1001 || s.To != 2000 {
 		t.Fatalf("table at the rebuild: seam %+v, %v; want [1001, 2000)", s, err)
 	}
-	if s, _ := rec.Seam(2000); s != nil {
+	if s, _ := rec.Seam(2000, Positions{}); s != nil {
 		t.Fatal("a table past the seam end needs no seam")
 	}
 	rec.Snapshot = "bad"
-	if _, err := rec.Seam(1000); err == nil {
+	if _, err := rec.Seam(1000, Positions{}); err == nil {
 		t.Fatal("a corrupt snapshot in the record was accepted")
 	}
 }

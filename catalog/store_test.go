@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -122,12 +123,13 @@ func TestMarkerRoundTrip(t *testing.T) {
 	if _, ok, err := ReadMarker(ctx, s, "deltabus-main"); ok || err != nil {
 		t.Fatalf("marker in an empty store: %v %v", ok, err)
 	}
-	m := Marker{AppID: "deltabus-main", Slot: "main", ConsistentPoint: "0/1"}
+	m := Marker{AppID: "deltabus-main", Slot: "main", ConsistentPoint: "0/1", Timeline: 2,
+		Epochs: []Epoch{{Timeline: 2, Start: "0/3000000", Offset: 4096}}}
 	if err := WriteMarker(ctx, s, m); err != nil {
 		t.Fatal(err)
 	}
 	got, ok, err := ReadMarker(ctx, s, "deltabus-main")
-	if err != nil || !ok || got != m {
+	if err != nil || !ok || !reflect.DeepEqual(got, m) {
 		t.Fatalf("ReadMarker = %+v %v %v", got, ok, err)
 	}
 	if err := s.Put(ctx, Prefix+"relays/deltabus-bad.json", []byte("{")); err != nil {

@@ -121,6 +121,7 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (_ *relay.Relay, _
 			"store", store.String(), "err", priv.Unread)
 	}
 	r.FirstStart = bootstrap.FirstStart(BootstrapConfig(cfg), store, bo)
+	r.FollowTimeline = bootstrap.TimelineHook(BootstrapConfig(cfg), store, bo)
 	r.Ahead = ahead
 	return r, store, nil
 }

@@ -217,7 +217,7 @@ func (d *database) slot(ctx context.Context, store storage.Store) error {
 		if err != nil {
 			return err
 		}
-		id, err := catalog.ResolveAppID(ctx, store, src, d.o.AppID)
+		id, err := catalog.ResolveAppID(ctx, store, src.Source, d.o.AppID)
 		var ue *usererr.Error
 		switch {
 		case errors.As(err, &ue):

@@ -38,6 +38,10 @@ func (r *Report) WriteText(w io.Writer, sample int) error {
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "skipped %s: %s\n", s.Window, s.Reason)
 	}
+	for _, f := range r.Forks {
+		fmt.Fprintf(w, "failover: timeline %d forked to %d at %s (found %s): %d phantoms recorded\n",
+			f.FromTimeline, f.ToTimeline, f.ForkLSN, f.DetectedAt.Format(time.RFC3339), f.Phantoms)
+	}
 	fmt.Fprintf(w, "%s\n", r.summary())
 	return nil
 }
@@ -51,6 +55,7 @@ func writeDetails(w io.Writer, res Result, sample int) {
 	}
 	list("missing from the log", res.MissingCount, res.Missing)
 	list("in the log, not in the source", res.UnexpectedCount, res.Unexpected)
+	list("of which phantoms (published from a timeline the source abandoned at a failover)", 0, res.Phantoms)
 	if len(res.Duplicates) > 0 {
 		parts := make([]string, 0, len(res.Duplicates))
 		for _, d := range res.Duplicates {

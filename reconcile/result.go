@@ -59,6 +59,11 @@ type Result struct {
 	// LateCommits lists log events the check's snapshot did not see but the
 	// source holds now: they committed later than the lateness allowance.
 	LateCommits []string `json:"lateCommits,omitempty"`
+	// Phantoms lists the unexpected events a fork record names
+	// (catalog.Fork): published from a timeline the source abandoned at a
+	// failover, lost with its old primary. They stay in Unexpected and
+	// count as a divergence: consumers may have acted on them.
+	Phantoms []string `json:"phantoms,omitempty"`
 	// Narrowed lists the ranges diffed id by id after bisection.
 	Narrowed   []Window `json:"narrowed,omitempty"`
 	Unreadable []string `json:"unreadable,omitempty"`
@@ -73,18 +78,21 @@ type Skipped struct {
 
 // Report is the outcome of one run.
 type Report struct {
-	RunID      string        `json:"runId"`
-	AppID      string        `json:"appId"`      // the source whose events were checked (its relay's appId)
-	RunAt      time.Time     `json:"runAt"`      // server time T0 of the snapshot
-	From       time.Time     `json:"from"`       // checked range [From, To)
-	To         time.Time     `json:"to"`         //
-	Window     string        `json:"window"`     // window size
-	Lateness   string        `json:"lateness"`   //
-	Horizon    time.Time     `json:"horizon"`    // T0 - retention
-	WAL        string        `json:"walLsn"`     // W0
-	Durable    string        `json:"durableLsn"` // slot confirmed_flush_lsn when last read
-	Tables     []string      `json:"tables"`     // outbox tables read
-	Results    []Result      `json:"results"`
+	RunID    string    `json:"runId"`
+	AppID    string    `json:"appId"`      // the source whose events were checked (its relay's appId)
+	RunAt    time.Time `json:"runAt"`      // server time T0 of the snapshot
+	From     time.Time `json:"from"`       // checked range [From, To)
+	To       time.Time `json:"to"`         //
+	Window   string    `json:"window"`     // window size
+	Lateness string    `json:"lateness"`   //
+	Horizon  time.Time `json:"horizon"`    // T0 - retention
+	WAL      string    `json:"walLsn"`     // W0
+	Durable  string    `json:"durableLsn"` // slot confirmed_flush_lsn when last read
+	Tables   []string  `json:"tables"`     // outbox tables read
+	Results  []Result  `json:"results"`
+	// Forks are the source's failovers whose old timeline had published
+	// events the new one lacks (catalog.Fork), with their phantoms' count.
+	Forks      []ForkSummary `json:"forks,omitempty"`
 	Skipped    []Skipped     `json:"skipped"`
 	Took       time.Duration `json:"tookNs"`
 	RecordedAt *int64        `json:"recordedVersion,omitempty"` // _reconciliation version
@@ -128,4 +136,13 @@ func (r *Report) Diverged() bool {
 		}
 	}
 	return false
+}
+
+// ForkSummary names one recorded fork of the source's timelines.
+type ForkSummary struct {
+	FromTimeline uint32    `json:"fromTimeline"`
+	ToTimeline   uint32    `json:"toTimeline"`
+	ForkLSN      string    `json:"forkLsn"`
+	DetectedAt   time.Time `json:"detectedAt"`
+	Phantoms     int       `json:"phantoms"`
 }

@@ -119,7 +119,7 @@ func Run(ctx context.Context, dsn string, root storage.Store, opts Options, log 
 	if err != nil {
 		return nil, err
 	}
-	id, err := catalog.ResolveAppID(ctx, root, srcID, opts.AppID)
+	id, err := catalog.ResolveAppID(ctx, root, srcID.Source, opts.AppID)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
 )
 
@@ -299,6 +300,10 @@ func (c *checker) deadLetters(ctx context.Context) (map[string]bool, error) {
 // resolveLate moves unexpected ids that the source holds now (committed
 // after the snapshot, later than the lateness allowance) to LateCommits.
 func (c *checker) resolveLate(ctx context.Context, rep *Report) error {
+	phantoms, err := c.forks(ctx, rep)
+	if err != nil {
+		return err
+	}
 	for i := range rep.Results {
 		res := &rep.Results[i]
 		if len(res.Unexpected) == 0 {
@@ -315,6 +320,9 @@ func (c *checker) resolveLate(ctx context.Context, rep *Report) error {
 				res.UnexpectedCount--
 			} else {
 				kept = append(kept, id)
+				if phantoms[id] {
+					res.Phantoms = append(res.Phantoms, id)
+				}
 			}
 		}
 		res.Unexpected = kept
@@ -325,4 +333,27 @@ func (c *checker) resolveLate(ctx context.Context, rep *Report) error {
 		res.setStatus()
 	}
 	return nil
+}
+
+// forks lists the source's recorded forks in the report and returns the
+// ids of their phantoms.
+func (c *checker) forks(ctx context.Context, rep *Report) (map[string]bool, error) {
+	all, err := catalog.ListForks(ctx, c.root)
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	for _, f := range all {
+		if !c.ours(f.AppID) {
+			continue
+		}
+		rep.Forks = append(rep.Forks, ForkSummary{FromTimeline: f.FromTimeline, ToTimeline: f.ToTimeline, ForkLSN: f.ForkLSN,
+			DetectedAt: f.DetectedAt, Phantoms: f.Count()})
+		for _, p := range f.Phantoms {
+			for _, id := range p.IDs {
+				ids[id] = true
+			}
+		}
+	}
+	return ids, nil
 }

@@ -296,7 +296,7 @@ func (c *committer) commitTopic(ctx context.Context, b *batch, table string) (er
 	ctx, span := c.startTopicCommit(ctx, b, table)
 	var res sink.Commit
 	defer func() { endTopicCommit(span, table, b.lastLSN, res, err) }()
-	res, err = b.sb.Commit(ctx, table, int64(b.lastLSN))
+	res, err = b.sb.Commit(ctx, table, c.r.positions.Pos(b.lastLSN))
 	c.r.metrics.lostRaces(res.Races)
 	if err != nil {
 		return c.topicError(b, table, err)

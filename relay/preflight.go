@@ -38,7 +38,7 @@ func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn, repl *predia
 	}
 	rctx, cancelResolve := context.WithCancel(hard)
 	defer cancelResolve()
-	resolved := async(func() (catalog.Identity, error) { return catalog.ResolveAppID(rctx, r.store, src, r.cfg.AppID) })
+	resolved := async(func() (catalog.Identity, error) { return catalog.ResolveAppID(rctx, r.store, src.Source, r.cfg.AppID) })
 	if err := r.checkPublication(hard, sql); err != nil {
 		cancelResolve() // a store that does not answer must not delay this error
 		resolved.wait()
@@ -64,8 +64,11 @@ func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn, repl *predia
 	r.bind(hard, id)
 	marked := id.Marker != nil
 	switch {
+	case marked && id.Marker.RecoveringSince != nil:
+		return 0, usererr.New(nil, "a `relay bootstrap --recover` begun at %s did not finish, so the replication slot is not safe to stream from; run `relay bootstrap --recover` again",
+			id.Marker.RecoveringSince.Format(time.RFC3339))
 	case !slot.Exists && marked:
-		return 0, usererr.New(nil, "replication slot %q does not exist but store %s already holds this relay's events: the slot was dropped or lost, so events may be missing; run `relay bootstrap --recover` to re-read the outbox into the topics and resume", r.cfg.Slot, r.store)
+		return 0, usererr.New(nil, "replication slot %q does not exist but store %s already holds this relay's events: the slot was dropped or lost (a failover to a standby that did not have it?), so events may be missing; run `relay bootstrap --recover` to re-read the outbox into the topics and resume", r.cfg.Slot, r.store)
 	case !marked:
 		// No slot: a first start. A slot without a marker: a first start
 		// that never finished (its exported snapshot died with it): redo.
@@ -75,7 +78,33 @@ func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn, repl *predia
 	if err := slot.CheckUsable(sql.Config().Database); err != nil {
 		return 0, err
 	}
+	if err := r.followTimeline(hard, src, slot.ConfirmedLSN); err != nil {
+		return 0, err
+	}
 	return slot.ConfirmedLSN, nil
+}
+
+// followTimeline makes the session's positions the source's: when the
+// marker names another timeline than the server's (a promotion or a
+// point-in-time recovery happened since the relay last streamed), the
+// FollowTimeline hook first records the fork and any new epoch. walEnd is
+// the server's WAL end, against which every topic's position is checked
+// when the session opens it (topics.get).
+func (r *Relay) followTimeline(ctx context.Context, src pgsource.Identity, slot pglogrepl.LSN) error {
+	m := *r.id.Marker
+	if m.Timeline != src.Timeline && src.Timeline != 0 && r.FollowTimeline != nil {
+		var err error
+		if m, err = r.FollowTimeline(ctx, r.id, src, slot); err != nil {
+			return err
+		}
+		r.id.Marker = &m
+	}
+	pos, err := m.Positions()
+	if err != nil {
+		return usererr.New(err, "%s: the store's record of this source is damaged", err)
+	}
+	r.positions, r.walEnd = pos, src.WALEnd
+	return nil
 }
 
 // checkPublication checks the publication and its tables (migrations.Check
@@ -137,7 +166,7 @@ func (r *Relay) identify(ctx context.Context, sql *pgx.Conn) (catalog.Identity, 
 	if err != nil {
 		return catalog.Identity{}, err
 	}
-	return catalog.ResolveAppID(ctx, r.store, src, r.cfg.AppID)
+	return catalog.ResolveAppID(ctx, r.store, src.Source, r.cfg.AppID)
 }
 
 func (r *Relay) firstStart(ctx context.Context) (pglogrepl.LSN, error) {
@@ -149,6 +178,15 @@ func (r *Relay) firstStart(ctx context.Context) (pglogrepl.LSN, error) {
 	if err != nil {
 		return 0, fmt.Errorf("first start: %w", err)
 	}
+	m, ok, err := catalog.ReadMarker(ctx, r.store, r.id.AppID)
+	if err != nil || !ok {
+		return 0, fmt.Errorf("first start: the marker it wrote cannot be read: %w", err)
+	}
+	r.id.Marker = &m
+	if r.positions, err = m.Positions(); err != nil {
+		return 0, fmt.Errorf("first start: %w", err)
+	}
+	r.walEnd = lsn // every position the snapshot committed is below its consistent point
 	return lsn, nil
 }
 

@@ -70,6 +70,17 @@ type Relay struct {
 	// in clear.
 	Protector *pii.Protector
 
+	// FollowTimeline runs when the source's server is on another timeline
+	// than the one the marker names (package bootstrap, FollowTimeline):
+	// it records the fork and returns the marker on the new timeline, or
+	// refuses a slot the relay cannot safely stream from.
+	FollowTimeline func(ctx context.Context, id catalog.Identity, src pgsource.Identity, slot pglogrepl.LSN) (catalog.Marker, error)
+	// positions maps the source's commit LSNs to its positions (the txn
+	// versions its topics record), walEnd is the source's WAL end when the
+	// session began: set by each session's preflight.
+	positions catalog.Positions
+	walEnd    pglogrepl.LSN
+
 	// FirstStart runs when the slot does not exist and the store holds no
 	// marker of the source (package bootstrap): it creates the slot,
 	// copies the rows its exported snapshot sees into the topics under

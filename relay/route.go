@@ -47,7 +47,7 @@ func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.
 		return s.deadLetter(ctx, row, &outbox.DeadLetter{Event: *ev, Reason: fmt.Sprintf("topic %q: %s", ev.Topic, t.Reason),
 			SourceTable: row.Relation.Namespace + "." + row.Relation.Name, RawRow: rawEvent(ev)})
 	}
-	if int64(row.CommitLSN) <= t.Position || t.seam.Covers(row.CommitLSN, row.Xid) {
+	if int64(row.CommitLSN) <= t.through || t.seam.Covers(row.CommitLSN, row.Xid) {
 		s.r.metrics.skipped()
 		return nil
 	}
@@ -75,7 +75,7 @@ func (s *session) deadLetter(ctx context.Context, row *decoding.Row, dl *outbox.
 	if err != nil {
 		return err
 	}
-	if int64(row.CommitLSN) <= t.Position {
+	if int64(row.CommitLSN) <= t.through {
 		return nil
 	}
 	if p := s.r.Protector; p != nil {

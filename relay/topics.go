@@ -8,13 +8,19 @@ import (
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/sink"
+	"github.com/deltabus/deltabus/usererr"
 )
 
 // topicView is what a session knows of one topic's table: the sink's view
 // when the session first met the topic, and the seam of its last rebuild.
 type topicView struct {
 	sink.Topic
-	seam *catalog.Seam
+	// through is the last commit LSN of the session's timeline the topic
+	// holds: its position, mapped by the source's epochs
+	// (catalog.Positions.Through). A transaction committed at or below it
+	// is skipped.
+	through int64
+	seam    *catalog.Seam
 	// lastTx is the commit LSN of the last event of the topic put in a
 	// batch: a contract hold cannot start inside that transaction.
 	lastTx pglogrepl.LSN
@@ -52,14 +58,17 @@ func (ts *topics) get(ctx context.Context, name string) (*topicView, error) {
 	if err := ts.readGroup(ctx, t.Table); err != nil {
 		return nil, err
 	}
-	v := &topicView{Topic: t}
+	v := &topicView{Topic: t, through: ts.r.positions.Through(t.Position)}
+	if err := ts.r.checkPosition(name, v); err != nil {
+		return nil, err
+	}
 	if t.Position >= 0 {
 		rec, ok, err := catalog.ReadRebuildRecord(ctx, ts.r.store, ts.r.id.AppID, name)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			if v.seam, err = rec.Seam(t.Position); err != nil {
+			if v.seam, err = rec.Seam(t.Position, ts.r.positions); err != nil {
 				return nil, err
 			}
 		}
@@ -100,3 +109,17 @@ func (ts *topics) readGroup(ctx context.Context, table string) error {
 
 // forget drops a topic's view: the next get reads its table again.
 func (ts *topics) forget(name string) { delete(ts.m, name) }
+
+// checkPosition refuses a topic holding a position past the source's WAL
+// end: the source's LSNs went back below what the relay published without
+// a timeline to say where (a database restored in place, or replaced by
+// another with the same system identifier). Streaming on would skip its
+// new transactions as held; a recovery re-reads the outbox and begins a
+// new epoch above every position.
+func (r *Relay) checkPosition(name string, v *topicView) error {
+	if r.walEnd == 0 || v.through <= int64(r.walEnd) {
+		return nil
+	}
+	return usererr.New(nil, "topic %q holds events of %s up to LSN %s, past the source's WAL end %s: the database was restored or replaced without a new timeline, and its new transactions would be skipped as already relayed; run `relay bootstrap --recover`",
+		name, r.id.Source, pglogrepl.LSN(v.through), r.walEnd)
+}

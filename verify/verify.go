@@ -127,8 +127,12 @@ func sortRows(rows []Logged) {
 type Report struct {
 	SourceRows int64
 	Topics     map[string][]Logged
-	Problems   []string // empty when the log is an exact account of the source
-	Latencies  []time.Duration
+	// Phantoms are the events, by topic, that a fork record
+	// (catalog.Fork) names: published from a timeline the source later
+	// abandoned. They are not in the source, and they are not problems.
+	Phantoms  map[string][]string
+	Problems  []string // empty when the log is an exact account of the source
+	Latencies []time.Duration
 }
 
 // OK reports whether no problem was found.
@@ -147,8 +151,12 @@ func (r *Report) problem(format string, args ...any) {
 // Compare reads every row of the outbox table and every registered topic
 // table and reports each difference.
 func Compare(ctx context.Context, conn *pgx.Conn, outboxTable string, root storage.Store) (Report, error) {
-	rep := Report{Topics: map[string][]Logged{}}
+	rep := Report{Topics: map[string][]Logged{}, Phantoms: map[string][]string{}}
 	want, err := sourceRows(ctx, conn, outboxTable)
+	if err != nil {
+		return rep, err
+	}
+	phantoms, err := recordedPhantoms(ctx, root)
 	if err != nil {
 		return rep, err
 	}
@@ -164,7 +172,7 @@ func Compare(ctx context.Context, conn *pgx.Conn, outboxTable string, root stora
 			return rep, err
 		}
 		rep.Topics[name] = rows
-		checkTopic(&rep, name, rows, want, seen)
+		checkTopic(&rep, name, rows, want, seen, phantoms)
 	}
 	for id, t := range want {
 		if _, ok := seen[id]; !ok {
@@ -174,13 +182,42 @@ func Compare(ctx context.Context, conn *pgx.Conn, outboxTable string, root stora
 	return rep, nil
 }
 
-func checkTopic(rep *Report, name string, rows []Logged, want map[string]string, seen map[string]string) {
-	for i, r := range rows {
+// phantomKey names an event of one source.
+type phantomKey struct{ source, id string }
+
+// recordedPhantoms returns every event the store's fork records name.
+func recordedPhantoms(ctx context.Context, root storage.Store) (map[phantomKey]bool, error) {
+	forks, err := catalog.ListForks(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	out := map[phantomKey]bool{}
+	for _, f := range forks {
+		for _, p := range f.Phantoms {
+			for _, id := range p.IDs {
+				out[phantomKey{f.AppID, id}] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+func checkTopic(rep *Report, name string, rows []Logged, want map[string]string, seen map[string]string, phantoms map[phantomKey]bool) {
+	var prev *Logged
+	for i := range rows {
+		r := &rows[i]
 		if prev, dup := seen[r.ID]; dup {
 			rep.problem("event %s is in the log twice (topics %q and %q)", r.ID, prev, name)
 		}
 		seen[r.ID] = name
 		wantTopic, ok := want[r.ID]
+		if phantoms[phantomKey{r.Source, r.ID}] {
+			if ok {
+				rep.problem("event %s in topic %q is recorded as a phantom but is in the source", r.ID, name)
+			}
+			rep.Phantoms[name] = append(rep.Phantoms[name], r.ID)
+			continue // published from an abandoned timeline: outside the source's commit order
+		}
 		switch {
 		case !ok:
 			rep.problem("event %s in topic %q is not in the source", r.ID, name)
@@ -191,13 +228,11 @@ func checkTopic(rep *Report, name string, rows []Logged, want map[string]string,
 		case wantTopic != name:
 			rep.problem("event %s belongs to topic %q but is in %q", r.ID, wantTopic, name)
 		}
-		if i > 0 {
-			p := rows[i-1]
-			if p.CommitLSN > r.CommitLSN || (p.CommitLSN == r.CommitLSN && p.Seq >= r.Seq) {
-				rep.problem("topic %q out of source commit order: (%d,%d) at version %d after (%d,%d) at version %d",
-					name, r.CommitLSN, r.Seq, r.Version, p.CommitLSN, p.Seq, p.Version)
-			}
+		if p := prev; p != nil && (p.CommitLSN > r.CommitLSN || (p.CommitLSN == r.CommitLSN && p.Seq >= r.Seq)) {
+			rep.problem("topic %q out of source commit order: (%d,%d) at version %d after (%d,%d) at version %d",
+				name, r.CommitLSN, r.Seq, r.Version, p.CommitLSN, p.Seq, p.Version)
 		}
+		prev = r
 		if !r.CommitTime.IsZero() && !r.VersionTime.IsZero() {
 			rep.Latencies = append(rep.Latencies, r.VersionTime.Sub(r.CommitTime))
 		}

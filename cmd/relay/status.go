@@ -87,7 +87,7 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) int {
 		if err != nil {
 			return fail(env, exitFailure, err)
 		}
-		id, err := catalog.ResolveAppID(cctx, store, src, sf.appID)
+		id, err := catalog.ResolveAppID(cctx, store, src.Source, sf.appID)
 		if err != nil {
 			return fail(env, exitFailure, err)
 		}

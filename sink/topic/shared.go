@@ -43,3 +43,33 @@ func OnlyTopic(stats, topic string) bool {
 	lo, hi, ok := TopicBounds(stats)
 	return ok && lo == topic && hi == topic
 }
+
+// MayHoldSince reports whether the data file whose add.stats are stats
+// may hold rows of source whose commit_lsn is at least from: false only
+// when the stats bound commit_lsn below from, or bound the source column
+// to exclude source.
+func MayHoldSince(stats, source string, from int64) bool {
+	if stats == "" {
+		return true
+	}
+	var s struct {
+		Min struct {
+			Source *string `json:"source"`
+		} `json:"minValues"`
+		Max struct {
+			CommitLSN *int64  `json:"commit_lsn"`
+			Source    *string `json:"source"`
+		} `json:"maxValues"`
+		NullCount map[string]int64 `json:"nullCount"`
+	}
+	if json.Unmarshal([]byte(stats), &s) != nil {
+		return true
+	}
+	if s.Max.CommitLSN != nil && *s.Max.CommitLSN < from {
+		return false
+	}
+	if lo, hi := s.Min.Source, s.Max.Source; lo != nil && hi != nil && s.NullCount["source"] == 0 && (source < *lo || source > *hi) {
+		return false
+	}
+	return true
+}

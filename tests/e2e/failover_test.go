@@ -1,0 +1,250 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/tests/pgtest"
+	"github.com/deltabus/deltabus/verify"
+)
+
+// haCluster is a primary streaming to an asynchronous hot standby, and the
+// one connection string that HA set-ups give applications: both hosts,
+// target_session_attrs=read-write, so whichever is primary is reached.
+type haCluster struct {
+	primary, standby *pgtest.Server
+	dsn              string
+}
+
+func newHACluster(t *testing.T, conf ...string) *haCluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	primary := pgtest.NewServer(t, conf...)
+	conn, err := pgx.Connect(ctx, primary.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	migrate(t, conn)
+	conn.Close(ctx)
+	standby, err := primary.NewStandby(ctx, pgtest.StandbyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(standby.Stop)
+	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&connect_timeout=5",
+		primary.Port, standby.Port)
+	return &haCluster{primary: primary, standby: standby, dsn: dsn}
+}
+
+// waitConfirmedPast waits until the relay's slot on the primary confirmed
+// an LSN past lsn: the relay has published (and acknowledged) events the
+// standby never received.
+func waitConfirmedPast(t *testing.T, dsn string, lsn pglogrepl.LSN) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		var past *bool
+		if err := conn.QueryRow(ctx, `SELECT confirmed_flush_lsn > $1::pg_lsn FROM pg_replication_slots WHERE slot_name = 'deltabus'`, lsn.String()).Scan(&past); err != nil {
+			t.Fatal(err)
+		}
+		if past != nil && *past {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the relay never confirmed past %s", lsn)
+}
+
+// waitExit waits for the relay to exit by itself and returns its log.
+func waitExit(t *testing.T, p *relayProc, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if done, _ := p.exited(); done {
+			return p.output()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("the relay did not exit within %v:\n%s", within, p.tail())
+	return ""
+}
+
+// TestFailoverToLaggingStandby: the standby stops receiving while the relay
+// goes on publishing from the primary; the primary is killed, the standby
+// promoted, producers go on against it. The relay stops naming the
+// recovery; after `relay bootstrap --recover` and a restart, every event of
+// the new primary is in its topic exactly once and in commit order, and the
+// events the old primary published past the fork (lost with it) are
+// recorded as phantoms, named by `relay reconcile`.
+func TestFailoverToLaggingStandby(t *testing.T) {
+	ha := newHACluster(t)
+	url, store := localStore(t)
+	env := []string{"DELTABUS_SOURCE=" + ha.dsn, "DELTABUS_STORE=" + url}
+	p := startRelay(t, env)
+	procs := []*relayProc{p}
+	t.Cleanup(func() { logProblems(t, procs) })
+	waitSlotActive(t, ha.primary.DSN("postgres"), "deltabus", p)
+
+	ctx, stopProducers := context.WithCancel(context.Background())
+	defer stopProducers()
+	prod := producers{rate: 400}
+	produced := make(chan struct{})
+	go func() { prod.run(ctx, t, ha.dsn, 4, 1<<30); close(produced) }()
+	time.Sleep(time.Second)
+
+	received, err := ha.standby.StopReceiving(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fork, _ := pglogrepl.ParseLSN(received)
+	waitConfirmedPast(t, ha.primary.DSN("postgres"), fork+64<<10)
+	if err := ha.primary.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ha.standby.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("failover: the standby received up to %s; %d events written so far", received, prod.written.Load())
+	out := waitExit(t, p, 2*time.Minute)
+	if !strings.Contains(out, "relay bootstrap --recover") {
+		t.Fatalf("the relay exited without naming the recovery:\n%s", p.tail())
+	}
+	code, stdout, stderr := runCLI(t, env, "bootstrap", "--recover")
+	if code != 0 {
+		t.Fatalf("bootstrap --recover: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	p = startRelay(t, env)
+	procs = append(procs, p)
+	newPrimary := ha.standby.DSN("postgres")
+	waitSlotActive(t, newPrimary, "deltabus", p)
+	time.Sleep(2 * time.Second) // the new primary's transactions keep streaming
+	stopProducers()
+	<-produced
+	waitDrained(t, newPrimary, "deltabus", 2*time.Minute)
+	if err := p.stop(time.Minute); err != nil {
+		t.Fatalf("relay did not stop: %v\n%s", err, p.tail())
+	}
+	phantoms := checkFailedOver(t, newPrimary, store, true)
+	checkReconcileNames(t, env, phantoms)
+}
+
+// TestFailoverToCaughtUpStandby: a standby that had received everything
+// the relay published: after the recovery nothing is lost, duplicated or
+// phantom.
+func TestFailoverToCaughtUpStandby(t *testing.T) {
+	ha := newHACluster(t)
+	url, store := localStore(t)
+	env := []string{"DELTABUS_SOURCE=" + ha.dsn, "DELTABUS_STORE=" + url}
+	p := startRelay(t, env)
+	waitSlotActive(t, ha.primary.DSN("postgres"), "deltabus", p)
+	ctx := context.Background()
+	prod := producers{rate: 400}
+	prod.run(ctx, t, ha.dsn, 2, 600)
+	waitDrained(t, ha.primary.DSN("postgres"), "deltabus", time.Minute)
+	if err := ha.primary.WaitCaughtUp(ctx, ha.standby); err != nil {
+		t.Fatal(err)
+	}
+	if err := ha.primary.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ha.standby.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out := waitExit(t, p, 2*time.Minute); !strings.Contains(out, "relay bootstrap --recover") {
+		t.Fatalf("the relay exited without naming the recovery:\n%s", p.tail())
+	}
+	if code, stdout, stderr := runCLI(t, env, "bootstrap", "--recover"); code != 0 {
+		t.Fatalf("bootstrap --recover: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	p = startRelay(t, env)
+	newPrimary := ha.standby.DSN("postgres")
+	waitSlotActive(t, newPrimary, "deltabus", p)
+	prod.run(ctx, t, ha.dsn, 2, 400)
+	waitDrained(t, newPrimary, "deltabus", time.Minute)
+	if err := p.stop(time.Minute); err != nil {
+		t.Fatalf("relay did not stop: %v\n%s", err, p.tail())
+	}
+	checkFailedOver(t, newPrimary, store, false)
+	if code, stdout, stderr := runCLI(t, env, reconcileRecent...); code != 0 {
+		t.Fatalf("reconcile after a clean failover: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// checkFailedOver checks the store against the new primary's outbox: every
+// row in its topic once and in commit order (verify.Compare), and the rows
+// the source lacks exactly the phantoms the fork record names (some when
+// wantPhantoms, none otherwise). It returns the phantoms' ids.
+func checkFailedOver(t *testing.T, dsn string, store storage.Store, wantPhantoms bool) []string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rep, err := verify.Compare(ctx, conn, "public.outbox", store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("the topics differ from the new primary's outbox (%d rows):\n%s", rep.SourceRows, strings.Join(rep.Problems, "\n"))
+	}
+	forks, err := catalog.ListForks(ctx, store)
+	if err != nil || len(forks) != 1 {
+		t.Fatalf("fork records: %+v %v; want one", forks, err)
+	}
+	var found []string
+	for _, ids := range rep.Phantoms {
+		found = append(found, ids...)
+	}
+	slices.Sort(found)
+	var recorded []string
+	for _, p := range forks[0].Phantoms {
+		recorded = append(recorded, p.IDs...)
+	}
+	slices.Sort(recorded)
+	if !slices.Equal(found, recorded) {
+		t.Fatalf("the topics hold %d phantoms, the fork record names %d", len(found), len(recorded))
+	}
+	if wantPhantoms != (len(recorded) > 0) {
+		t.Fatalf("%d phantoms recorded (fork at %s); want some: %v", len(recorded), forks[0].ForkLSN, wantPhantoms)
+	}
+	t.Logf("%d source rows, each once in its topic; %d phantoms recorded (fork from timeline %d to %d at %s)",
+		rep.SourceRows, len(recorded), forks[0].FromTimeline, forks[0].ToTimeline, forks[0].ForkLSN)
+	return recorded
+}
+
+// checkReconcileNames runs `relay reconcile` and wants exit 1 naming every
+// id.
+func checkReconcileNames(t *testing.T, env []string, ids []string) {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, env, append(reconcileRecent, "--json")...)
+	if code != 1 {
+		t.Fatalf("reconcile: exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	for _, id := range ids {
+		if !strings.Contains(stdout, id) {
+			t.Fatalf("reconcile does not name phantom %s:\n%s", id, stdout)
+		}
+	}
+}
+
+// reconcileRecent checks the last ten minutes in closed windows of a
+// second.
+var reconcileRecent = []string{"reconcile", "--last", "10m", "--window", "1s", "--lateness", "1ms", "--no-record"}

@@ -3,6 +3,10 @@
 // initdb'd into a temp directory as the postgres user (PostgreSQL refuses to
 // run as root), listens on a free port, has wal_level=logical and trades
 // durability for speed (fsync off). Stop removes every file it made.
+//
+// A cluster runs one installed major version's binaries (versions.go):
+// StartServer the default one, StartVersion the one asked for; every
+// Server reports the major it runs.
 package pgcluster
 
 import (
@@ -29,6 +33,7 @@ type Server struct {
 	Dir     string // temp dir holding data/, the socket and pg.log
 	DataDir string
 	Port    int
+	Major   int // the PostgreSQL major version it runs (its PG_VERSION)
 	bin     string
 }
 
@@ -39,10 +44,29 @@ func binDir() string {
 	return BinDir
 }
 
-// StartServer initialises and starts a new cluster. Extra lines are appended
-// to postgresql.conf (e.g. "max_slot_wal_keep_size = 16MB").
+// StartServer initialises and starts a new cluster of the default major
+// version (DefaultMajor). Extra lines are appended to postgresql.conf (e.g.
+// "max_slot_wal_keep_size = 16MB").
 func StartServer(ctx context.Context, extraConf ...string) (*Server, error) {
-	bin := binDir()
+	bin, err := defaultBinDir()
+	if err != nil {
+		return nil, err
+	}
+	return startIn(ctx, bin, extraConf)
+}
+
+// StartVersion is StartServer with the binaries of an installed major
+// version (Installed); a major that is not installed is an error that says
+// how to install it.
+func StartVersion(ctx context.Context, major int, extraConf ...string) (*Server, error) {
+	bin, err := BinDirOf(major)
+	if err != nil {
+		return nil, err
+	}
+	return startIn(ctx, bin, extraConf)
+}
+
+func startIn(ctx context.Context, bin string, extraConf []string) (*Server, error) {
 	if _, err := os.Stat(filepath.Join(bin, "initdb")); err != nil {
 		return nil, fmt.Errorf("PostgreSQL server binaries not found in %s (install postgresql-15 or set DELTABUS_PG_BIN): %w", bin, err)
 	}
@@ -50,21 +74,35 @@ func StartServer(ctx context.Context, extraConf ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := chownToPostgres(dir); err != nil {
+	s := &Server{Dir: dir, DataDir: filepath.Join(dir, "data"), bin: bin}
+	if err := s.initAndStart(ctx, extraConf); err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, err
+	}
+	return s, nil
+}
+
+// initAndStart runs initdb (as it runs on every major from 13 on), writes
+// the settings and starts the server.
+func (s *Server) initAndStart(ctx context.Context, extraConf []string) error {
+	if err := chownToPostgres(s.Dir); err != nil {
+		return err
 	}
 	port, err := FreePort()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s := &Server{Dir: dir, DataDir: filepath.Join(dir, "data"), Port: port, bin: bin}
-	if out, err := s.pgRun(ctx, "initdb", "-D", s.DataDir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"); err != nil {
-		return nil, fmt.Errorf("initdb: %w: %s", err, out)
+	s.Port = port
+	if out, err := s.pgRun(ctx, "initdb", "-D", s.DataDir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"); err != nil {
+		return fmt.Errorf("initdb: %w: %s", err, out)
+	}
+	if s.Major, err = dataMajor(s.DataDir); err != nil {
+		return err
 	}
 	conf := []string{
 		"listen_addresses = '127.0.0.1'",
 		"port = " + strconv.Itoa(port),
-		"unix_socket_directories = '" + dir + "'",
+		"unix_socket_directories = '" + s.Dir + "'",
 		"wal_level = logical",
 		"max_replication_slots = 64",
 		"max_wal_senders = 64",
@@ -79,12 +117,22 @@ func StartServer(ctx context.Context, extraConf ...string) (*Server, error) {
 	}
 	conf = append(conf, extraConf...)
 	if err := appendConf(s.DataDir, conf); err != nil {
-		return nil, err
+		return err
 	}
-	if err := s.start(ctx); err != nil {
-		return nil, err
+	return s.start(ctx)
+}
+
+// dataMajor reads the major version a data directory was made by.
+func dataMajor(dataDir string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, "PG_VERSION"))
+	if err != nil {
+		return 0, err
 	}
-	return s, nil
+	m, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("%s/PG_VERSION: %q is not a major version", dataDir, b)
+	}
+	return m, nil
 }
 
 func (s *Server) start(ctx context.Context) error {

@@ -12,13 +12,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/deltabus/deltabus/pgcluster"
 )
 
 var (
-	sharedMu     sync.Mutex
-	sharedServer *Server // started by this process, stopped by Run
-	sharedDSN    string  // admin DSN of the shared server
-	dbCounter    atomic.Int64
+	sharedMu  sync.Mutex
+	shared    = map[int]*Server{} // by major: started by this process, stopped by Run
+	sharedDSN string              // admin DSN of the default shared server
+	dbCounter atomic.Int64
 )
 
 // Runner is what TestMain has: *testing.M, or a wrapper that composes
@@ -31,9 +33,9 @@ func Run(m Runner) int {
 	code := m.Run()
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
-	if sharedServer != nil {
-		sharedServer.Stop()
-		sharedServer = nil
+	for major, s := range shared {
+		s.Stop()
+		delete(shared, major)
 	}
 	return code
 }
@@ -51,15 +53,30 @@ func SharedDSN(t testing.TB) string {
 		sharedDSN = dsn
 		return dsn
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s, err := StartServer(ctx)
+	major, err := pgcluster.DefaultMajor()
 	if err != nil {
 		t.Fatalf("start PostgreSQL: %v", err)
 	}
-	sharedServer = s
-	sharedDSN = s.DSN("postgres")
+	sharedDSN = sharedOf(t, major).DSN("postgres")
 	return sharedDSN
+}
+
+// sharedOf returns this process's shared server of a major version,
+// starting it on first use. The caller holds sharedMu.
+func sharedOf(t testing.TB, major int) *Server {
+	t.Helper()
+	if s := shared[major]; s != nil {
+		return s
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := pgcluster.StartVersion(ctx, major)
+	if err != nil {
+		t.Fatalf("start PostgreSQL %d: %v", major, err)
+	}
+	t.Logf("pgtest: shared PostgreSQL %d on port %d", s.Major, s.Port)
+	shared[major] = s
+	return s
 }
 
 // DB is a fresh database on the shared server, owned by one test.
@@ -74,7 +91,26 @@ type DB struct {
 // replication slots (terminating their consumers) and the database.
 func NewDB(t testing.TB) *DB {
 	t.Helper()
-	admin := SharedDSN(t)
+	return newDB(t, SharedDSN(t))
+}
+
+// NewDBVersion is NewDB on this process's shared server of a major
+// version (started on first use, stopped by Run), whatever DELTABUS_TEST_PG
+// and DELTABUS_PG_MAJOR say. A major that is not installed fails the test.
+func NewDBVersion(t testing.TB, major int) *DB {
+	t.Helper()
+	return newDB(t, sharedDSNOf(t, major))
+}
+
+func sharedDSNOf(t testing.TB, major int) string {
+	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock() // t.Fatalf in sharedOf must not leave it held
+	return sharedOf(t, major).DSN("postgres")
+}
+
+func newDB(t testing.TB, admin string) *DB {
+	t.Helper()
 	name := fmt.Sprintf("t_%d_%d_%s", os.Getpid(), dbCounter.Add(1), sanitize(t.Name()))
 	if len(name) > 60 {
 		name = name[:60]

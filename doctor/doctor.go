@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/migrations"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/pii"
@@ -150,6 +151,11 @@ func connect(ctx context.Context, o Options, r *Report) *pgx.Conn {
 		return nil
 	}
 	r.ok("database", "connected to %s as %s (PostgreSQL %s)", pgsource.Describe(o.Source), user, version)
+	if err := migrations.CheckServerVersion(cctx, conn); err != nil {
+		r.fail("server_version", err)
+	} else {
+		r.ok("server_version", "PostgreSQL %s: supported (%d or later)", strings.Fields(version)[0], migrations.MinMajor)
+	}
 	return conn
 }
 

@@ -13,9 +13,6 @@ import (
 // Apply calls on one database ("deltabus" in ASCII).
 const lockKey int64 = 0x64656c746162_7573
 
-// minServerVersion is PostgreSQL 13: gen_random_uuid() is built in.
-const minServerVersion = 130000
-
 // Apply creates what is missing of the outbox schema, table, index, replica
 // identity and publication, in one transaction under an advisory lock, and
 // reports each object it looked at. It is idempotent: a second run changes
@@ -57,17 +54,6 @@ func Apply(ctx context.Context, conn *pgx.Conn, opts Options) (Report, error) {
 		return Report{}, fmt.Errorf("migrate %s: %w", opts.qualified(), err)
 	}
 	return rep, nil
-}
-
-func checkServerVersion(ctx context.Context, q querier) (int, error) {
-	var v int
-	if err := q.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&v); err != nil {
-		return 0, fmt.Errorf("read server version: %w", err)
-	}
-	if v < minServerVersion {
-		return v, fmt.Errorf("PostgreSQL %d.%d is too old: DeltaBus needs 13 or later", v/10000, v%10000)
-	}
-	return v, nil
 }
 
 // exec renders a SQL file and runs it.

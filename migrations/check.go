@@ -79,25 +79,28 @@ func describeMissing(cols []string) string {
 	return s
 }
 
-// Check is the relay's preflight: the server runs with wal_level =
-// logical, the publication exists, publishes INSERTs and includes at least
+// Check is the relay's preflight: the server is PostgreSQL MinMajor or
+// later and runs with wal_level = logical, the publication exists, publishes INSERTs and includes at least
 // one table, and every table it includes is an outbox under its mapping
 // (has the mapped columns, publishes all of them, filters no rows). Each
 // problem is reported in one line that says how to fix it; several
 // problematic tables give one line each.
 func Check(ctx context.Context, conn *pgx.Conn, opts Options) error {
+	if err := CheckServerVersion(ctx, conn); err != nil {
+		return err
+	}
 	if err := checkWALLevel(ctx, conn); err != nil {
 		return err
 	}
 	return CheckPublication(ctx, conn, opts)
 }
 
-// CheckPublication is Check without the wal_level check, for a caller
-// that reports wal_level on its own (relay doctor): the server version,
-// the publication and every table it includes.
+// CheckPublication is Check without the server version and wal_level
+// checks, for a caller that makes them on its own (the relay's preflight,
+// relay doctor): the publication and every table it includes.
 func CheckPublication(ctx context.Context, conn *pgx.Conn, opts Options) error {
 	opts = opts.withDefaults()
-	version, err := checkServerVersion(ctx, conn)
+	version, err := serverVersionNum(ctx, conn)
 	if err != nil {
 		return err
 	}

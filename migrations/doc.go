@@ -24,5 +24,6 @@
 //     publishes only some of its mapped columns, or filters its rows. Each
 //     error is one line naming the fix.
 //
-// PostgreSQL 13 or later is required (gen_random_uuid is built in).
+// PostgreSQL 14 or later is required (MinMajor); Apply and Check refuse
+// an older server in one line, before changing anything.
 package migrations

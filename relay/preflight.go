@@ -25,10 +25,14 @@ import (
 // start's store requests behind its queries: the store's marker of the
 // source is read (reads only) beside the publication check; the store's
 // write probe starts once the publication and the identity passed, beside
-// the slot's first reading. Errors come in the order of the checks:
-// wal_level, the publication, the identity, the store's writability, the
-// slot; a start refused before the probe has written nothing.
+// the slot's first reading. Errors come in the order of the checks: the
+// server's version (migrations.MinMajor), wal_level, the publication, the
+// identity, the store's writability, the slot; a start refused before the
+// probe has written nothing.
 func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn, repl *predial) (pglogrepl.LSN, error) {
+	if err := migrations.CheckServerVersion(hard, sql); err != nil {
+		return 0, err
+	}
 	if err := pgsource.CheckWALLevel(hard, sql); err != nil {
 		return 0, err
 	}

@@ -7,6 +7,11 @@
 // the test ends. Tests that must restart or stop PostgreSQL get a private
 // server (NewServer).
 //
+// Every cluster runs one installed PostgreSQL major (package pgcluster):
+// the default, which DELTABUS_PG_MAJOR changes for a whole test binary, or
+// the one a test asks for (NewServerVersion, NewDBVersion; Versions lists
+// the supported ones installed).
+//
 // A missing PostgreSQL is a test failure, never a skip.
 package pgtest
 

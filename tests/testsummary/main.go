@@ -2,9 +2,14 @@
 // account: one line per package as it finishes, then, for every failing
 // test, the lines that test printed (not the last lines of the whole run),
 // the skipped tests with their reason, and the counts. It exits 1 when a
-// test or a package failed, or when the stream holds a build error.
+// test or a package failed, when the stream holds a build error, or when a
+// test named by -expect did not pass or fail (a run filtered by -run must
+// not pass by running nothing once a test is renamed).
 //
-//	go test -json ./... | go run ./tests/testsummary [-log full.log]
+//	go test -json ./... | go run ./tests/testsummary [-log full.log] [-label L] [-expect TestA,TestB]
+//
+// -label tags every package name (say "PostgreSQL 14", for a run of the
+// same packages on another server).
 package main
 
 import (
@@ -33,10 +38,13 @@ type summary struct {
 	failed, skipped, passed []key
 	badPkgs                 []string
 	other                   []string // lines that are not JSON (build errors)
+	label                   string   // tags every package name (-label)
 }
 
 func main() {
 	logPath := flag.String("log", "", "also write every output line here")
+	label := flag.String("label", "", "tag every package name with this, as \"pkg [label]\"")
+	expect := flag.String("expect", "", "comma-separated top-level test names that must have run (passed or failed)")
 	flag.Parse()
 	var logf io.Writer = io.Discard
 	if *logPath != "" {
@@ -48,16 +56,36 @@ func main() {
 		defer f.Close()
 		logf = f
 	}
-	s := &summary{out: map[key][]string{}}
+	s := &summary{out: map[key][]string{}, label: *label}
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
 		s.line(sc.Bytes(), logf)
 	}
 	s.print(os.Stdout)
-	if len(s.failed) > 0 || len(s.badPkgs) > 0 || len(s.other) > 0 {
+	missing := s.missing(*expect)
+	for _, name := range missing {
+		fmt.Printf("FAIL %s did not run (expected by -expect: renamed, or no longer matched by -run?)\n", name)
+	}
+	if len(s.failed) > 0 || len(s.badPkgs) > 0 || len(s.other) > 0 || len(missing) > 0 {
 		os.Exit(1)
 	}
+}
+
+// missing returns the names in the comma-separated list that no package
+// ran as a top-level test that passed or failed.
+func (s *summary) missing(list string) []string {
+	ran := map[string]bool{}
+	for _, k := range append(append([]key{}, s.passed...), s.failed...) {
+		ran[k.test] = true
+	}
+	var names []string
+	for _, name := range strings.Split(list, ",") {
+		if name = strings.TrimSpace(name); name != "" && !ran[name] {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 func (s *summary) line(b []byte, logf io.Writer) {
@@ -66,6 +94,9 @@ func (s *summary) line(b []byte, logf io.Writer) {
 		s.other = append(s.other, string(b))
 		fmt.Fprintln(logf, string(b))
 		return
+	}
+	if s.label != "" && e.Package != "" {
+		e.Package += " [" + s.label + "]"
 	}
 	k := key{e.Package, e.Test}
 	switch e.Action {

@@ -100,7 +100,7 @@ func openSnapshotConn(ctx context.Context, dsn, snapshot string) (*pgx.Conn, err
 	pgsource.GatherBulk(&cfg.Config)
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, pgsource.ConnectError(cfg.Host, cfg.Port, err)
+		return nil, pgsource.ConnectError(&cfg.Config, err)
 	}
 	// A synchronized scan would start where another scan of the table is
 	// and wrap around; snapshot files promise rows in physical order.

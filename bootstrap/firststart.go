@@ -24,6 +24,10 @@ type Config struct {
 	// AppID is the relay's txn appId; empty takes the source's (Identify,
 	// catalog.ResolveAppID), which is what every command should do.
 	AppID string
+	// NoFailoverSlot creates the slot without FAILOVER on PostgreSQL 17
+	// and later, where it is otherwise a failover slot (relay
+	// --failover-slot=false).
+	NoFailoverSlot bool
 }
 
 func (c Config) withDefaults() Config {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/deltabus/deltabus/migrations"
 	"github.com/deltabus/deltabus/pgsource"
 )
 
@@ -66,9 +67,16 @@ func dropSlot(ctx context.Context, sql *pgx.Conn, name string) (bool, error) {
 	return true, nil
 }
 
+// FailoverSlotMajor is the first PostgreSQL major whose standbys can
+// synchronise a logical slot created with FAILOVER.
+const FailoverSlotMajor = 17
+
 // createExportedSlot creates the logical slot with an exported snapshot on
-// a new replication connection, which the caller must close.
-func createExportedSlot(ctx context.Context, dsn, slot string) (*exportedSlot, error) {
+// a new replication connection, which the caller must close. With failover,
+// on PostgreSQL 17 and later, the slot is a failover slot: standbys with
+// sync_replication_slots keep a copy, and after a promotion the relay
+// resumes from it.
+func createExportedSlot(ctx context.Context, dsn, slot string, failover bool) (*exportedSlot, error) {
 	conn, err := pgsource.ConnectReplication(ctx, dsn)
 	if err != nil {
 		return nil, err
@@ -80,8 +88,14 @@ func createExportedSlot(ctx context.Context, dsn, slot string) (*exportedSlot, e
 		return nil, fmt.Errorf("identify system: %w", err)
 	}
 	s.systemID = sys.SystemID
-	res, err := pglogrepl.CreateReplicationSlot(ctx, conn, slot, "pgoutput",
-		pglogrepl.CreateReplicationSlotOptions{SnapshotAction: "EXPORT_SNAPSHOT", Mode: pglogrepl.LogicalReplication})
+	var res pglogrepl.CreateReplicationSlotResult
+	if failover && migrations.Major(conn) >= FailoverSlotMajor {
+		res, err = pglogrepl.ParseCreateReplicationSlot(conn.Exec(ctx,
+			fmt.Sprintf("CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT 'export', FAILOVER true)", slot)))
+	} else {
+		res, err = pglogrepl.CreateReplicationSlot(ctx, conn, slot, "pgoutput",
+			pglogrepl.CreateReplicationSlotOptions{SnapshotAction: "EXPORT_SNAPSHOT", Mode: pglogrepl.LogicalReplication})
+	}
 	if err != nil {
 		s.close()
 		return nil, fmt.Errorf("create replication slot %q with an exported snapshot: %w", slot, err)

@@ -58,7 +58,7 @@ func Snapshot(ctx context.Context, cfg Config, store storage.Store, opts Options
 	}
 	defer lease.Release(context.WithoutCancel(ctx), store, holder)
 	pctx, ps := opts.startSpan(ctx, "bootstrap.create_slot")
-	slot, err := createExportedSlot(pctx, cfg.Source, cfg.Slot)
+	slot, err := createExportedSlot(pctx, cfg.Source, cfg.Slot, !cfg.NoFailoverSlot)
 	if ps.end(err); err != nil {
 		return res, fmt.Errorf("bootstrap: %w", err)
 	}

@@ -134,7 +134,7 @@ const ErasurePoll = 5 * time.Second
 // rebuild needs.
 func BootstrapConfig(cfg relay.Config) bootstrap.Config {
 	cfg = cfg.WithDefaults()
-	return bootstrap.Config{Source: cfg.Source, Slot: cfg.Slot, Publication: cfg.Publication, AppID: cfg.AppID}
+	return bootstrap.Config{Source: cfg.Source, Slot: cfg.Slot, Publication: cfg.Publication, AppID: cfg.AppID, NoFailoverSlot: cfg.NoFailoverSlot}
 }
 
 // OpenStore checks a store URL and opens it.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/deltabus/deltabus/usererr"
 )
@@ -38,6 +39,17 @@ func CheckServerVersion(ctx context.Context, conn *pgx.Conn) error {
 		return tooOld(version)
 	}
 	return nil
+}
+
+// Major returns the major version of the server at the other end of conn,
+// from the version it announced when the connection started; 0 when it
+// announced none (a proxy in between may withhold it).
+func Major(conn *pgconn.PgConn) int {
+	m, err := parseMajor(conn.ParameterStatus("server_version"))
+	if err != nil {
+		return 0
+	}
+	return m
 }
 
 // checkServerVersion is CheckServerVersion by query, inside a transaction

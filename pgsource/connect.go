@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,7 +97,7 @@ func connect(ctx context.Context, dsn string, answer time.Duration) (*pgx.Conn, 
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, ConnectError(cfg.Host, cfg.Port, err)
+		return nil, ConnectError(&cfg.Config, err)
 	}
 	return conn, nil
 }
@@ -121,20 +122,32 @@ func ConnectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error)
 	cfg.BuildFrontend = gatheringFrontend(streamGather)
 	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, ConnectError(cfg.Host, cfg.Port, err)
+		return nil, ConnectError(cfg, err)
 	}
 	return conn, nil
 }
 
 // ConnectError turns a failed connection attempt into one line: the server
-// address and the root cause, never the DSN. It is retryable: a server that
-// is restarting comes back.
-func ConnectError(host string, port uint16, err error) *usererr.Error {
+// addresses tried and the root cause, never the DSN. It is retryable: a
+// server that is restarting comes back, and with several hosts and
+// target_session_attrs (an HA set-up) one of them becomes the primary.
+func ConnectError(cfg *pgconn.Config, err error) *usererr.Error {
+	where := hosts(cfg)
 	if errors.Is(err, context.Canceled) {
-		return usererr.Retry(err, "connect to PostgreSQL at %s: canceled", net.JoinHostPort(host, fmt.Sprint(port)))
+		return usererr.Retry(err, "connect to PostgreSQL at %s: canceled", where)
 	}
 	return usererr.Retry(err, "cannot connect to PostgreSQL at %s: %s; check the source DSN and that the server is running",
-		net.JoinHostPort(host, fmt.Sprint(port)), RootCause(err))
+		where, RootCause(err))
+}
+
+// hosts names the addresses a configuration tries, in order, with the
+// session attributes it requires of them.
+func hosts(cfg *pgconn.Config) string {
+	out := strings.Join(addresses(cfg), ", ")
+	if cfg.ValidateConnect != nil { // target_session_attrs other than any
+		out += " (for the DSN's target_session_attrs)"
+	}
+	return out
 }
 
 // RootCause reduces an error to the part an operator acts on: a server
@@ -186,14 +199,27 @@ func Redact(s string) string {
 	return passwordKV.ReplaceAllString(s, "${1}xxxxx")
 }
 
-// Describe renders a DSN for messages: user@host:port/database, never the
-// password or other parameters. An unparsable DSN is described as such.
+// addresses lists the host:port a configuration tries, in order (pgconn
+// makes a fallback per host, and another per sslmode it may try).
+func addresses(cfg *pgconn.Config) []string {
+	addrs := []string{net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))}
+	for _, f := range cfg.Fallbacks {
+		if a := net.JoinHostPort(f.Host, fmt.Sprint(f.Port)); !slices.Contains(addrs, a) {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs
+}
+
+// Describe renders a DSN for messages: user@host:port/database (every host
+// of a multi-host DSN), never the password or other parameters. An
+// unparsable DSN is described as such.
 func Describe(dsn string) string {
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
 		return "(invalid DSN)"
 	}
-	return fmt.Sprintf("%s@%s/%s", cfg.User, net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port)), cfg.Database)
+	return fmt.Sprintf("%s@%s/%s", cfg.User, strings.Join(addresses(cfg), ","), cfg.Database)
 }
 
 // NewPool opens a pgxpool whose connections are configured as Connect's

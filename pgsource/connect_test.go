@@ -47,3 +47,23 @@ func TestConnectErrorIsOneCleanLine(t *testing.T) {
 		t.Errorf("Describe = %q", d)
 	}
 }
+
+// TestMultiHostDescribed: an HA DSN (every host, target_session_attrs) is
+// named by all its hosts, never its password, and a failure to reach any
+// host says which were tried.
+func TestMultiHostDescribed(t *testing.T) {
+	dsn := "postgres://relay:s3cret@10.0.0.1:5432,10.0.0.2:5433/app?target_session_attrs=read-write&sslmode=disable"
+	if got, want := Describe(dsn), "relay@10.0.0.1:5432,10.0.0.2:5433/app"; got != want {
+		t.Fatalf("Describe = %q, want %q", got, want)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := Connect(ctx, "postgres://relay:s3cret@127.0.0.1:1,127.0.0.1:2/app?target_session_attrs=read-write&sslmode=disable&connect_timeout=2")
+	if err == nil {
+		t.Fatal("connected to closed ports")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "127.0.0.1:1, 127.0.0.1:2 (for the DSN's target_session_attrs)") || strings.Contains(msg, "s3cret") {
+		t.Fatalf("error %q: want both hosts and the attributes, no password", msg)
+	}
+}

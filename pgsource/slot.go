@@ -31,6 +31,13 @@ type Slot struct {
 	// PostgreSQL invalidates the slot; nil when unlimited.
 	SafeWALSize   *int64 `json:"safeWalSizeBytes,omitempty"`
 	RetainedBytes int64  `json:"retainedWalBytes"` // WAL held back by the slot
+	// Failover says whether the slot is synchronised to standbys that
+	// sync_replication_slots (PostgreSQL 17 and later); nil on older
+	// servers. Synced marks a slot a standby synchronised from its primary
+	// (after a promotion: the slot the relay streamed from on the old
+	// primary).
+	Failover *bool `json:"failover,omitempty"`
+	Synced   *bool `json:"synced,omitempty"`
 	// ReplyAge is how long ago the server last heard from the process
 	// streaming from the slot (pg_stat_replication.reply_time): it grows
 	// while that connection is dead. Nil when inactive, or hidden from a
@@ -73,9 +80,10 @@ func ReadSlot(ctx context.Context, conn *pgx.Conn, name string) (Slot, error) {
 	var confirmed, restart, db *string
 	err := conn.QueryRow(ctx, `
 		SELECT s.plugin, s.database, s.active_pid, coalesce(s.wal_status, ''), s.confirmed_flush_lsn::text, s.restart_lsn::text,
-		       s.safe_wal_size, coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn), 0)::bigint
+		       s.safe_wal_size, coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn), 0)::bigint,
+		       (to_jsonb(s) ->> 'failover')::bool, (to_jsonb(s) ->> 'synced')::bool
 		FROM pg_replication_slots s WHERE s.slot_name = $1`, name).
-		Scan(&s.Plugin, &db, &s.ActivePID, &s.WALStatus, &confirmed, &restart, &s.SafeWALSize, &s.RetainedBytes)
+		Scan(&s.Plugin, &db, &s.ActivePID, &s.WALStatus, &confirmed, &restart, &s.SafeWALSize, &s.RetainedBytes, &s.Failover, &s.Synced)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s, nil
 	}

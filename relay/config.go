@@ -74,6 +74,13 @@ type Config struct {
 	ReadyStall time.Duration
 
 	Standby bool // wait for the slot to be free instead of failing
+	// NoFailoverSlot keeps the slot without FAILOVER on PostgreSQL 17 and
+	// later. By default the relay creates its slot as a failover slot and
+	// makes an existing one so before it streams: standbys with
+	// sync_replication_slots keep a copy, and after a promotion the relay
+	// resumes from it, with no recovery and no phantom when the primary
+	// lists them in synchronized_standby_slots (relay doctor checks).
+	NoFailoverSlot bool
 	// Heartbeat is how often the relay writes a tiny non-transactional
 	// logical message into its own database (0 = default 1 min, negative =
 	// never), so its slot advances even when that database writes nothing

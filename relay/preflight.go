@@ -85,6 +85,10 @@ func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn, repl *predia
 	if err := r.followTimeline(hard, src, slot.ConfirmedLSN); err != nil {
 		return 0, err
 	}
+	r.setFailover = nil
+	if want := !r.cfg.NoFailoverSlot; slot.Failover != nil && *slot.Failover != want {
+		r.setFailover = &want // PostgreSQL 17 and later: START_REPLICATION's connection alters it first
+	}
 	return slot.ConfirmedLSN, nil
 }
 
@@ -199,6 +203,7 @@ func (r *Relay) startReplication(ctx context.Context, repl *predial, start pglog
 	if err != nil {
 		return nil, err
 	}
+	r.alterFailover(ctx, conn)
 	err = pglogrepl.StartReplication(ctx, conn, r.cfg.Slot, start, pglogrepl.StartReplicationOptions{
 		PluginArgs: []string{"proto_version '1'", fmt.Sprintf("publication_names '%s'", r.cfg.Publication), "messages 'true'"},
 	})
@@ -211,4 +216,22 @@ func (r *Relay) startReplication(ctx context.Context, repl *predial, start pglog
 		return nil, fmt.Errorf("start replication on slot %q: %w", r.cfg.Slot, err)
 	}
 	return &pgReplication{PgConn: conn}, nil
+}
+
+// alterFailover makes the slot a failover slot, or a local one, as
+// Config.NoFailoverSlot asks, when preflight found it otherwise. A failure
+// is logged, not fatal: the relay streams as before, and relay doctor
+// reports the slot.
+func (r *Relay) alterFailover(ctx context.Context, conn *pgconn.PgConn) {
+	if r.setFailover == nil {
+		return
+	}
+	want := *r.setFailover
+	r.setFailover = nil
+	_, err := conn.Exec(ctx, fmt.Sprintf("ALTER_REPLICATION_SLOT %s (FAILOVER %t)", r.cfg.Slot, want)).ReadAll()
+	if err != nil {
+		r.log.Warn("the replication slot's failover setting could not be changed; streaming without", "slot", r.cfg.Slot, "failover", want, "err", err)
+		return
+	}
+	r.log.Info("replication slot's failover setting changed", "slot", r.cfg.Slot, "failover", want)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deltabus/deltabus/catalog"
@@ -80,6 +81,9 @@ type Relay struct {
 	// session began: set by each session's preflight.
 	positions catalog.Positions
 	walEnd    pglogrepl.LSN
+	// setFailover, when set by preflight, is the FAILOVER setting the slot
+	// is altered to before it is streamed from (PostgreSQL 17 and later).
+	setFailover *bool
 
 	// FirstStart runs when the slot does not exist and the store holds no
 	// marker of the source (package bootstrap): it creates the slot,
@@ -171,9 +175,10 @@ func (r *Relay) Ready() (ok bool, why string) { return r.health.ready(time.Now()
 // and Run returns anyway. A transient failure (PostgreSQL restart, network,
 // a commit that fails) ends the current session: Run logs it, reports not
 // ready and starts a new session from the slot's confirmed position with
-// exponential backoff (250 ms to 30 s). Before the first session streams
-// (except with Standby), and for errors a restart cannot cure, Run returns
-// the error.
+// exponential backoff (250 ms to 30 s; at most 5 s while the source cannot
+// be connected to, as during a failover). Before the first session
+// streams (except with Standby), and for errors a restart cannot cure, Run
+// returns the error.
 func (r *Relay) Run(ctx context.Context) error {
 	defer func() { r.Ahead.Discard() }() // nil once a session took it
 	if err := r.cfg.Validate(); err != nil {
@@ -219,8 +224,20 @@ func (r *Relay) Run(ctx context.Context) error {
 			return nil
 		case <-time.After(backoff):
 		}
-		backoff = min(max(backoff*2, 250*time.Millisecond), 30*time.Second)
+		backoff = min(max(backoff*2, 250*time.Millisecond), maxBackoff(err))
 	}
+}
+
+// maxBackoff is the longest wait before the next session after err: 30 s,
+// but 5 s after a failure to connect to the source. A database that is
+// failing over answers again within seconds of its standby's promotion,
+// and a connection attempt costs the new primary nothing worth sparing.
+func maxBackoff(err error) time.Duration {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return 5 * time.Second
+	}
+	return 30 * time.Second
 }
 
 // sessionEnd logs a session's failure once: a failure identical to the

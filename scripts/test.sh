@@ -56,14 +56,16 @@ fi
 # The core end-to-end tests on every other supported major, at the full
 # suite's size (about a minute a major): SIGKILLed relays checked row by
 # row against the source, the snapshot-to-stream seam under producers, an
-# invalidated and a dropped slot. Each major is one `go test` whose
-# clusters all run it (DELTABUS_PG_MAJOR, tests/pgtest); -expect fails the
-# run if a core test is renamed out of CORE_TESTS rather than run.
+# invalidated and a dropped slot, a failover to a lagging standby. Each
+# major is one `go test` whose clusters all run it (DELTABUS_PG_MAJOR,
+# tests/pgtest); -expect fails the run if a core test is renamed out of
+# CORE_TESTS rather than run. The failover-slot test runs in the full suite,
+# on every installed major from 17 on.
 # A run of chosen packages (arguments) skips them unless DELTABUS_PG_MATRIX
 # names majors.
 PG_MATRIX=${DELTABUS_PG_MATRIX-14 16 17 18}
 [ $# = 0 ] || PG_MATRIX=${DELTABUS_PG_MATRIX-}
-CORE_TESTS="TestCrashExactlyOnceLocal TestInvalidatedSlotRefusesAndRecovers TestSeamUnderConcurrentProducers TestLostSlotRecovery"
+CORE_TESTS="TestCrashExactlyOnceLocal TestInvalidatedSlotRefusesAndRecovers TestSeamUnderConcurrentProducers TestLostSlotRecovery TestFailoverToLaggingStandby"
 core_run="^($(echo $CORE_TESTS | tr ' ' '|'))\$"
 for major in $PG_MATRIX; do
   echo "== core tests on PostgreSQL $major (full output in $LOG.pg$major)"

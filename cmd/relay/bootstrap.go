@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/deltabus/deltabus/bootstrap"
@@ -22,6 +23,8 @@ func cmdBootstrap(ctx context.Context, env *cliEnv, args []string) int {
 	doRecover := fs.Bool("recover", false, "recover a missing or invalidated (wal_status=lost) slot: new slot, re-read the outbox, skip events the topics already hold")
 	conns := fs.Int("connections", 1, "connections reading the snapshot; more than 1 splits each table into block ranges (TID range scans), which cost the server more")
 	workers := fs.Int("workers", 2, "goroutines encoding each connection's rows into Parquet")
+	var noFailover bool
+	fs.BoolFunc("failover-slot", failoverSlotUsage, func(v string) error { return setNoFailover(&noFailover, v) })
 	if code, ok := parseFlags(fs, args, sf.resolve); !ok {
 		return code
 	}
@@ -30,6 +33,7 @@ func cmdBootstrap(ctx context.Context, env *cliEnv, args []string) int {
 		return code
 	}
 	cfg, store := daemon.BootstrapConfig(env2.cfg), env2.store
+	cfg.NoFailoverSlot = noFailover
 	tel, flush, err := startTelemetry(ctx, "deltabus-bootstrap", false, 5*time.Second, env2.log)
 	if err != nil {
 		return fail(env, exitUsage, err)
@@ -80,4 +84,16 @@ func printBootstrap(env *cliEnv, res bootstrap.Result) {
 	for _, g := range slices.Sorted(maps.Keys(grouped)) {
 		fmt.Fprintf(env.stdout, "group %q: %d topics in table %s (%s)\n", g, len(grouped[g]), catalog.GroupTable(g), nameList(grouped[g], 10))
 	}
+}
+
+const failoverSlotUsage = "on PostgreSQL 17 and later, create the slot as a failover slot (and make an existing one so) that standbys with sync_replication_slots keep, so the relay resumes after a promotion by itself; false keeps it local (default true)"
+
+// setNoFailover parses --failover-slot's boolean into its negation.
+func setNoFailover(no *bool, v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("%q is not true or false", v)
+	}
+	*no = !b
+	return nil
 }

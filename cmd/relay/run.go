@@ -116,6 +116,7 @@ func runFlags(env *cliEnv) (*flag.FlagSet, *runOptions) {
 	fs.DurationVar(&cfg.Heartbeat, "heartbeat", time.Minute, "write a tiny logical message this often so the slot advances while this database is idle and others write (negative disables)")
 	fs.DurationVar(&cfg.StreamTimeout, "stream-timeout", 0, "declare the replication connection dead, close it and reconnect when PostgreSQL sends nothing this long, not even a reply it was asked for (a partition, a lost NAT entry, a frozen server); 0 = the server's wal_sender_timeout (twice its keepalive interval), at least 10s, 60s when that is disabled")
 	fs.BoolVar(&cfg.Standby, "standby", false, "wait while another process holds the slot, then take over (default: exit with an error)")
+	fs.BoolFunc("failover-slot", failoverSlotUsage, func(v string) error { return setNoFailover(&cfg.NoFailoverSlot, v) })
 	fs.Func("stop-at", "stop gracefully once everything the source wrote before this WAL position (e.g. SELECT pg_current_wal_lsn()) is received, committed and acknowledged, then exit 0, like pg_recvlogical --endpos (default: run until stopped)", func(v string) error {
 		lsn, err := pglogrepl.ParseLSN(v)
 		if err != nil || lsn == 0 {

@@ -48,6 +48,7 @@ func (d *database) run(ctx context.Context) {
 	d.each(ctx, "publication", d.publication)
 	d.each(ctx, "privileges", d.privileges)
 	d.each(ctx, "clock_skew", d.clockSkew)
+	d.each(ctx, "failover", d.failover)
 }
 
 func (d *database) walLevel(ctx context.Context) error {

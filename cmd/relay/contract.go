@@ -26,7 +26,7 @@ var contractCommands = map[string]command{
 	"register": {"register a JSON Schema as a version of an event type, if compatible", cmdContractRegister},
 	"compat":   {"judge two schema files: exit 0 compatible, 1 incompatible (differences listed), 2 unreadable", cmdContractCompat},
 	"list":     {"list the event types with contracts, their modes, versions and topic policies", cmdContractList},
-	"show":     {"print a registered schema", cmdContractShow},
+	"show":     {"print a registered schema, and the JSON Schema draft it is read in", cmdContractShow},
 	"check":    {"check a directory of contract files (<topic>/<type>/<version>.json) against the registry", cmdContractCheck},
 	"policy":   {"show or set a topic's enforcement: --on-violation dead-letter|hold, --strict", cmdContractPolicy},
 	"mode":     {"show or set an event type's compatibility mode", cmdContractMode},
@@ -106,6 +106,20 @@ func readSchema(path string) ([]byte, error) {
 	return b, nil
 }
 
+// draftFlagUsage is the --draft flag's help.
+const draftFlagUsage = "JSON Schema draft of a schema without $schema: draft-07 (the default, as Confluent Schema Registry reads one), 2020-12, 2019-09, draft-06 or draft-04; a schema's own $schema always decides"
+
+func parseDraftFlag(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	d, err := contract.ParseDraft(s)
+	if err != nil {
+		return "", usererr.New(err, "--draft: %v", err)
+	}
+	return d, nil
+}
+
 func parseModeFlag(s string) (compat.Mode, error) {
 	if s == "" {
 		return "", nil
@@ -152,7 +166,8 @@ func cmdContractRegister(ctx context.Context, env *cliEnv, args []string) int {
 	topic := fs.String("topic", "", "topic the events are published to")
 	typ := fs.String("type", "", "event type, as producers write it in the outbox's type column")
 	version := fs.String("version", "", "version of the type's schema: 1 for the first, then the latest plus one")
-	schema := fs.String("schema", "", "JSON Schema file (draft 2020-12, or draft-07 with its $schema)")
+	schema := fs.String("schema", "", "JSON Schema file (draft-07 unless its $schema or --draft names another)")
+	draftFlag := fs.String("draft", "", draftFlagUsage)
 	mode := fs.String("compatibility", "", "set the type's compatibility mode and judge under it: BACKWARD (the default of a new type), BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL, FULL_TRANSITIVE or NONE (default: keep the type's)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -165,6 +180,10 @@ func cmdContractRegister(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitUsage, err)
 	}
 	m, err := parseModeFlag(*mode)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	draft, err := parseDraftFlag(*draftFlag)
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
@@ -189,7 +208,7 @@ func cmdContractRegister(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
-	out, err := reg.Register(ctx, contract.Registration{Topic: *topic, Type: *typ, Version: v, Schema: raw, Mode: m})
+	out, err := reg.Register(ctx, contract.Registration{Topic: *topic, Type: *typ, Version: v, Schema: raw, Mode: m, Draft: draft})
 	var ie *contract.IncompatibleError
 	if errors.As(err, &ie) {
 		printDifferences(env.stdout, ie.Differences)
@@ -199,18 +218,37 @@ func cmdContractRegister(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return contractFail(env, err)
 	}
+	how := draftText(out.Draft, out.Declared, out.Legacy, draft != "")
 	switch {
 	case !out.New:
-		fmt.Fprintf(env.stdout, "%s/%s v%d is already registered with this schema: nothing to do\n", *topic, *typ, v)
+		fmt.Fprintf(env.stdout, "%s/%s v%d is already registered with this schema (%s): nothing to do\n", *topic, *typ, v, how)
 	case len(out.ComparedWith) == 0:
-		fmt.Fprintf(env.stdout, "registered %s/%s v%d (compatibility %s)\n", *topic, *typ, v, out.Mode)
+		fmt.Fprintf(env.stdout, "registered %s/%s v%d (%s; compatibility %s)\n", *topic, *typ, v, how, out.Mode)
 	default:
-		fmt.Fprintf(env.stdout, "registered %s/%s v%d (compatible under %s with v%s)\n", *topic, *typ, v, out.Mode, joinVersions(out.ComparedWith))
+		fmt.Fprintf(env.stdout, "registered %s/%s v%d (%s; compatible under %s with v%s)\n", *topic, *typ, v, how, out.Mode, joinVersions(out.ComparedWith))
+	}
+	if out.New && out.PrevLegacy && !out.Declared && draft == "" && out.Draft != out.PrevDraft {
+		fmt.Fprintf(env.stdout, "note: the versions of %s/%s registered without $schema before are read as JSON Schema %s, as when they were registered; v%d is read as %s, the default for a schema without $schema (as Confluent Schema Registry reads it): register with --draft %s, or a $schema, to keep %s\n",
+			*topic, *typ, contract.DraftName(out.PrevDraft), v, contract.DraftName(out.Draft), contract.DraftName(out.PrevDraft), contract.DraftName(out.PrevDraft))
 	}
 	if m != "" && out.PrevMode != "" && m != out.PrevMode {
 		fmt.Fprintf(env.stdout, "compatibility of %s/%s changed from %s to %s\n", *topic, *typ, out.PrevMode, m)
 	}
 	return exitOK
+}
+
+// draftText says which draft a version is read in, and why.
+func draftText(draft string, declared, legacy, asked bool) string {
+	name := "JSON Schema " + contract.DraftName(draft)
+	switch {
+	case legacy:
+		return name + ": registered without $schema before draft-07 became the default"
+	case declared:
+		return name + ", as its $schema says"
+	case asked:
+		return name + ", as --draft asked"
+	}
+	return name + ", the default for a schema without $schema"
 }
 
 func joinVersions(vs []int32) string {
@@ -225,8 +263,9 @@ func joinVersions(vs []int32) string {
 }
 
 func cmdContractCompat(_ context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet(env, "contract compat", "OLD.json NEW.json [--mode M]")
+	fs := newFlagSet(env, "contract compat", "OLD.json NEW.json [--mode M] [--draft D]")
 	mode := fs.String("mode", string(contract.DefaultMode), "compatibility mode: BACKWARD, BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL, FULL_TRANSITIVE or NONE")
+	draftFlag := fs.String("draft", "", draftFlagUsage)
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -238,14 +277,21 @@ func cmdContractCompat(_ context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitUsage, fmt.Errorf("--mode: %w", err))
 	}
+	draft, err := parseDraftFlag(*draftFlag)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
 	var schemas [2][]byte
 	for i, p := range pos {
 		if schemas[i], err = readSchema(p); err != nil {
 			return fail(env, exitUsage, err)
 		}
-		if _, err := contract.Compile("", "", 1, schemas[i]); err != nil {
+		s, err := contract.CompileAs("", "", 1, schemas[i], draft)
+		if err != nil {
 			return fail(env, exitUsage, fmt.Errorf("%s: %w", p, err))
 		}
+		// Judged in the draft it is read in, as the registry judges it.
+		schemas[i] = contract.WithDraft(schemas[i], s.Draft)
 	}
 	diffs, err := compat.Check(m, [][]byte{schemas[0]}, schemas[1])
 	if err != nil {
@@ -338,10 +384,22 @@ func policyText(p contract.Policy) string {
 	return s
 }
 
+// showReport is `relay contract show --json`.
+type showReport struct {
+	Topic    string          `json:"topic"`
+	Type     string          `json:"type"`
+	Version  int32           `json:"version"`
+	Draft    string          `json:"draft"`     // the $schema URI of the draft it is read in
+	Name     string          `json:"draftName"` // "draft-07", "2020-12"...
+	Legacy   bool            `json:"legacy"`    // no $schema: registered before draft-07 was the default
+	Schema   json.RawMessage `json:"schema"`
+	Readable string          `json:"readAs"`
+}
+
 func cmdContractShow(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet(env, "contract show", "--topic T --type TY [--version N]")
+	fs := newFlagSet(env, "contract show", "--topic T --type TY [--version N] [--json]")
 	var rf registryFlags
-	rf.register(fs, false)
+	rf.register(fs, true)
 	topic := fs.String("topic", "", "topic")
 	typ := fs.String("type", "", "event type")
 	version := fs.String("version", "", "version (default: the latest)")
@@ -362,14 +420,28 @@ func cmdContractShow(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
-	b, err := reg.Schema(ctx, *topic, *typ, v)
+	s, err := reg.Contract(ctx, *topic, *typ, v)
 	if err != nil {
 		return contractFail(env, err)
 	}
+	how := draftText(s.Draft, s.Declared, s.Legacy, false)
+	if s.Legacy {
+		how += "; schemas registered without $schema now are read as draft-07 (as Confluent Schema Registry reads them) unless registered with --draft 2020-12"
+	}
+	if rf.asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(showReport{Topic: s.Topic, Type: s.Type, Version: s.Version, Draft: s.Draft, Name: contract.DraftName(s.Draft),
+			Legacy: s.Legacy, Schema: s.Raw(), Readable: how})
+		return exitOK
+	}
+	b := s.Raw()
 	_, _ = env.stdout.Write(b)
 	if len(b) > 0 && b[len(b)-1] != '\n' {
 		fmt.Fprintln(env.stdout)
 	}
+	// The schema alone on stdout (a file to keep); how it is read beside it.
+	fmt.Fprintf(env.stderr, "%s/%s v%d: %s\n", s.Topic, s.Type, s.Version, how)
 	return exitOK
 }
 

@@ -227,14 +227,21 @@ func cmdContractRegister(ctx context.Context, env *cliEnv, args []string) int {
 	default:
 		fmt.Fprintf(env.stdout, "registered %s/%s v%d (%s; compatible under %s with v%s)\n", *topic, *typ, v, how, out.Mode, joinVersions(out.ComparedWith))
 	}
-	if out.New && out.PrevLegacy && !out.Declared && draft == "" && out.Draft != out.PrevDraft {
-		fmt.Fprintf(env.stdout, "note: the versions of %s/%s registered without $schema before are read as JSON Schema %s, as when they were registered; v%d is read as %s, the default for a schema without $schema (as Confluent Schema Registry reads it): register with --draft %s, or a $schema, to keep %s\n",
-			*topic, *typ, contract.DraftName(out.PrevDraft), v, contract.DraftName(out.Draft), contract.DraftName(out.PrevDraft), contract.DraftName(out.PrevDraft))
+	if out.New && !out.Declared && draft == "" && out.PrevDraft != "" && out.Draft != out.PrevDraft {
+		fmt.Fprintf(env.stdout, "note: v%d of %s/%s has no $schema and is read as JSON Schema %s, the default; v%d is read as %s%s. To register a version in %s, give --draft %s or name it in $schema\n",
+			v, *topic, *typ, contract.DraftName(out.Draft), v-1, contract.DraftName(out.PrevDraft), legacyNote(out.PrevLegacy), contract.DraftName(out.PrevDraft), contract.DraftName(out.PrevDraft))
 	}
 	if m != "" && out.PrevMode != "" && m != out.PrevMode {
 		fmt.Fprintf(env.stdout, "compatibility of %s/%s changed from %s to %s\n", *topic, *typ, out.PrevMode, m)
 	}
 	return exitOK
+}
+
+func legacyNote(legacy bool) string {
+	if legacy {
+		return " (registered without $schema before draft-07, as Confluent Schema Registry reads one, became the default)"
+	}
+	return ""
 }
 
 // draftText says which draft a version is read in, and why.

@@ -13,12 +13,12 @@ type DirStatus string
 
 // The statuses of CheckDir.
 const (
-	DirRegistered   DirStatus = "registered"   // the registry holds it, equal
-	DirNew          DirStatus = "new"          // not registered; registering it would pass
-	DirDiffers      DirStatus = "differs"      // the registry holds this version with another schema
+	DirRegistered   DirStatus = "registered"    // the registry holds it, equal
+	DirNew          DirStatus = "new"           // not registered; registering it would pass
+	DirDiffers      DirStatus = "differs"       // the registry holds this version with another schema
 	DirDraftDiffers DirStatus = "draft-differs" // the registry holds this schema, read in another draft
-	DirIncompatible DirStatus = "incompatible" // registering it would be refused: Differences
-	DirGap          DirStatus = "gap"          // registering it would leave a gap in the versions
+	DirIncompatible DirStatus = "incompatible"  // registering it would be refused: Differences
+	DirGap          DirStatus = "gap"           // registering it would leave a gap in the versions
 	DirOnlyRegistry DirStatus = "only-in-registry"
 )
 

@@ -381,14 +381,9 @@ func (r *Registry) list(ctx context.Context, topic, typ string) ([]Subject, erro
 // Schema returns a registered schema: version v, or the latest when v is 0.
 // An unregistered one is a usererr.Error.
 func (r *Registry) Schema(ctx context.Context, topic, typ string, v int32) ([]byte, error) {
-	if v == 0 {
-		s, err := r.subject(ctx, topic, typ)
-		if err != nil {
-			return nil, err
-		}
-		if v = s.Latest(); v == 0 {
-			return nil, usererr.New(nil, "event type %q of topic %q has no contract", truncate(typ, 80), topic)
-		}
+	v, err := r.versionOrLatest(ctx, topic, typ, v)
+	if err != nil {
+		return nil, err
 	}
 	key, err := catalog.Key(catalog.KindContract, topic, typ, itoa(v))
 	if err != nil {
@@ -404,18 +399,28 @@ func (r *Registry) Schema(ctx context.Context, topic, typ string, v int32) ([]by
 	return b, nil
 }
 
+// versionOrLatest is v, or the type's latest version when v is 0.
+func (r *Registry) versionOrLatest(ctx context.Context, topic, typ string, v int32) (int32, error) {
+	if v != 0 {
+		return v, nil
+	}
+	s, err := r.subject(ctx, topic, typ)
+	if err != nil {
+		return 0, err
+	}
+	if v = s.Latest(); v == 0 {
+		return 0, usererr.New(nil, "event type %q of topic %q has no contract", truncate(typ, 80), topic)
+	}
+	return v, nil
+}
+
 // Contract returns a registered version (the latest when v is 0)
 // compiled as the relay reads it: its Draft, and whether it is a Legacy
 // one. An unregistered one is a usererr.Error.
 func (r *Registry) Contract(ctx context.Context, topic, typ string, v int32) (*Schema, error) {
-	if v == 0 {
-		s, err := r.subject(ctx, topic, typ)
-		if err != nil {
-			return nil, err
-		}
-		if v = s.Latest(); v == 0 {
-			return nil, usererr.New(nil, "event type %q of topic %q has no contract", truncate(typ, 80), topic)
-		}
+	v, err := r.versionOrLatest(ctx, topic, typ, v)
+	if err != nil {
+		return nil, err
 	}
 	b, err := r.Schema(ctx, topic, typ, v)
 	if err != nil {

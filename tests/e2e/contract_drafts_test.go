@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -125,22 +123,7 @@ func TestContractDraftsEndToEnd(t *testing.T) {
 	url, store := localStore(t)
 	slot := fmt.Sprintf("drafts_%08x", rand.Uint32())
 	env := []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + url, "DELTABUS_SLOT=" + slot}
-	dir := t.TempDir()
-	file := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	cli := func(want int, args ...string) string {
-		t.Helper()
-		code, stdout, stderr := runCLI(t, env, args...)
-		if code != want {
-			t.Fatalf("relay %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, stdout, stderr)
-		}
-		return stdout + stderr
-	}
+	file, cli := fileWriter(t), cliRunner(t, env)
 	register := func(want int, typ string, v int, schema, flag string) string {
 		t.Helper()
 		args := []string{"contract", "register", "--topic", "drafts", "--type", typ, "--version", fmt.Sprint(v),

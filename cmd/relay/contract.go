@@ -107,7 +107,7 @@ func readSchema(path string) ([]byte, error) {
 }
 
 // draftFlagUsage is the --draft flag's help.
-const draftFlagUsage = "JSON Schema draft of a schema without $schema: draft-07 (the default, as Confluent Schema Registry reads one), 2020-12, 2019-09, draft-06 or draft-04; a schema's own $schema always decides"
+const draftFlagUsage = "JSON Schema draft of a schema without $schema: draft-07 (the default, as Confluent Schema Registry reads one), 2020-12, 2019-09, draft-06 or draft-04; a schema whose $schema names another draft is refused"
 
 func parseDraftFlag(s string) (string, error) {
 	if s == "" {

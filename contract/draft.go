@@ -2,11 +2,14 @@ package contract
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/deltabus/deltabus/usererr"
 )
 
 // The drafts of JSON Schema a contract may be written in, by the URI its
@@ -211,4 +214,52 @@ func equalButDraft(a, b []byte) bool {
 // same draft: equal but for how their "$schema" spells the draft.
 func sameRead(a, b []byte) bool {
 	return Equal(a, b) || (DeclaredDraft(a) == DeclaredDraft(b) && equalButDraft(a, b))
+}
+
+// same answers a registration of a version that exists: a no-op when its
+// schema is equal to reg's, read in the same draft (the mode is still
+// set), else a refusal. A legacy version (registered without "$schema",
+// read as LegacyDraft) is equal to the same schema given again without
+// one, unless another draft is asked for: a pipeline that registers every
+// version again on each run goes on passing.
+func (r *Registry) same(ctx context.Context, reg Registration, old, stored []byte, out Outcome, write bool) (Outcome, error) {
+	out.Draft, out.Legacy = storedDraft(old)
+	out.Declared = out.Declared && !out.Legacy
+	asked := DeclaredDraft(stored)
+	switch {
+	case !equalButDraft(old, stored):
+		return Outcome{}, usererr.New(nil, "version %d of %s/%s is already registered with a different schema, and contracts are immutable: register the change as a new version", reg.Version, reg.Topic, reg.Type)
+	case out.Draft == asked:
+	case out.Legacy && !hasSchemaKeyword(reg.Schema) && reg.Draft == "":
+	default:
+		return Outcome{}, usererr.New(nil, "version %d of %s/%s is registered as JSON Schema %s, not %s, and contracts are immutable: register the change as a new version",
+			reg.Version, reg.Topic, reg.Type, DraftName(out.Draft), DraftName(asked))
+	}
+	return out, r.writeMode(ctx, reg, out, write)
+}
+
+func (r *Registry) writeMode(ctx context.Context, reg Registration, out Outcome, write bool) error {
+	if !write || reg.Mode == "" || reg.Mode == out.PrevMode {
+		return nil
+	}
+	return r.SetMode(ctx, reg.Topic, reg.Type, reg.Mode)
+}
+
+// Contract returns a registered version (the latest when v is 0)
+// compiled as the relay reads it: its Draft, and whether it is a Legacy
+// one. An unregistered one is a usererr.Error.
+func (r *Registry) Contract(ctx context.Context, topic, typ string, v int32) (*Schema, error) {
+	v, err := r.versionOrLatest(ctx, topic, typ, v)
+	if err != nil {
+		return nil, err
+	}
+	b, err := r.Schema(ctx, topic, typ, v)
+	if err != nil {
+		return nil, err
+	}
+	s, err := compileStored(topic, typ, v, b)
+	if err != nil {
+		return nil, fmt.Errorf("contract %s/%s v%d in %s cannot be used (%v): it was not registered by `relay contract register`", topic, typ, v, r.store, err)
+	}
+	return s, nil
 }

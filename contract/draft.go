@@ -138,13 +138,12 @@ func declaredDraft(obj map[string]any) (string, error) {
 // DeclaredDraft returns the draft a schema's "$schema" names ("" when it
 // names none, or the schema is not a JSON object with a supported one).
 func DeclaredDraft(raw []byte) string {
-	var obj struct {
-		Schema *string `json:"$schema"`
-	}
-	if json.Unmarshal(raw, &obj) != nil || obj.Schema == nil {
+	v, ok := schemaKeyword(raw)
+	var named string
+	if !ok || json.Unmarshal(v, &named) != nil {
 		return ""
 	}
-	uri, _ := draftOfURI(*obj.Schema)
+	uri, _ := draftOfURI(named)
 	return uri
 }
 
@@ -174,12 +173,19 @@ func WithDraft(raw []byte, draft string) []byte {
 // hasSchemaKeyword reports whether raw, a JSON object, has a "$schema"
 // member (whatever its value).
 func hasSchemaKeyword(raw []byte) bool {
+	_, ok := schemaKeyword(raw)
+	return ok
+}
+
+// schemaKeyword is the value of raw's "$schema" member, matched exactly
+// (encoding/json would match "$SCHEMA" to a field too).
+func schemaKeyword(raw []byte) (json.RawMessage, bool) {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) != nil {
-		return false
+		return nil, false
 	}
-	_, ok := obj["$schema"]
-	return ok
+	v, ok := obj["$schema"]
+	return v, ok
 }
 
 // storedDraft is the draft a registered schema is read in: the one its

@@ -133,6 +133,7 @@ func TestCompileRefusesWhatItCannotRead(t *testing.T) {
 		schema, asked, want string
 	}{
 		{`{"$schema":"http://json-schema.org/draft-04/schema#"}`, Draft2020, "names $schema draft-04, and draft 2020-12 was asked for"},
+		{`{}`, "draft-05", "unknown JSON Schema draft"},
 		{`{"$schema":"http://json-schema.org/draft-05/schema#"}`, "", "draft-04"},
 		{`{"$schema":"https://json-schema.org/schema"}`, "", "2020-12"},
 		{`{"$schema":7}`, "", "draft-07"},

@@ -71,11 +71,18 @@ func Compile(topic, typ string, version int32, raw []byte) (*Schema, error) {
 	return CompileAs(topic, typ, version, raw, "")
 }
 
-// CompileAs is Compile reading a schema without "$schema" in draft (one of
-// the Draft constants; "" is DefaultDraft). A schema whose "$schema" names
+// CompileAs is Compile reading a schema without "$schema" in draft (as
+// ParseDraft reads it; "" is DefaultDraft). A schema whose "$schema" names
 // another draft than a draft given is refused: which one was meant is not
 // knowable.
 func CompileAs(topic, typ string, version int32, raw []byte, draft string) (*Schema, error) {
+	if draft != "" {
+		d, err := ParseDraft(draft)
+		if err != nil {
+			return nil, &SchemaError{Msg: err.Error()}
+		}
+		draft = d
+	}
 	s, err := compile(topic, typ, version, raw, draft, DefaultDraft)
 	if err == nil && draft != "" && s.Declared && s.Draft != draft {
 		return nil, schemaErr("schema names $schema %s, and draft %s was asked for: remove one of the two", DraftName(s.Draft), DraftName(draft))

@@ -82,9 +82,12 @@ type Cache struct {
 	schemas  map[string]*Schema // by key
 	relisted map[subjectKey]time.Time
 	sighted  map[subjectKey]struct{} // classified once (personal.go)
-	gen      atomic.Uint64
-	none     atomic.Bool // loaded, and the registry holds nothing
-	static   bool
+	// legacyNoted: the operator was told, once, that a schema without
+	// $schema registered before draft-07 was the default is read as 2020-12.
+	legacyNoted bool
+	gen         atomic.Uint64
+	none        atomic.Bool // loaded, and the registry holds nothing
+	static      bool
 }
 
 type topicState struct {
@@ -281,9 +284,16 @@ func (c *Cache) schemaLocked(ctx context.Context, obj storage.Object, topic, typ
 	if err != nil {
 		return nil, fmt.Errorf("read contract %s/%s v%d: %w", topic, typ, version, err)
 	}
-	s, err := Compile(topic, typ, version, raw)
+	s, err := compileStored(topic, typ, version, raw)
 	if err != nil {
 		return nil, fmt.Errorf("contract %s/%s v%d in %s cannot be used (%v): it was not registered by `relay contract register`; move it away", topic, typ, version, c.src, err)
+	}
+	if s.Legacy && !c.legacyNoted {
+		c.legacyNoted = true
+		c.o.Logger.Info("contracts: a registered schema without $schema is read as JSON Schema draft 2020-12, as when it was registered; "+
+			"schemas registered from now on without $schema are read as draft-07, as Confluent Schema Registry reads them "+
+			"(relay contract register --draft 2020-12 keeps 2020-12; relay contract show names each version's draft)",
+			"topic", topic, "type", typ, "version", version)
 	}
 	if len(c.schemas) >= c.o.MaxSchemas {
 		for k := range c.schemas { // drop any one: a bound, not a policy

@@ -108,7 +108,8 @@ func FromDir(fsys fs.FS, o Options) (*Cache, error) {
 		if err != nil {
 			return nil, usererr.New(err, "%s: %v", dc.Path, err)
 		}
-		mem.objs[key] = dc.Schema
+		// Stored as Register stores it, naming the draft it was read in.
+		mem.objs[key] = WithDraft(dc.Schema, DefaultDraft)
 	}
 	for t, p := range policies {
 		key, err := catalog.Key(catalog.KindContractPolicy, t)

@@ -13,11 +13,12 @@ type DirStatus string
 
 // The statuses of CheckDir.
 const (
-	DirRegistered   DirStatus = "registered"   // the registry holds it, equal
-	DirNew          DirStatus = "new"          // not registered; registering it would pass
-	DirDiffers      DirStatus = "differs"      // the registry holds this version with another schema
-	DirIncompatible DirStatus = "incompatible" // registering it would be refused: Differences
-	DirGap          DirStatus = "gap"          // registering it would leave a gap in the versions
+	DirRegistered   DirStatus = "registered"    // the registry holds it, equal
+	DirNew          DirStatus = "new"           // not registered; registering it would pass
+	DirDiffers      DirStatus = "differs"       // the registry holds this version with another schema
+	DirDraftDiffers DirStatus = "draft-differs" // the registry holds this schema, read in another draft
+	DirIncompatible DirStatus = "incompatible"  // registering it would be refused: Differences
+	DirGap          DirStatus = "gap"           // registering it would leave a gap in the versions
 	DirOnlyRegistry DirStatus = "only-in-registry"
 )
 
@@ -29,6 +30,9 @@ type DirResult struct {
 	Status      DirStatus
 	Mode        compat.Mode
 	Differences []compat.Difference
+	// Draft is the draft the file is read in; RegistryDraft, for
+	// DirDraftDiffers, the one the registry reads the version in.
+	Draft, RegistryDraft string
 }
 
 // OK reports whether the result needs nothing fixed.
@@ -85,7 +89,7 @@ func (r *Registry) checkSubject(ctx context.Context, cs []DirContract) ([]DirRes
 		if err != nil {
 			return nil, err
 		}
-		prev = append(prev, b)
+		prev = append(prev, readable(b))
 	}
 	inDir := map[int32]bool{}
 	var out []DirResult
@@ -93,19 +97,25 @@ func (r *Registry) checkSubject(ctx context.Context, cs []DirContract) ([]DirRes
 	broken := false // a version the registry could not take: later ones are judged against nothing sure
 	for _, c := range cs {
 		inDir[c.Version] = true
-		res := DirResult{Topic: c.Topic, Type: c.Type, Version: c.Version, Path: c.Path, Mode: sub.Mode}
+		// Read as FromDir reads it: naming its draft, DefaultDraft when
+		// the file names none.
+		form := WithDraft(c.Schema, DefaultDraft)
+		res := DirResult{Topic: c.Topic, Type: c.Type, Version: c.Version, Path: c.Path, Mode: sub.Mode, Draft: DeclaredDraft(form)}
 		switch {
 		case c.Version <= int32(len(prev)) && c.Version <= latest:
 			res.Status = DirRegistered
-			if !Equal(prev[c.Version-1], c.Schema) {
+			if old := prev[c.Version-1]; !sameRead(old, form) {
 				res.Status = DirDiffers
+				if equalButDraft(old, form) {
+					res.Status, res.RegistryDraft = DirDraftDiffers, DeclaredDraft(old)
+				}
 			}
 		case broken || c.Version != latest+1:
 			res.Status = DirGap
 		default:
 			var diffs []compat.Difference
 			if len(prev) > 0 {
-				diffs, err = compat.Check(sub.Mode, prev, c.Schema)
+				diffs, err = compat.Check(sub.Mode, prev, form)
 				if err != nil {
 					return nil, usererr.New(err, "%s: cannot judge it under %s: %v", c.Path, sub.Mode, err)
 				}
@@ -116,7 +126,7 @@ func (r *Registry) checkSubject(ctx context.Context, cs []DirContract) ([]DirRes
 			}
 		}
 		if res.Status == DirNew {
-			prev, latest = append(prev, c.Schema), c.Version
+			prev, latest = append(prev, form), c.Version
 		} else if res.Status != DirRegistered {
 			broken = true
 		}
@@ -141,6 +151,9 @@ func (r DirResult) String() string {
 		return fmt.Sprintf("%s: registered", where)
 	case DirNew:
 		return fmt.Sprintf("%s: not registered yet; compatible under %s (relay contract register registers it)", where, r.Mode)
+	case DirDraftDiffers:
+		return fmt.Sprintf("%s: the registry reads version %d as JSON Schema %s, this file as %s: name the registry's draft in the file (\"$schema\": %q) so that producers validate as the relay does",
+			where, r.Version, DraftName(r.RegistryDraft), DraftName(r.Draft), r.RegistryDraft)
 	case DirDiffers:
 		return fmt.Sprintf("%s: version %d is registered with a different schema; contracts are immutable: put the change in a new version", where, r.Version)
 	case DirIncompatible:

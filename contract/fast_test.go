@@ -3,6 +3,7 @@ package contract
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -11,8 +12,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// fastSchemas exercise every keyword the fast path decides, in both
-// drafts, and some it leaves to the library.
+// fastSchemas exercise every keyword the fast path decides, in every
+// draft each is valid in (inDrafts), and some it leaves to the library.
 var fastSchemas = []string{
 	`{"type":"object","required":["order_id","amount"],"properties":{"order_id":{"type":"integer"},"amount":{"type":"number","minimum":0,"exclusiveMaximum":1000000},"currency":{"enum":["EUR","USD"]},"lines":{"type":"array","minItems":1,"items":{"type":"object","required":["sku"],"properties":{"sku":{"type":"string","pattern":"^sku-[0-9]+$"},"qty":{"type":"integer","minimum":1,"maximum":5}}}}},"additionalProperties":false}`,
 	`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"a":{"type":["string","null"],"minLength":2,"maxLength":4},"b":{"const":3},"c":{"items":[{"type":"integer"},{"type":"string"}],"additionalItems":false},"d":{"format":"date-time"},"e":{"$ref":"#/definitions/e","type":"string"}},"definitions":{"e":{"maxLength":3}}}`,
@@ -30,6 +31,11 @@ var fastSchemas = []string{
 	`{"type":"number","multipleOf":0.5,"maximum":1e400}`,
 	`{"properties":{"a\ufffd":{"type":"string"},"é":{"maxLength":1}},"patternProperties":{"^x-.$":{"const":"\ufffd"}},"additionalProperties":false}`,
 	`{"type":["array","number"],"minimum":0,"items":{"type":"number","maximum":5}}`,
+	`{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"n":{"type":"number","minimum":0,"exclusiveMinimum":true,"maximum":10,"exclusiveMaximum":true},"t":{"type":"array","items":[{"type":"string"}],"additionalItems":{"type":"integer"}}},"dependencies":{"n":["t"]}}`,
+	`{"$schema":"http://json-schema.org/draft-06/schema#","properties":{"c":{"const":"x"},"e":{"$ref":"#/definitions/e","maxLength":1}},"definitions":{"e":{"type":"string","maxLength":3}},"propertyNames":{"maxLength":2}}`,
+	`{"$schema":"https://json-schema.org/draft/2019-09/schema","type":"array","items":[{"type":"integer"},{"type":"string","maxLength":2}],"additionalItems":{"type":"boolean"},"maxItems":5}`,
+	`{"$schema":"https://json-schema.org/draft/2019-09/schema","$recursiveAnchor":true,"type":"object","properties":{"v":{"type":"integer"},"kids":{"type":"array","items":{"$recursiveRef":"#"}}}}`,
+	`{"type":"object","properties":{"n":{"type":"number","minimum":0,"exclusiveMinimum":0},"t":{"items":[{"type":"string"}],"additionalItems":false}},"dependencies":{"n":{"required":["t"]}}}`,
 }
 
 var fastDocs = []string{
@@ -52,20 +58,49 @@ var fastDocs = []string{
 	`{"b":1}`, `{"a":1,"b":1}`, `"a\"b"`, `"é"`, `"\\"`, `"a\\\"b"`, `"\u00e9"`,
 	`{"order_id": 1, "amount": 2.5, "lines": [{"sku": "sku-1", "qty": 2}], "lines": 5}`,
 	`1e1000001`, `[1e-1000001]`, `{"n":1e1000001}`, "{\"a\xff\":1}", "{\"\xc3\xa9\":1,\"x-\xff\":\"\xff\"}",
+	`{"n":5,"t":["a",1]}`, `{"n":0}`, `{"n":10,"t":["a","b"]}`, `{"n":5}`, `{"t":["a"]}`, `[1,"ab",true]`, `[1,"abc"]`, `[1,"a",2]`,
+	`{"c":"x","e":"ab"}`, `{"c":"y","e":"abcd"}`, `{"v":1,"kids":[{"v":2,"kids":[]}]}`, `{"v":1,"kids":[{"v":"x"}]}`,
 	" \n{\"order_id\" : 7 , \"amount\" : 1 , \"lines\" : [ { \"sku\" : \"sku-9\" } ] }\t",
 }
 
+// declaredRE finds a schema's leading "$schema" member.
+var declaredRE = regexp.MustCompile(`^\{"\$schema":"[^"]*",`)
+
 // wrapped puts src inside wrap as a resource of its own (its references
-// stay its own), in src's draft.
-func wrapped(wrap, src string) string {
+// stay its own), in src's draft (its $schema moves to the root, and the
+// resource is named by draft-04's "id" there).
+func wrapped(wrap, src, draft string) string {
 	if wrap == "%s" {
 		return src
 	}
-	const d7 = `"$schema":"http://json-schema.org/draft-07/schema#",`
-	inner := `{"$id":"https://inner.invalid/s.json",` + strings.TrimPrefix(src[1:], d7)
+	decl := declaredRE.FindString(src)
+	idKw := "$id"
+	if draft == Draft04 {
+		idKw = "id"
+	}
+	inner := `{"` + idKw + `":"https://inner.invalid/s.json",` + strings.TrimPrefix(src, decl)[1:]
 	out := fmt.Sprintf(wrap, inner)
-	if strings.Contains(src, d7) {
-		out = "{" + d7 + out[1:]
+	if decl != "" {
+		out = decl + out[1:]
+	}
+	return out
+}
+
+// inDrafts compiles src in every draft it is a valid schema of (only the
+// one it names, when it names one), each wrapped in wrap.
+func inDrafts(t testing.TB, wrap, src string) []*Schema {
+	t.Helper()
+	var out []*Schema
+	for _, d := range drafts {
+		if decl := DeclaredDraft([]byte(src)); decl != "" && decl != d.uri {
+			continue
+		}
+		if s, err := CompileAs("t", "T", 1, []byte(wrapped(wrap, src, d.uri)), d.uri); err == nil {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 && wrap == "%s" {
+		t.Fatalf("%s compiles in no draft", src)
 	}
 	return out
 }
@@ -119,11 +154,12 @@ func TestFastAgreesWithLibrary(t *testing.T) {
 	total := 0
 	for _, src := range fastSchemas {
 		for _, wrap := range []string{"%s", `{"not":%s}`, `{"allOf":[%s,true]}`, `{"anyOf":[false,%s]}`} {
-			s := compileT(t, wrapped(wrap, src))
-			for _, d := range fastDocs {
-				total++
-				if checkAgreement(t, s, []byte(d)) != unsure {
-					decided++
+			for _, s := range inDrafts(t, wrap, src) {
+				for _, d := range fastDocs {
+					total++
+					if checkAgreement(t, s, []byte(d)) != unsure {
+						decided++
+					}
 				}
 			}
 		}
@@ -142,7 +178,8 @@ func FuzzFastAgreesWithLibrary(f *testing.F) {
 	}
 	var schemas []*Schema
 	for _, src := range fastSchemas {
-		schemas = append(schemas, compileT(f, src), compileT(f, wrapped(`{"not":%s}`, src)))
+		schemas = append(schemas, inDrafts(f, "%s", src)...)
+		schemas = append(schemas, inDrafts(f, `{"not":%s}`, src)...)
 	}
 	for _, src := range []string{`{"not":false}`, `{}`, `{"type":"object"}`, `{"type":"array","items":{"type":"object","properties":{"a":true}}}`} {
 		schemas = append(schemas, compileT(f, src))

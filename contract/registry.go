@@ -76,6 +76,11 @@ type Registration struct {
 	// schema is judged under it; "" keeps the type's mode (DefaultMode if
 	// it has none).
 	Mode compat.Mode
+	// Draft is the draft a schema without "$schema" is read in (one of the
+	// Draft constants; "" is DefaultDraft, draft-07). The schema is stored
+	// naming it, so that it is read so ever after. A schema whose
+	// "$schema" names another draft is refused.
+	Draft string
 }
 
 // Outcome is what Register did.
@@ -89,6 +94,16 @@ type Outcome struct {
 	// ComparedWith are the versions the schema was judged against, oldest
 	// first (the checker decides which ones its mode compares).
 	ComparedWith []int32
+	// Draft is the draft the version is read in; Declared says the schema
+	// named it in "$schema", Legacy that the version was registered
+	// without one before DefaultDraft was draft-07 (and is read as
+	// LegacyDraft).
+	Draft            string
+	Declared, Legacy bool
+	// PrevDraft is the draft of the latest version before this one ("" for
+	// a type's first); PrevLegacy says it is a Legacy one.
+	PrevDraft  string
+	PrevLegacy bool
 }
 
 // IncompatibleError refuses a schema that breaks the type's compatibility
@@ -160,15 +175,20 @@ func (r *Registry) judge(ctx context.Context, reg Registration, write bool) (Out
 	if err := CheckSubject(reg.Topic, reg.Type, reg.Version); err != nil {
 		return Outcome{}, err
 	}
-	next, err := Compile(reg.Topic, reg.Type, reg.Version, reg.Schema)
+	next, err := CompileAs(reg.Topic, reg.Type, reg.Version, reg.Schema, reg.Draft)
 	if err != nil {
 		return Outcome{}, usererr.New(err, "%v", err)
+	}
+	// What is stored names the draft it is read in (WithDraft).
+	stored := WithDraft(reg.Schema, next.Draft)
+	if len(stored) > MaxSchemaBytes {
+		return Outcome{}, usererr.New(nil, "schema is %d bytes with its $schema, the limit is %d", len(stored), MaxSchemaBytes)
 	}
 	sub, err := r.subject(ctx, reg.Topic, reg.Type)
 	if err != nil {
 		return Outcome{}, err
 	}
-	out := Outcome{Mode: sub.Mode, PrevMode: sub.Mode}
+	out := Outcome{Mode: sub.Mode, PrevMode: sub.Mode, Draft: next.Draft, Declared: next.Declared}
 	if !sub.ModeSet {
 		out.PrevMode = ""
 	}
@@ -182,7 +202,7 @@ func (r *Registry) judge(ctx context.Context, reg Registration, write bool) (Out
 		if err != nil {
 			return Outcome{}, err
 		}
-		return out, r.same(ctx, reg, old, out, write)
+		return r.same(ctx, reg, old, stored, out, write)
 	case reg.Version != latest+1:
 		return Outcome{}, usererr.New(nil, "version %d of %s/%s would leave a gap: the latest registered is %d; register version %d", reg.Version, reg.Topic, reg.Type, latest, latest+1)
 	}
@@ -192,12 +212,15 @@ func (r *Registry) judge(ctx context.Context, reg Registration, write bool) (Out
 		if err != nil {
 			return Outcome{}, err
 		}
-		prev = append(prev, b)
+		// Each version is judged in its own draft: a legacy one as
+		// LegacyDraft, however the new one is read.
+		prev = append(prev, readable(b))
 		out.ComparedWith = append(out.ComparedWith, v.Version)
+		out.PrevDraft, out.PrevLegacy = storedDraft(b)
 	}
 	var diffs []compat.Difference
 	if len(prev) > 0 {
-		diffs, err = compat.Check(out.Mode, prev, reg.Schema)
+		diffs, err = compat.Check(out.Mode, prev, stored)
 	}
 	if err != nil {
 		return Outcome{}, usererr.New(err, "cannot judge version %d of %s/%s under %s: %v", reg.Version, reg.Topic, reg.Type, out.Mode, err)
@@ -213,7 +236,7 @@ func (r *Registry) judge(ctx context.Context, reg Registration, write bool) (Out
 		return out, nil
 	}
 	key, _ := catalog.Key(catalog.KindContract, reg.Topic, reg.Type, itoa(reg.Version))
-	if err := r.store.PutIfAbsent(ctx, key, reg.Schema); err != nil {
+	if err := r.store.PutIfAbsent(ctx, key, stored); err != nil {
 		if !errors.Is(err, storage.ErrExists) {
 			return Outcome{}, fmt.Errorf("write contract %s/%s v%d: %w", reg.Topic, reg.Type, reg.Version, err)
 		}
@@ -223,25 +246,9 @@ func (r *Registry) judge(ctx context.Context, reg Registration, write bool) (Out
 			return Outcome{}, err
 		}
 		out.New = false
-		return out, r.same(ctx, reg, old, out, write)
+		return r.same(ctx, reg, old, stored, out, write)
 	}
 	return out, r.writeMode(ctx, reg, out, write)
-}
-
-// same answers a registration of a version that exists: a no-op when its
-// schema is equal to reg's (the mode is still set), else a refusal.
-func (r *Registry) same(ctx context.Context, reg Registration, old []byte, out Outcome, write bool) error {
-	if !Equal(old, reg.Schema) {
-		return usererr.New(nil, "version %d of %s/%s is already registered with a different schema, and contracts are immutable: register the change as a new version", reg.Version, reg.Topic, reg.Type)
-	}
-	return r.writeMode(ctx, reg, out, write)
-}
-
-func (r *Registry) writeMode(ctx context.Context, reg Registration, out Outcome, write bool) error {
-	if !write || reg.Mode == "" || reg.Mode == out.PrevMode {
-		return nil
-	}
-	return r.SetMode(ctx, reg.Topic, reg.Type, reg.Mode)
 }
 
 func outcomeOf(out Outcome, err error) string {
@@ -345,14 +352,9 @@ func (r *Registry) list(ctx context.Context, topic, typ string) ([]Subject, erro
 // Schema returns a registered schema: version v, or the latest when v is 0.
 // An unregistered one is a usererr.Error.
 func (r *Registry) Schema(ctx context.Context, topic, typ string, v int32) ([]byte, error) {
-	if v == 0 {
-		s, err := r.subject(ctx, topic, typ)
-		if err != nil {
-			return nil, err
-		}
-		if v = s.Latest(); v == 0 {
-			return nil, usererr.New(nil, "event type %q of topic %q has no contract", truncate(typ, 80), topic)
-		}
+	v, err := r.versionOrLatest(ctx, topic, typ, v)
+	if err != nil {
+		return nil, err
 	}
 	key, err := catalog.Key(catalog.KindContract, topic, typ, itoa(v))
 	if err != nil {
@@ -366,6 +368,21 @@ func (r *Registry) Schema(ctx context.Context, topic, typ string, v int32) ([]by
 		return nil, fmt.Errorf("read contract %s/%s v%d: %w", topic, typ, v, err)
 	}
 	return b, nil
+}
+
+// versionOrLatest is v, or the type's latest version when v is 0.
+func (r *Registry) versionOrLatest(ctx context.Context, topic, typ string, v int32) (int32, error) {
+	if v != 0 {
+		return v, nil
+	}
+	s, err := r.subject(ctx, topic, typ)
+	if err != nil {
+		return 0, err
+	}
+	if v = s.Latest(); v == 0 {
+		return 0, usererr.New(nil, "event type %q of topic %q has no contract", truncate(typ, 80), topic)
+	}
+	return v, nil
 }
 
 // SetMode sets a type's compatibility mode (the next registrations are

@@ -16,23 +16,21 @@ import (
 // read whole into memory, by every relay and producer that meets its type.
 const MaxSchemaBytes = 1 << 20
 
-// The drafts a contract may be written in, as its "$schema" names them. A
-// schema without "$schema" is 2020-12.
-const (
-	Draft2020 = "https://json-schema.org/draft/2020-12/schema"
-	Draft07   = "http://json-schema.org/draft-07/schema#"
-)
-
 // Schema is one compiled contract: the JSON Schema of a (topic, type,
 // version). It is safe for concurrent use.
 type Schema struct {
 	Topic, Type string
 	Version     int32
-	Draft       string // Draft2020 or Draft07
-	raw         []byte
-	sch         *jsonschema.Schema
-	fast        *node // the byte-level validator (fast.go)
-	personal    *classify.Classification
+	// Draft is the draft the schema is read in (one of the Draft
+	// constants); Declared says its "$schema" names it, and Legacy that it
+	// has none and is read as LegacyDraft, registered before DefaultDraft
+	// was draft-07.
+	Draft            string
+	Declared, Legacy bool
+	raw              []byte
+	sch              *jsonschema.Schema
+	fast             *node // the byte-level validator (fast.go)
+	personal         *classify.Classification
 }
 
 // Raw returns the schema as registered. The caller must not modify it.
@@ -65,10 +63,45 @@ func (refuseLoader) Load(url string) (any, error) {
 // it stay inside it.
 const resourceURL = "https://contract.deltabus.invalid/schema.json"
 
-// Compile compiles raw, a JSON Schema (draft 2020-12 or draft-07), into a
-// contract for topic, typ and version. The schema is compiled once; its
-// errors are *SchemaError.
+// Compile compiles raw, a JSON Schema as a user gives it, into a contract
+// for topic, typ and version: read in the draft its "$schema" names, or
+// DefaultDraft (draft-07) when it names none. The schema is compiled once;
+// its errors are *SchemaError.
 func Compile(topic, typ string, version int32, raw []byte) (*Schema, error) {
+	return CompileAs(topic, typ, version, raw, "")
+}
+
+// CompileAs is Compile reading a schema without "$schema" in draft (as
+// ParseDraft reads it; "" is DefaultDraft). A schema whose "$schema" names
+// another draft than a draft given is refused: which one was meant is not
+// knowable.
+func CompileAs(topic, typ string, version int32, raw []byte, draft string) (*Schema, error) {
+	if draft != "" {
+		d, err := ParseDraft(draft)
+		if err != nil {
+			return nil, &SchemaError{Msg: err.Error()}
+		}
+		draft = d
+	}
+	s, err := compile(topic, typ, version, raw, draft, DefaultDraft)
+	if err == nil && draft != "" && s.Declared && s.Draft != draft {
+		return nil, schemaErr("schema names $schema %s, and draft %s was asked for: remove one of the two", DraftName(s.Draft), DraftName(draft))
+	}
+	return s, err
+}
+
+// compileStored compiles a schema as the registry holds it: one without
+// "$schema" was registered before DefaultDraft was draft-07, and is read
+// as it was then (LegacyDraft).
+func compileStored(topic, typ string, version int32, raw []byte) (*Schema, error) {
+	s, err := compile(topic, typ, version, raw, "", LegacyDraft)
+	if s != nil && !s.Declared {
+		s.Legacy = true
+	}
+	return s, err
+}
+
+func compile(topic, typ string, version int32, raw []byte, draft, dflt string) (*Schema, error) {
 	if len(raw) > MaxSchemaBytes {
 		return nil, schemaErr("schema is %d bytes, the limit is %d", len(raw), MaxSchemaBytes)
 	}
@@ -83,22 +116,28 @@ func Compile(topic, typ string, version int32, raw []byte) (*Schema, error) {
 	if !ok {
 		return nil, schemaErr("schema is a JSON %s; a contract is a JSON Schema object such as {\"type\": \"object\", ...}", jsonKind(doc))
 	}
-	draft, err := draftOf(obj)
+	declared, err := declaredDraft(obj)
 	if err != nil {
 		return nil, err
 	}
+	s := &Schema{Topic: topic, Type: typ, Version: version, Draft: declared, Declared: declared != "", raw: raw}
+	switch {
+	case s.Declared:
+	case draft != "":
+		s.Draft = draft
+	default:
+		s.Draft = dflt
+	}
 	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
+	c.DefaultDraft(libDraft(s.Draft))
 	c.UseLoader(refuseLoader{})
 	if err := c.AddResource(resourceURL, doc); err != nil {
 		return nil, schemaErr("schema: %v", err)
 	}
-	sch, err := c.Compile(resourceURL)
-	if err != nil {
-		return nil, schemaErr("schema is not a valid JSON Schema: %s", compileMessage(err))
+	if s.sch, err = c.Compile(resourceURL); err != nil {
+		return nil, schemaErr("schema is not a valid JSON Schema %s: %s", DraftName(s.Draft), compileMessage(err))
 	}
-	s := &Schema{Topic: topic, Type: typ, Version: version, Draft: draft, raw: raw, sch: sch}
-	s.fast = newFastCompiler().compile(sch)
+	s.fast = newFastCompiler().compile(s.sch)
 	// A mark the relay could not act on is refused here, at registration,
 	// not met by the relay with an event in hand (package classify).
 	if s.personal, err = classify.Parse(raw); err != nil {
@@ -119,21 +158,6 @@ func checkJSON(raw []byte) error {
 		return schemaErr("schema is not JSON: %v at byte %d", se, se.Offset)
 	}
 	return schemaErr("schema is not JSON: %v", err)
-}
-
-func draftOf(obj map[string]any) (string, error) {
-	v, ok := obj["$schema"]
-	if !ok {
-		return Draft2020, nil
-	}
-	s, _ := v.(string)
-	switch strings.TrimSuffix(s, "#") {
-	case strings.TrimSuffix(Draft2020, "#"):
-		return Draft2020, nil
-	case strings.TrimSuffix(Draft07, "#"):
-		return Draft07, nil
-	}
-	return "", schemaErr("schema names $schema %q: contracts are JSON Schema draft 2020-12 (%s, the default) or draft-07 (%s)", truncate(fmt.Sprint(v), 80), Draft2020, Draft07)
 }
 
 // compileMessage is the compiler's error on one line, without the

@@ -36,7 +36,7 @@ type Violation struct {
 	Problem     Problem
 	// Pointer is the JSON pointer (RFC 6901) of the first value that
 	// fails ("" is the whole payload; for a missing required property,
-	// the property's own pointer); Rule is the keyword that fails there
+	// or one a dependency requires, the property's own pointer); Rule is the keyword that fails there
 	// and Message what the contract wants. Neither quotes the payload's
 	// value (reason.go): the reason lands in _dead_letter.
 	Pointer, Rule, Message string
@@ -236,6 +236,14 @@ func leaf(e *jsonschema.ValidationError) failure {
 	case *kind.AdditionalProperties:
 		if len(k.Properties) > 0 {
 			loc = append(loc, slices.Min(k.Properties))
+		}
+	case *kind.Dependency: // draft-07's dependencies, as names
+		if len(k.Missing) > 0 {
+			loc = append(loc, slices.Min(k.Missing))
+		}
+	case *kind.DependentRequired:
+		if len(k.Missing) > 0 {
+			loc = append(loc, slices.Min(k.Missing))
 		}
 	}
 	return failure{loc, rule, msg}

@@ -26,7 +26,7 @@ var contractCommands = map[string]command{
 	"register": {"register a JSON Schema as a version of an event type, if compatible", cmdContractRegister},
 	"compat":   {"judge two schema files: exit 0 compatible, 1 incompatible (differences listed), 2 unreadable", cmdContractCompat},
 	"list":     {"list the event types with contracts, their modes, versions and topic policies", cmdContractList},
-	"show":     {"print a registered schema", cmdContractShow},
+	"show":     {"print a registered schema, and the JSON Schema draft it is read in", cmdContractShow},
 	"check":    {"check a directory of contract files (<topic>/<type>/<version>.json) against the registry", cmdContractCheck},
 	"policy":   {"show or set a topic's enforcement: --on-violation dead-letter|hold, --strict", cmdContractPolicy},
 	"mode":     {"show or set an event type's compatibility mode", cmdContractMode},
@@ -152,7 +152,8 @@ func cmdContractRegister(ctx context.Context, env *cliEnv, args []string) int {
 	topic := fs.String("topic", "", "topic the events are published to")
 	typ := fs.String("type", "", "event type, as producers write it in the outbox's type column")
 	version := fs.String("version", "", "version of the type's schema: 1 for the first, then the latest plus one")
-	schema := fs.String("schema", "", "JSON Schema file (draft 2020-12, or draft-07 with its $schema)")
+	schema := fs.String("schema", "", "JSON Schema file (draft-07 unless its $schema or --draft names another)")
+	draftFlag := fs.String("draft", "", draftFlagUsage)
 	mode := fs.String("compatibility", "", "set the type's compatibility mode and judge under it: BACKWARD (the default of a new type), BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL, FULL_TRANSITIVE or NONE (default: keep the type's)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -165,6 +166,10 @@ func cmdContractRegister(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitUsage, err)
 	}
 	m, err := parseModeFlag(*mode)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	draft, err := parseDraftFlag(*draftFlag)
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
@@ -189,7 +194,7 @@ func cmdContractRegister(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
-	out, err := reg.Register(ctx, contract.Registration{Topic: *topic, Type: *typ, Version: v, Schema: raw, Mode: m})
+	out, err := reg.Register(ctx, contract.Registration{Topic: *topic, Type: *typ, Version: v, Schema: raw, Mode: m, Draft: draft})
 	var ie *contract.IncompatibleError
 	if errors.As(err, &ie) {
 		printDifferences(env.stdout, ie.Differences)
@@ -199,13 +204,18 @@ func cmdContractRegister(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return contractFail(env, err)
 	}
+	how := draftText(out.Draft, out.Declared, out.Legacy, draft != "")
 	switch {
 	case !out.New:
-		fmt.Fprintf(env.stdout, "%s/%s v%d is already registered with this schema: nothing to do\n", *topic, *typ, v)
+		fmt.Fprintf(env.stdout, "%s/%s v%d is already registered with this schema (%s): nothing to do\n", *topic, *typ, v, how)
 	case len(out.ComparedWith) == 0:
-		fmt.Fprintf(env.stdout, "registered %s/%s v%d (compatibility %s)\n", *topic, *typ, v, out.Mode)
+		fmt.Fprintf(env.stdout, "registered %s/%s v%d (%s; compatibility %s)\n", *topic, *typ, v, how, out.Mode)
 	default:
-		fmt.Fprintf(env.stdout, "registered %s/%s v%d (compatible under %s with v%s)\n", *topic, *typ, v, out.Mode, joinVersions(out.ComparedWith))
+		fmt.Fprintf(env.stdout, "registered %s/%s v%d (%s; compatible under %s with v%s)\n", *topic, *typ, v, how, out.Mode, joinVersions(out.ComparedWith))
+	}
+	if out.New && !out.Declared && draft == "" && out.PrevDraft != "" && out.Draft != out.PrevDraft {
+		fmt.Fprintf(env.stdout, "note: v%d of %s/%s has no $schema and is read as JSON Schema %s, the default; v%d is read as %s%s. To register a version in %s, give --draft %s or name it in $schema\n",
+			v, *topic, *typ, contract.DraftName(out.Draft), v-1, contract.DraftName(out.PrevDraft), legacyNote(out.PrevLegacy), contract.DraftName(out.PrevDraft), contract.DraftName(out.PrevDraft))
 	}
 	if m != "" && out.PrevMode != "" && m != out.PrevMode {
 		fmt.Fprintf(env.stdout, "compatibility of %s/%s changed from %s to %s\n", *topic, *typ, out.PrevMode, m)
@@ -225,8 +235,9 @@ func joinVersions(vs []int32) string {
 }
 
 func cmdContractCompat(_ context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet(env, "contract compat", "OLD.json NEW.json [--mode M]")
+	fs := newFlagSet(env, "contract compat", "OLD.json NEW.json [--mode M] [--draft D]")
 	mode := fs.String("mode", string(contract.DefaultMode), "compatibility mode: BACKWARD, BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL, FULL_TRANSITIVE or NONE")
+	draftFlag := fs.String("draft", "", draftFlagUsage)
 	pos, code, ok := parseArgs(fs, args)
 	if !ok {
 		return code
@@ -238,14 +249,21 @@ func cmdContractCompat(_ context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitUsage, fmt.Errorf("--mode: %w", err))
 	}
+	draft, err := parseDraftFlag(*draftFlag)
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
 	var schemas [2][]byte
 	for i, p := range pos {
 		if schemas[i], err = readSchema(p); err != nil {
 			return fail(env, exitUsage, err)
 		}
-		if _, err := contract.Compile("", "", 1, schemas[i]); err != nil {
+		s, err := contract.CompileAs("", "", 1, schemas[i], draft)
+		if err != nil {
 			return fail(env, exitUsage, fmt.Errorf("%s: %w", p, err))
 		}
+		// Judged in the draft it is read in, as the registry judges it.
+		schemas[i] = contract.WithDraft(schemas[i], s.Draft)
 	}
 	diffs, err := compat.Check(m, [][]byte{schemas[0]}, schemas[1])
 	if err != nil {
@@ -336,41 +354,6 @@ func policyText(p contract.Policy) string {
 		s += ", pseudonymize-key"
 	}
 	return s
-}
-
-func cmdContractShow(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet(env, "contract show", "--topic T --type TY [--version N]")
-	var rf registryFlags
-	rf.register(fs, false)
-	topic := fs.String("topic", "", "topic")
-	typ := fs.String("type", "", "event type")
-	version := fs.String("version", "", "version (default: the latest)")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	if *topic == "" || *typ == "" {
-		return fail(env, exitUsage, errors.New("--topic and --type are required, e.g. relay contract show --topic orders --type OrderPlaced"))
-	}
-	var v int32
-	if *version != "" {
-		var err error
-		if v, err = contract.ParseVersion(*version); err != nil {
-			return fail(env, exitUsage, err)
-		}
-	}
-	reg, _, err := rf.open(ctx, env, nil)
-	if err != nil {
-		return fail(env, exitUsage, err)
-	}
-	b, err := reg.Schema(ctx, *topic, *typ, v)
-	if err != nil {
-		return contractFail(env, err)
-	}
-	_, _ = env.stdout.Write(b)
-	if len(b) > 0 && b[len(b)-1] != '\n' {
-		fmt.Fprintln(env.stdout)
-	}
-	return exitOK
 }
 
 func cmdContractCheck(ctx context.Context, env *cliEnv, args []string) int {

@@ -91,6 +91,9 @@ func TestContractCommandsExitCodes(t *testing.T) {
 		{"compat", v1},
 		{"compat", v1, bad},
 		{"compat", v1, v1, "--mode", "LOOSE"},
+		{"compat", v1, v1, "--draft", "draft-05"},
+		{"register", "--topic", "orders", "--type", "X", "--version", "1", "--schema", v1, "--draft", "2021"},
+		{"register", "--topic", "orders", "--type", "OrderPlaced", "--version", "1", "--schema", v1, "--draft", "2020-12"},
 		{"policy", "--topic", "orders", "--on-violation", "ignore"},
 		{"show", "--topic", "orders", "--type", "OrderPlaced", "--version", "9"},
 		{"check", "--dir", filepath.Join(dir, "nowhere")},
@@ -104,8 +107,11 @@ func TestContractCommandsExitCodes(t *testing.T) {
 	if n := count(); n != objects {
 		t.Fatalf("refused commands wrote %d objects", n-objects)
 	}
-	if code, out, _ := runContract(t, store, "show", "--topic", "orders", "--type", "OrderPlaced"); code != 0 || strings.TrimSpace(out) != cliV1 {
-		t.Fatalf("show: %d %q", code, out)
+	// Stored naming the draft it is read in (none given: draft-07), and
+	// show says so.
+	if code, out, errOut := runContract(t, store, "show", "--topic", "orders", "--type", "OrderPlaced"); code != 0 ||
+		strings.TrimSpace(out) != `{"$schema":"http://json-schema.org/draft-07/schema#",`+cliV1[1:] || !strings.Contains(errOut, "JSON Schema draft-07") {
+		t.Fatalf("show: %d %q %q", code, out, errOut)
 	}
 	if !realChecker() {
 		t.Log("package compat is the placeholder: the BACKWARD judgements are checked once the real checker is merged")
@@ -157,5 +163,52 @@ func TestContractCheckDir(t *testing.T) {
 	writeFile(t, filepath.Join(repo, "orders", "Shipped", "one.json"), `{}`)
 	if code, _, errOut := runContract(t, store, "check", "--dir", repo); code != 2 || !strings.Contains(errOut, "one.json") {
 		t.Fatalf("check of a badly named file: %d %q", code, errOut)
+	}
+}
+
+// TestContractDrafts: a schema without $schema is draft-07 (a tuple of
+// items is a tuple), --draft 2020-12 reads it as 2020-12 (where the same
+// tuple is no schema), a schema's own $schema decides and may not be
+// contradicted, and show names the draft of each version.
+func TestContractDrafts(t *testing.T) {
+	dir := t.TempDir()
+	storeDir := filepath.Join(dir, "store")
+	if err := os.Mkdir(storeDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	store := "file://" + storeDir
+	// Confluent's "Detect adding number to partially open content model
+	// for array" (compatible) and "Detect item added to partially open
+	// content model 2" (not).
+	open := writeFile(t, filepath.Join(dir, "open.json"), `{"type":"array","items":[{"type":"string"}],"additionalItems":{"type":"number"}}`)
+	tuple := writeFile(t, filepath.Join(dir, "tuple.json"), `{"type":"array","items":[{"type":"string"},{"type":"number"}],"additionalItems":true}`)
+	part := writeFile(t, filepath.Join(dir, "part.json"), `{"type":"array","items":[{"type":"string"},{"type":"number"}],"additionalItems":{"type":"string"}}`)
+	notCovered := writeFile(t, filepath.Join(dir, "not-covered.json"), `{"type":"array","items":[{"type":"string"},{"type":"number"},{"type":"number"}],"additionalItems":{"type":"string"}}`)
+	prefix := writeFile(t, filepath.Join(dir, "prefix.json"), `{"type":"array","prefixItems":[{"type":"string"}],"items":false}`)
+	d4 := writeFile(t, filepath.Join(dir, "d4.json"), `{"$schema":"http://json-schema.org/draft-04/schema#","type":"number","maximum":5,"exclusiveMaximum":true}`)
+
+	for _, c := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"compat", open, tuple}, 0, "compatible"},
+		{[]string{"compat", part, notCovered}, 1, "ITEM_ADDED_NOT_COVERED_BY_PARTIALLY_OPEN_CONTENT_MODEL"},
+		{[]string{"compat", open, tuple, "--draft", "2020-12"}, 2, "not a valid JSON Schema 2020-12"},
+		{[]string{"compat", prefix, prefix, "--draft", "2020-12"}, 0, "compatible"},
+		{[]string{"compat", d4, d4, "--draft", "2020-12"}, 2, "draft-04"},
+		{[]string{"register", "--topic", "t", "--type", "Tuple", "--version", "1", "--schema", open}, 0, "JSON Schema draft-07, the default"},
+		{[]string{"register", "--topic", "t", "--type", "Tuple", "--version", "2", "--schema", tuple}, 0, "compatible under BACKWARD"},
+		{[]string{"register", "--topic", "t", "--type", "Tuple", "--version", "2", "--schema", tuple}, 0, "nothing to do"},
+		{[]string{"register", "--topic", "t", "--type", "Tuple", "--version", "2", "--schema", tuple, "--draft", "draft-07"}, 0, "nothing to do"},
+		{[]string{"register", "--topic", "t", "--type", "Prefix", "--version", "1", "--schema", prefix, "--draft", "2020-12"}, 0, "JSON Schema 2020-12, as --draft asked"},
+		{[]string{"register", "--topic", "t", "--type", "Old", "--version", "1", "--schema", d4}, 0, "JSON Schema draft-04, as its $schema says"},
+		{[]string{"show", "--topic", "t", "--type", "Prefix"}, 0, `"$schema":"https://json-schema.org/draft/2020-12/schema","type":"array"`},
+		{[]string{"show", "--topic", "t", "--type", "Tuple", "--version", "1", "--json"}, 0, `"draftName": "draft-07"`},
+	} {
+		code, out, errOut := runContract(t, store, c.args...)
+		if code != c.code || !strings.Contains(out+errOut, c.out) {
+			t.Errorf("relay contract %q: exit %d, want %d with %q\n%s%s", c.args, code, c.code, c.out, out, errOut)
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package compat
 
-import "fmt"
+import (
+	"fmt"
+	"math/big"
+)
 
 func compareArray(c *ctx, on, un *node) {
 	o, u := on.arr, un.arr
@@ -21,7 +24,19 @@ func compareArray(c *ctx, on, un *node) {
 		c.addAt("uniqueItems", ruleUniqueItemsAdded, on.src.get("uniqueItems"), un.src.get("uniqueItems"))
 	}
 	compareBound(c, "maxContains", o.maxContains, u.maxContains)
-	compareBound(c, "minContains", o.minContains, u.minContains)
+	compareBound(c, "minContains", minContains(o, u), minContains(u, o))
+}
+
+// minContains is a's minContains as compared with b's. Draft-06 and -07 have
+// no minContains, but their contains asks for one matching item, as 2019-09's
+// default minContains of 1 does: facing a later draft's schema that compares
+// it, an earlier draft's contains is read as that default, so that one
+// schema written in two drafts is no difference.
+func minContains(a, b *arrayKw) *value {
+	if a.minContains == nil && a.contains && b.minContains != nil {
+		return &value{kind: jNumber, s: "1", num: big.NewRat(1, 1)}
+	}
+	return a.minContains
 }
 
 // compareTuple compares positional item schemas: those both declare, then

@@ -141,6 +141,7 @@ func (b *builder) array(r *reader) (*arrayKw, error) {
 	}
 	if b.d >= draft6 {
 		b.sub(r, "contains") // read for its errors; Confluent does not compare it
+		kw.contains = r.v.get("contains") != nil
 	}
 	if b.d >= draft2019 {
 		kw.unevaluated = b.sub(r, "unevaluatedItems")

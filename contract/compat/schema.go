@@ -70,6 +70,7 @@ type arrayKw struct {
 	maxItems     *value
 	minContains  *value // 2019-09 and later, only beside contains
 	maxContains  *value
+	contains     bool // contains is present (draft-06 and later)
 	unique       bool
 	tupleKw      string // the keyword naming the tuple in this dialect
 	additionalKw string // the keyword naming what follows it

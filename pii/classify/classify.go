@@ -8,8 +8,10 @@
 // instance (the customer's id, say). Parse follows properties, nested
 // objects, arrays (items, prefixItems, additionalItems), maps
 // (additionalProperties, patternProperties), combinations (allOf, anyOf,
-// oneOf, if/then/else, dependentSchemas) and local references ($ref into
-// $defs or definitions, or any pointer into the document).
+// oneOf, if/then/else, dependentSchemas, draft-07's dependencies) and local
+// references ($ref into $defs or definitions, or any pointer into the
+// document; 2019-09's $recursiveRef). Every draft's places are read in
+// every schema: a mark is never missed for the draft it was written in.
 //
 // # Guarantees
 //
@@ -219,7 +221,10 @@ func (w *walker) walk(node any, path Path, depth int) error {
 			return err
 		}
 	}
-	if deps, ok := obj["dependentSchemas"].(map[string]any); ok {
+	// dependencies (draft-07 and earlier; the validator reads it in every
+	// draft) holds schemas beside names; a list of names marks nothing.
+	for _, kw := range [...]string{"dependentSchemas", "dependencies"} {
+		deps, _ := obj[kw].(map[string]any)
 		for _, k := range sortedKeys(deps) {
 			if err := w.walk(deps[k], path, depth+1); err != nil {
 				return err
@@ -252,6 +257,11 @@ func (w *walker) walk(node any, path Path, depth int) error {
 			if err := w.walk(sub, append(path, Seg{Kind: AnyIndex}), depth+1); err != nil {
 				return err
 			}
+		}
+	}
+	if ref, ok := obj["$recursiveRef"].(string); ok { // 2019-09: "#", the recursion's root
+		if err := w.ref(ref, path, depth); err != nil {
+			return err
 		}
 	}
 	if ref, ok := obj["$ref"].(string); ok {

@@ -51,22 +51,7 @@ func TestContractsEndToEnd(t *testing.T) {
 	url, store := localStore(t)
 	slot := fmt.Sprintf("contracts_%08x", rand.Uint32())
 	env := []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + url, "DELTABUS_SLOT=" + slot}
-	dir := t.TempDir()
-	file := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	cli := func(want int, args ...string) string {
-		t.Helper()
-		code, stdout, stderr := runCLI(t, env, args...)
-		if code != want {
-			t.Fatalf("relay %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, stdout, stderr)
-		}
-		return stdout + stderr
-	}
+	file, cli := fileWriter(t), cliRunner(t, env)
 
 	// The registry.
 	cli(0, "contract", "register", "--topic", "orders", "--type", "OrderPlaced", "--version", "1", "--schema", file("v1.json", placedV1))
@@ -216,6 +201,32 @@ func TestContractsEndToEnd(t *testing.T) {
 
 	if err := p.stop(30 * time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.tail())
+	}
+}
+
+// fileWriter returns a function that writes a file in a directory of the
+// test's and returns its path.
+func fileWriter(t *testing.T) func(name, text string) string {
+	dir := t.TempDir()
+	return func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+}
+
+// cliRunner returns a function that runs `relay args...` with env, fails
+// the test unless it exits with want, and returns what it printed.
+func cliRunner(t *testing.T, env []string) func(want int, args ...string) string {
+	return func(want int, args ...string) string {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, env, args...)
+		if code != want {
+			t.Fatalf("relay %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, stdout, stderr)
+		}
+		return stdout + stderr
 	}
 }
 

@@ -44,13 +44,18 @@ type Metrics struct {
 	// paceFiles is Config.StatePaceFiles: the state past which a table's
 	// commits are paced (deltabus_table_state_pace_seconds).
 	paceFiles int64
+	// timeline is the source's timeline the relay's progress is on;
+	// phantoms, by topic, the events the source's forks left published
+	// from abandoned timelines (metrics_timeline.go).
+	timeline atomic.Uint32
+	phantoms map[string]int
 }
 
 // NewMetrics creates the relay's instruments from mp.
 func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	meter := mp.Meter("github.com/deltabus/deltabus/relay")
 	m := &Metrics{pausedAt: map[string]uint64{}}
-	var errs [19]error
+	var errs [21]error
 	m.events, errs[0] = meter.Int64Counter("deltabus_events_committed_total", metric.WithDescription("Events committed to Delta topic tables."))
 	m.commits, errs[1] = meter.Int64Counter("deltabus_delta_commits_total", metric.WithDescription("Delta commits, by topic."))
 	m.lastCommit, errs[2] = meter.Float64Gauge("deltabus_last_commit_timestamp_seconds", metric.WithDescription("Unix time of the last Delta commit, by topic."), metric.WithUnit("s"))
@@ -115,6 +120,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 			return nil
 		}, files, pace)
 	}
+	errs[19], errs[20] = m.registerTimeline(meter)
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}

@@ -112,7 +112,21 @@ func (r *Relay) followTimeline(ctx context.Context, src pgsource.Identity, slot 
 		return usererr.New(err, "%s: the store's record of this source is damaged", err)
 	}
 	r.positions, r.walEnd = pos, src.WALEnd
+	r.metrics.forks(m.Timeline, r.id.AppID, nil)
+	if m.Timeline > 1 || len(m.Epochs) > 0 {
+		go r.reportForks(ctx, m.Timeline, r.id.AppID) // a source that failed over: its phantoms, off the start's path
+	}
 	return nil
+}
+
+// reportForks reads the store's fork records into the phantom metric.
+func (r *Relay) reportForks(ctx context.Context, timeline uint32, appID string) {
+	forks, err := catalog.ListForks(ctx, r.store)
+	if err != nil {
+		r.log.Warn("the source's fork records could not be read for deltabus_phantom_events", "err", err)
+		return
+	}
+	r.metrics.forks(timeline, appID, forks)
 }
 
 // checkPublication checks the publication and its tables (migrations.Check

@@ -81,7 +81,7 @@ func (c *Collector) Status(ctx context.Context) *Status {
 }
 
 func (c *Collector) gather(ctx context.Context, now time.Time) *Status {
-	st := &Status{GeneratedAt: now.UTC(), Sources: []Source{}, Topics: []Topic{}, Consumers: []Consumer{}, Reconcile: []reconcile.TopicLast{}}
+	st := &Status{GeneratedAt: now.UTC(), Sources: []Source{}, Failovers: []Failover{}, Topics: []Topic{}, Consumers: []Consumer{}, Reconcile: []reconcile.TopicLast{}}
 	appID := ""
 	if c.cfg.AppID != nil {
 		appID = c.cfg.AppID()
@@ -102,8 +102,13 @@ func (c *Collector) gather(ctx context.Context, now time.Time) *Status {
 	} else {
 		for _, m := range ms {
 			st.Sources = append(st.Sources, Source{AppID: m.AppID, Slot: m.Slot, Database: m.Database, SystemID: m.SystemID,
-				ConsistentPoint: m.ConsistentPoint, Since: m.CreatedAt, This: m.AppID == appID})
+				ConsistentPoint: m.ConsistentPoint, Since: m.CreatedAt, This: m.AppID == appID, Timeline: m.Timeline})
 		}
+	}
+	if forks, err := catalog.ListForks(ctx, c.cfg.Store); err != nil {
+		fail("failovers", err)
+	} else {
+		st.Failovers = Failovers(forks)
 	}
 	if infos, err := topicmeta.Load(ctx, c.cfg.Store); err != nil {
 		fail("topics", err)
@@ -188,5 +193,25 @@ func (c *Collector) consumerRows(ctx context.Context, now time.Time, st *Status)
 		out = append(out, cr)
 	}
 	c.consumers = out
+	return out
+}
+
+// idsShown is how many phantom ids a failover row shows per topic.
+const idsShown = 5
+
+// Failovers renders fork records, newest first.
+func Failovers(forks []catalog.Fork) []Failover {
+	out := make([]Failover, 0, len(forks))
+	for _, f := range forks {
+		row := Failover{AppID: f.AppID, FromTimeline: f.FromTimeline, ToTimeline: f.ToTimeline, ForkLSN: f.ForkLSN,
+			DetectedAt: f.DetectedAt, Phantoms: f.Count()}
+		for _, t := range f.Topics() {
+			p := f.Phantoms[t]
+			row.Topics = append(row.Topics, FailoverTopic{Topic: t, Count: len(p.IDs), FirstLSN: p.FirstLSN, LastLSN: p.LastLSN,
+				IDs: p.IDs[:min(len(p.IDs), idsShown)]})
+		}
+		out = append(out, row)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].DetectedAt.After(out[j].DetectedAt) })
 	return out
 }

@@ -26,10 +26,13 @@ import (
 
 // Status is /api/status.
 type Status struct {
-	GeneratedAt  time.Time             `json:"generatedAt"`
-	Relay        Relay                 `json:"relay"`
-	Slot         *Slot                 `json:"slot,omitempty"`
-	Sources      []Source              `json:"sources"`
+	GeneratedAt time.Time `json:"generatedAt"`
+	Relay       Relay     `json:"relay"`
+	Slot        *Slot     `json:"slot,omitempty"`
+	Sources     []Source  `json:"sources"`
+	// Failovers are the sources' recorded forks of their timelines, with
+	// the events published from an abandoned timeline (catalog.Fork).
+	Failovers    []Failover            `json:"failovers"`
 	Topics       []Topic               `json:"topics"`
 	Consumers    []Consumer            `json:"consumers"`
 	Reconcile    []reconcile.TopicLast `json:"reconcile"`
@@ -73,7 +76,31 @@ type Source struct {
 	SystemID        string    `json:"systemId"`
 	ConsistentPoint string    `json:"consistentPoint"`
 	Since           time.Time `json:"since"`
-	This            bool      `json:"this"` // the relay serving the page
+	This            bool      `json:"this"`               // the relay serving the page
+	Timeline        uint32    `json:"timeline,omitempty"` // the timeline its progress is on
+}
+
+// Failover is one fork of a source's timelines: a promotion (or a
+// point-in-time recovery) the relay followed. Phantoms are the events the
+// old timeline published past the fork, lost with the old primary; they
+// stay in their topics.
+type Failover struct {
+	AppID        string          `json:"appId"`
+	FromTimeline uint32          `json:"fromTimeline"`
+	ToTimeline   uint32          `json:"toTimeline"`
+	ForkLSN      string          `json:"forkLsn"`
+	DetectedAt   time.Time       `json:"detectedAt"`
+	Phantoms     int             `json:"phantoms"`
+	Topics       []FailoverTopic `json:"topics,omitempty"`
+}
+
+// FailoverTopic is one topic's phantoms of a fork.
+type FailoverTopic struct {
+	Topic    string   `json:"topic"`
+	Count    int      `json:"count"`
+	FirstLSN string   `json:"firstLsn"`
+	LastLSN  string   `json:"lastLsn"`
+	IDs      []string `json:"ids"` // the first few; relay reconcile and the fork record list every one
 }
 
 // Topic is one topic's row. A topic of a topic group (Group set) shares

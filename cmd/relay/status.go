@@ -11,6 +11,7 @@ import (
 	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/governance"
 	"github.com/deltabus/deltabus/pgsource"
+	"github.com/deltabus/deltabus/statuspage"
 	"github.com/deltabus/deltabus/storage"
 )
 
@@ -28,6 +29,8 @@ type statusReport struct {
 	// Groups are the store's topic groups, each table read once.
 	Groups []groupStatus  `json:"groups,omitempty"`
 	Others []sourceStatus `json:"otherSources,omitempty"`
+	// Failovers are this source's recorded forks and their phantoms.
+	Failovers []statuspage.Failover `json:"failovers,omitempty"`
 	// UnityCatalog is what this source's relay last recorded of its
 	// registrations (absent when it registers none).
 	UnityCatalog *governance.UCStatus `json:"unityCatalog,omitempty"`
@@ -42,6 +45,11 @@ type sourceStatus struct {
 	// Adopted: the progress of an earlier release's relay on this source,
 	// kept under its legacy appId.
 	Adopted bool `json:"adopted,omitempty"`
+	// Timeline is the server's timeline; MarkerTimeline the one the
+	// relay's progress is on (they differ until the relay follows a
+	// promotion).
+	Timeline       uint32 `json:"timeline,omitempty"`
+	MarkerTimeline uint32 `json:"markerTimeline,omitempty"`
 }
 
 func cmdStatus(ctx context.Context, env *cliEnv, args []string) int {
@@ -91,8 +99,12 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) int {
 		if err != nil {
 			return fail(env, exitFailure, err)
 		}
-		rep.Source = &sourceStatus{AppID: id.AppID, SystemID: src.SystemID, Database: src.Database, Slot: src.Slot, Adopted: id.Adopted}
+		rep.Source = &sourceStatus{AppID: id.AppID, SystemID: src.SystemID, Database: src.Database, Slot: src.Slot, Adopted: id.Adopted,
+			Timeline: src.Timeline}
 		if rep.Topics, rep.Groups, err = topicStatuses(ctx, store, id.AppID); err != nil {
+			return fail(env, exitFailure, err)
+		}
+		if err := sourceTimeline(ctx, store, id, &rep); err != nil {
 			return fail(env, exitFailure, err)
 		}
 		if rep.Others, err = otherSources(ctx, store, id.AppID); err != nil {
@@ -112,6 +124,37 @@ func cmdStatus(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	printStatus(env, rep)
 	return exitOK
+}
+
+// sourceTimeline adds what the marker and the fork records say of the
+// source's timelines: the timeline its progress is on, its failovers, and
+// each topic's position as a commit LSN of the current timeline.
+func sourceTimeline(ctx context.Context, store storage.Store, id catalog.Identity, rep *statusReport) error {
+	if id.Marker == nil {
+		return nil
+	}
+	rep.Source.MarkerTimeline = id.Marker.Timeline
+	pos, err := id.Marker.Positions()
+	if err != nil {
+		return err
+	}
+	if !pos.Identity() {
+		for i := range rep.Topics {
+			if t := &rep.Topics[i]; t.TxnVersion != "" {
+				t.TxnVersion = lsnString(max(pos.Through(t.position), 0))
+			}
+		}
+	}
+	forks, err := catalog.ListForks(ctx, store)
+	if err != nil {
+		return err
+	}
+	for _, f := range statuspage.Failovers(forks) {
+		if f.AppID == id.AppID {
+			rep.Failovers = append(rep.Failovers, f)
+		}
+	}
+	return nil
 }
 
 // otherSources lists the other relays whose markers the store holds: the
@@ -143,6 +186,7 @@ func printStatus(env *cliEnv, rep statusReport) {
 	for _, o := range rep.Others {
 		fmt.Fprintf(env.stdout, "  also in this store: appId %s (system %s database %q slot %s)\n", o.AppID, o.SystemID, o.Database, o.Slot)
 	}
+	printFailovers(env, rep)
 	s := rep.Slot
 	if !s.Exists {
 		fmt.Fprintf(env.stdout, "slot %s: does not exist (first start creates it; `relay run`)\n", s.Name)
@@ -209,4 +253,19 @@ func printTopicStatuses(env *cliEnv, topics []topicStatus, groups bool) {
 		fmt.Fprintf(tw, "%s\t%s%d\t%s\t%d\t%s\t%s\n", t.Topic, table, t.Version, t.TxnVersion, t.Files, records, t.Problem)
 	}
 	_ = tw.Flush()
+}
+
+// printFailovers says which timeline the source and the relay are on, and
+// each failover the relay followed with its phantoms.
+func printFailovers(env *cliEnv, rep statusReport) {
+	if src := rep.Source; src != nil && src.MarkerTimeline != 0 && src.MarkerTimeline != src.Timeline {
+		fmt.Fprintf(env.stdout, "  timeline: the source is on %d, the relay's progress on %d: the relay follows the promotion when it next starts\n", src.Timeline, src.MarkerTimeline)
+	}
+	for _, f := range rep.Failovers {
+		fmt.Fprintf(env.stdout, "failover: timeline %d -> %d at %s (found %s): %d phantoms (published from the old timeline, lost with it; `relay reconcile` names them)\n",
+			f.FromTimeline, f.ToTimeline, f.ForkLSN, f.DetectedAt.UTC().Format(time.RFC3339), f.Phantoms)
+		for _, t := range f.Topics {
+			fmt.Fprintf(env.stdout, "  %s: %d phantoms, commit LSNs %s .. %s\n", t.Topic, t.Count, t.FirstLSN, t.LastLSN)
+		}
+	}
 }

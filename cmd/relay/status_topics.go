@@ -22,8 +22,11 @@ type topicStatus struct {
 	// group's table for a grouped topic); -1 when there is none.
 	Version int64 `json:"version"`
 	// TxnVersion is the relay's last committed source position of the
-	// topic: its txn in the table (appId/topic in a group's table).
+	// topic: its txn in the table (appId/topic in a group's table), as the
+	// commit LSN of the source's current timeline it holds everything up
+	// to (catalog.Positions.Through); position is the txn version itself.
 	TxnVersion string `json:"txnLsn,omitempty"`
+	position   int64
 	// Files and Records are the topic's active files and rows, by the
 	// files' stats. In a group's table Files counts the files whose stats
 	// may hold the topic, Records the rows of those that hold it alone,
@@ -156,7 +159,7 @@ func tableStatus(p catalog.Placement, t tableSnap, appID string, registered bool
 	default:
 		ts.Version = t.snap.Version
 		if txn, ok := t.snap.Txns[p.TxnAppID(appID)]; ok {
-			ts.TxnVersion = lsnString(txn.Version)
+			ts.TxnVersion, ts.position = lsnString(txn.Version), txn.Version
 		}
 		topicFiles(&ts, p, t.snap)
 	}

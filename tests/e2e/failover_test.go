@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/tests/metricstest"
 	"github.com/deltabus/deltabus/tests/pgtest"
 	"github.com/deltabus/deltabus/verify"
 )
@@ -145,7 +148,8 @@ func TestFailoverToLaggingStandby(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("bootstrap --recover: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	p = startRelay(t, env)
+	addr := freeAddr(t)
+	p = startRelay(t, env, "--metrics-addr", addr)
 	procs = append(procs, p)
 	newPrimary := ha.standby.DSN("postgres")
 	waitSlotActive(t, newPrimary, "deltabus", p)
@@ -153,11 +157,45 @@ func TestFailoverToLaggingStandby(t *testing.T) {
 	stopProducers()
 	<-produced
 	waitDrained(t, newPrimary, "deltabus", 2*time.Minute)
+	phantoms := checkFailedOver(t, newPrimary, store, true)
+	checkPhantomsShown(t, env, addr, len(phantoms))
 	if err := p.stop(time.Minute); err != nil {
 		t.Fatalf("relay did not stop: %v\n%s", err, p.tail())
 	}
-	phantoms := checkFailedOver(t, newPrimary, store, true)
 	checkReconcileNames(t, env, phantoms)
+}
+
+// checkPhantomsShown wants n phantoms in `relay status --json`, in the
+// relay's /api/status (the operator's page) and in deltabus_phantom_events.
+func checkPhantomsShown(t *testing.T, env []string, addr string, n int) {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, env, "status", "--json", "--relay-addr", "")
+	var st struct {
+		Source    struct{ Timeline, MarkerTimeline uint32 }
+		Failovers []struct{ Phantoms int }
+	}
+	if err := json.Unmarshal([]byte(stdout), &st); code != 0 || err != nil {
+		t.Fatalf("relay status --json: exit %d, %v\n%s%s", code, err, stdout, stderr)
+	}
+	if len(st.Failovers) != 1 || st.Failovers[0].Phantoms != n || st.Source.Timeline != 2 || st.Source.MarkerTimeline != 2 {
+		t.Fatalf("relay status: %+v, want one failover with %d phantoms, on timeline 2", st, n)
+	}
+	var page struct{ Failovers []struct{ Phantoms int } }
+	getJSON(t, "http://"+addr+"/api/status", &page)
+	if len(page.Failovers) != 1 || page.Failovers[0].Phantoms != n {
+		t.Fatalf("/api/status failovers %+v, want one with %d phantoms", page.Failovers, n)
+	}
+	eventually(t, 30*time.Second, "deltabus_phantom_events", func() bool {
+		mfs, err := metricstest.Scrape("http://" + addr + "/metrics")
+		if err != nil || mfs["deltabus_phantom_events"] == nil {
+			return false
+		}
+		total := 0.0
+		for _, m := range mfs["deltabus_phantom_events"].GetMetric() {
+			total += m.GetGauge().GetValue()
+		}
+		return int(total) == n
+	})
 }
 
 // TestFailoverToCaughtUpStandby: a standby that had received everything
@@ -352,4 +390,20 @@ func waitSynced(t *testing.T, dsn, slot string) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("the standby never synchronised slot %s", slot)
+}
+
+// getJSON decodes the JSON a GET of url answers.
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
 }

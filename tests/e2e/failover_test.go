@@ -200,7 +200,8 @@ func checkPhantomsShown(t *testing.T, env []string, addr string, n int) {
 
 // TestFailoverToCaughtUpStandby: a standby that had received everything
 // the relay published: after the recovery nothing is lost, duplicated or
-// phantom.
+// phantom, and every command (rebuild, janitor, status, doctor) works with
+// the HA DSN whose first host is gone.
 func TestFailoverToCaughtUpStandby(t *testing.T) {
 	ha := newHACluster(t, 0, false)
 	url, store := localStore(t)
@@ -231,6 +232,15 @@ func TestFailoverToCaughtUpStandby(t *testing.T) {
 	waitSlotActive(t, newPrimary, "deltabus", p)
 	prod.run(ctx, t, ha.dsn, 2, 400)
 	waitDrained(t, newPrimary, "deltabus", time.Minute)
+	// Every command takes the HA DSN whose first host is now gone.
+	for _, args := range [][]string{{"rebuild", "--topic", "orders"}, {"janitor"}, {"status"}} {
+		if code, stdout, stderr := runCLI(t, env, args...); code != 0 {
+			t.Fatalf("relay %s with the HA DSN after the failover: exit %d\n%s\n%s", args[0], code, stdout, stderr)
+		}
+	}
+	if _, lines, _ := runDoctor(t, env); !strings.HasPrefix(strings.Join(lines["database"], ""), "ok") {
+		t.Fatalf("relay doctor with the HA DSN after the failover: %q", lines["database"])
+	}
 	if err := p.stop(time.Minute); err != nil {
 		t.Fatalf("relay did not stop: %v\n%s", err, p.tail())
 	}

@@ -105,7 +105,7 @@ func TimelineHook(cfg Config, store storage.Store, opts Options) func(context.Co
 // past fork, writes the fork record, then the marker on the new timeline.
 func recordFork(ctx context.Context, store storage.Store, id catalog.Identity, m catalog.Marker, tl uint32, fork pglogrepl.LSN,
 	log *slog.Logger) (catalog.Marker, error) {
-	known, err := knownPhantoms(ctx, store, id.AppID)
+	known, err := knownPhantoms(ctx, store, id.AppID, tl)
 	if err != nil {
 		return m, err
 	}
@@ -150,15 +150,17 @@ func readHistory(ctx context.Context, dsn string, tl uint32) (pgsource.History, 
 	return pgsource.ReadHistory(ctx, conn, tl)
 }
 
-// knownPhantoms returns the ids earlier forks of the source recorded.
-func knownPhantoms(ctx context.Context, store storage.Store, appID string) (map[string]bool, error) {
+// knownPhantoms returns the ids the source's earlier forks recorded: all
+// but the fork to timeline tl, which a run that died before its marker is
+// redoing.
+func knownPhantoms(ctx context.Context, store storage.Store, appID string, tl uint32) (map[string]bool, error) {
 	forks, err := catalog.ListForks(ctx, store)
 	if err != nil {
 		return nil, err
 	}
 	known := map[string]bool{}
 	for _, f := range forks {
-		if f.AppID != appID {
+		if f.AppID != appID || f.ToTimeline == tl {
 			continue
 		}
 		for _, p := range f.Phantoms {

@@ -417,3 +417,63 @@ func getJSON(t *testing.T, url string, v any) {
 		t.Fatalf("GET %s: %v", url, err)
 	}
 }
+
+// TestFailoverSlotBehindStandby: a synchronised failover slot, but no
+// synchronized_standby_slots, and the standby cut off while the relay goes
+// on: the relay, having published past what the standby received, resumes
+// from the synchronised slot by itself, records the events published past
+// the fork as phantoms and relays every transaction of the new timeline
+// once (their commit LSNs restart below positions the topics hold).
+func TestFailoverSlotBehindStandby(t *testing.T) {
+	major := 0
+	for _, m := range pgtest.Versions(t) {
+		if m >= 17 {
+			major = m
+			break
+		}
+	}
+	if major == 0 {
+		t.Fatal("no PostgreSQL 17 or later installed: run `bash scripts/deps.sh pgversions`")
+	}
+	ha := newHACluster(t, major, true)
+	primary := &pgtest.DB{Name: "postgres", DSN: ha.primary.DSN("postgres")}
+	primary.Exec(t, "ALTER SYSTEM RESET synchronized_standby_slots")
+	primary.Exec(t, "SELECT pg_reload_conf()")
+	url, store := localStore(t)
+	env := []string{"DELTABUS_SOURCE=" + ha.dsn, "DELTABUS_STORE=" + url}
+	p := startRelay(t, env)
+	t.Cleanup(func() { logProblems(t, []*relayProc{p}) })
+	waitSlotActive(t, primary.DSN, "deltabus", p)
+
+	ctx, stopProducers := context.WithCancel(context.Background())
+	defer stopProducers()
+	prod := producers{rate: 400}
+	produced := make(chan struct{})
+	go func() { prod.run(ctx, t, ha.dsn, 4, 1<<30); close(produced) }()
+	waitSynced(t, ha.standby.DSN("postgres"), "deltabus")
+	received, err := ha.standby.StopReceiving(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fork, _ := pglogrepl.ParseLSN(received)
+	waitConfirmedPast(t, primary.DSN, fork+64<<10)
+	if err := ha.primary.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ha.standby.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	newPrimary := ha.standby.DSN("postgres")
+	waitSlotActive(t, newPrimary, "deltabus", p)
+	time.Sleep(2 * time.Second) // the new primary's transactions stream
+	stopProducers()
+	<-produced
+	waitDrained(t, newPrimary, "deltabus", 2*time.Minute)
+	if done, err := p.exited(); done {
+		t.Fatalf("the relay exited: %v\n%s", err, p.tail())
+	}
+	checkFailedOver(t, newPrimary, store, true)
+	if err := p.stop(time.Minute); err != nil {
+		t.Fatalf("relay did not stop: %v\n%s", err, p.tail())
+	}
+}

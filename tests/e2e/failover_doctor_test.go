@@ -15,17 +15,7 @@ import (
 // holds once it does not; on an older major it says a promotion means a
 // recovery.
 func TestDoctorChecksFailover(t *testing.T) {
-	major := 0
-	for _, m := range pgtest.Versions(t) {
-		if m >= 17 {
-			major = m
-			break
-		}
-	}
-	if major == 0 {
-		t.Fatal("no PostgreSQL 17 or later installed: run `bash scripts/deps.sh pgversions`")
-	}
-	ha := newHACluster(t, major, true)
+	ha := newHACluster(t, failoverSlotMajors(t)[0], true)
 	primary := &pgtest.DB{Name: "postgres", DSN: ha.primary.DSN("postgres")}
 	applyRoles(t, primary, "app_producer")
 	primary.Exec(t, "ALTER SYSTEM RESET synchronized_standby_slots")

@@ -70,24 +70,42 @@ func newHACluster(t *testing.T, major int, syncSlots bool) *haCluster {
 // standby never received.
 func waitConfirmedPast(t *testing.T, dsn string, lsn pglogrepl.LSN) {
 	t.Helper()
+	waitTrue(t, dsn, time.Minute, "the relay confirmed past "+lsn.String(),
+		`SELECT coalesce(bool_or(confirmed_flush_lsn > $1::pg_lsn), false) FROM pg_replication_slots WHERE slot_name = 'deltabus'`, lsn.String())
+}
+
+// waitTrue polls a query of one boolean on dsn until it is true.
+func waitTrue(t *testing.T, dsn string, limit time.Duration, what, query string, args ...any) {
+	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		var past *bool
-		if err := conn.QueryRow(ctx, `SELECT confirmed_flush_lsn > $1::pg_lsn FROM pg_replication_slots WHERE slot_name = 'deltabus'`, lsn.String()).Scan(&past); err != nil {
+	eventually(t, limit, what, func() bool {
+		var ok bool
+		if err := conn.QueryRow(ctx, query, args...).Scan(&ok); err != nil {
 			t.Fatal(err)
 		}
-		if past != nil && *past {
-			return
+		return ok
+	})
+}
+
+// failoverSlotMajors returns the installed majors that synchronise
+// failover slots (17 and later); none fails the test.
+func failoverSlotMajors(t *testing.T) []int {
+	t.Helper()
+	var majors []int
+	for _, m := range pgtest.Versions(t) {
+		if m >= 17 {
+			majors = append(majors, m)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("the relay never confirmed past %s", lsn)
+	if len(majors) == 0 {
+		t.Fatal("no PostgreSQL 17 or later installed: run `bash scripts/deps.sh pgversions`")
+	}
+	return majors
 }
 
 // waitExit waits for the relay to exit by itself and returns its log.
@@ -320,16 +338,7 @@ var reconcileRecent = []string{"reconcile", "--last", "10m", "--window", "1s", "
 // slot by itself, within 10 s of the promotion: no recovery, no operator,
 // nothing lost, duplicated or phantom.
 func TestFailoverSlotResumes(t *testing.T) {
-	var majors []int
-	for _, m := range pgtest.Versions(t) {
-		if m >= 17 {
-			majors = append(majors, m)
-		}
-	}
-	if len(majors) == 0 {
-		t.Fatal("no PostgreSQL 17 or later installed: run `bash scripts/deps.sh pgversions`")
-	}
-	for _, major := range majors {
+	for _, major := range failoverSlotMajors(t) {
 		t.Run(fmt.Sprintf("PostgreSQL%d", major), func(t *testing.T) { failoverSlotResumes(t, major) })
 	}
 }
@@ -381,25 +390,8 @@ func failoverSlotResumes(t *testing.T, major int) {
 // copy of the slot: one a promotion keeps.
 func waitSynced(t *testing.T, dsn, slot string) {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		var ok bool
-		err := conn.QueryRow(ctx, `SELECT coalesce(bool_or(synced AND NOT temporary), false) FROM pg_replication_slots WHERE slot_name = $1`, slot).Scan(&ok)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("the standby never synchronised slot %s", slot)
+	waitTrue(t, dsn, 2*time.Minute, "the standby synchronises slot "+slot,
+		`SELECT coalesce(bool_or(synced AND NOT temporary), false) FROM pg_replication_slots WHERE slot_name = $1`, slot)
 }
 
 // getJSON decodes the JSON a GET of url answers.
@@ -425,17 +417,7 @@ func getJSON(t *testing.T, url string, v any) {
 // the fork as phantoms and relays every transaction of the new timeline
 // once (their commit LSNs restart below positions the topics hold).
 func TestFailoverSlotBehindStandby(t *testing.T) {
-	major := 0
-	for _, m := range pgtest.Versions(t) {
-		if m >= 17 {
-			major = m
-			break
-		}
-	}
-	if major == 0 {
-		t.Fatal("no PostgreSQL 17 or later installed: run `bash scripts/deps.sh pgversions`")
-	}
-	ha := newHACluster(t, major, true)
+	ha := newHACluster(t, failoverSlotMajors(t)[0], true)
 	primary := &pgtest.DB{Name: "postgres", DSN: ha.primary.DSN("postgres")}
 	primary.Exec(t, "ALTER SYSTEM RESET synchronized_standby_slots")
 	primary.Exec(t, "SELECT pg_reload_conf()")

@@ -151,7 +151,7 @@ func (w *FileWriter) BufferedBytes() int64 {
 // many topics filling while the previous one closes would otherwise hold
 // hundreds of megabytes the budget never saw (issue 30: 226 MB of 339).
 func (w *FileWriter) MemoryBytes() int64 {
-	return max(w.PendingBytes(), w.rows.heldBytes()) + w.BufferedBytes()
+	return w.rows.countedBytes() + w.BufferedBytes()
 }
 
 // minSpill is the smallest in-memory file BoundPending writes to the store

@@ -18,6 +18,8 @@
 //	                                  (Group): rows of many topics in each data file
 //	_dead_letter/                     the dead-letter topic: rows the relay could not route
 //	_reconciliation/                  the reconciler's results (package reconcile)
+//	_transactions/                    one record per source transaction that published
+//	                                  events (package txlog)
 //	_deltabus/                        the catalog (Prefix)
 //	  topics/<topic>                  registry entry, written right after the table's
 //	                                  version 0: a registered topic without a table was
@@ -42,6 +44,7 @@
 //	  topicmeta/<topic>.json          TopicMeta: a topic's owner and description
 //	                                  (relay topics describe; package topicmeta)
 //	  unitycatalog/<appId>.json       the relay's Unity Catalog registrations (package governance)
+//	  resolved/<appId>.json           Resolved: the source's resolved position
 //
 // Topic names are lowercase `[a-z0-9][a-z0-9._-]*` (names starting with "_"
 // are internal), relay appIds are `deltabus-<system id>-<slot>` (or an
@@ -124,6 +127,47 @@
 //
 // Rows the router cannot turn into events go to _dead_letter under the
 // same rules; a DELETE of an outbox row is not an event.
+//
+// # Transaction records and resolved positions
+//
+// With transaction records on (the default), the relay also keeps, per
+// source, the _transactions table (package txlog) and a resolved position
+// (Resolved, resolved/<appId>.json). Write R(A) for the txn version of
+// appId A in _transactions.
+//
+//  8. A record after its events. The session counts each transaction's
+//     rows by the table they go to, whether the batch takes them or the
+//     table already holds them (3), and adds the transaction's record to
+//     the batch that acknowledges it (a paced table's carried rows take
+//     their transactions' records with them into the next batch). The
+//     committer commits a batch's records, with the txn {A, version = c(last
+//     recorded transaction)}, after every topic commit of the batch
+//     returned, and moves the durable position only then. So a record seen
+//     means every event it counts is in a committed version of its table.
+//  9. One record per transaction. A crash before the records' commit
+//     leaves the durable position where it was: PostgreSQL sends the
+//     transactions again (2), the topics skip them (3), their rows are
+//     counted all the same, and the records are written once. A session
+//     adds no record for a transaction with c(T) <= R(A) (recorded before
+//     a restart); a records commit that finds A at or beyond its version
+//     was made by another instance and fences this one (5).
+//  10. Holds stop records. A transaction with a row a hold drops (7) gets
+//     no record in this session, nor does any transaction after it: R(A)
+//     only grows, so records stay in commit order, and since nothing past
+//     the hold is acknowledged, the next session records them once the
+//     hold is lifted. While a topic is held, records and the resolved
+//     position stop at the hold for every topic of the source.
+//  11. Resolved positions. The relay publishes the position it
+//     acknowledges (the durable position, capped by its holds) as
+//     Resolved.LSN, at most every --resolved-interval, never lower than the
+//     one stored. Every transaction T of the source with c(T) < LSN ended
+//     at or before it, so by 1 and 8 each of its events is in its topic and
+//     it has its record; every transaction committing later has c(T) >= LSN.
+//     A reader that keeps, of several topics, the source's rows with
+//     commit_lsn below LSN holds each source transaction whole or not at
+//     all: a consistent cut across the topics (subscribe.ReadCut). Rows a
+//     bootstrap or rebuild copied carry c = cp - 1 < LSN and no record: a
+//     snapshot has no transactions.
 //
 // # Many sources, one store
 //

@@ -29,6 +29,7 @@ const (
 	KindRegistration  Kind = "registration"   // unitycatalog/<appId>.json
 	KindGroup         Kind = "group"          // groups/<group>.json
 	KindFork          Kind = "fork"           // forks/<appId>/<timeline>.json
+	KindResolved      Kind = "resolved"       // resolved/<appId>.json
 	// Event contracts (package contract): the names are the topic, the
 	// event type (any text, encoded by EncodeType) and the version.
 	KindContractPolicy Kind = "contract-policy" // contracts/<topic>/policy.json
@@ -142,6 +143,8 @@ func Key(kind Kind, names ...string) (string, error) {
 		return Prefix + "groups/" + names[0] + ".json", nil
 	case KindFork:
 		return Prefix + "forks/" + names[0] + "/" + names[1] + ".json", nil
+	case KindResolved:
+		return Prefix + "resolved/" + names[0] + ".json", nil
 	}
 	panic("catalog.Key: unknown kind " + string(kind))
 }
@@ -167,7 +170,7 @@ func Parse(key string) (kind Kind, names []string, ok bool) {
 			return "", nil, false
 		}
 		kind, names = KindLease, []string{n}
-	case len(parts) == 2 && (parts[0] == "topicmeta" || parts[0] == "unitycatalog" || parts[0] == "groups"):
+	case len(parts) == 2 && (parts[0] == "topicmeta" || parts[0] == "unitycatalog" || parts[0] == "groups" || parts[0] == "resolved"):
 		n, sfx := json(parts[1])
 		if !sfx {
 			return "", nil, false
@@ -178,6 +181,8 @@ func Parse(key string) (kind Kind, names []string, ok bool) {
 			kind = KindRegistration
 		case "groups":
 			kind = KindGroup
+		case "resolved":
+			kind = KindResolved
 		}
 	case len(parts) == 2 && parts[0] == "relays":
 		n, sfx := json(parts[1])

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/deltabus/deltabus/sink"
+	"github.com/deltabus/deltabus/txlog"
 )
 
 // committer turns batches into sink commits in two stages, each running
@@ -61,6 +62,7 @@ type committer struct {
 	// once.
 	overlap bool
 	loggedC chan struct{}
+	txw     *txlog.Writer // the transaction records (txrecords.go), opened at the first
 
 	errOnce   sync.Once
 	err       error
@@ -279,6 +281,9 @@ func (c *committer) commitBatch(ctx context.Context, b *batch) (err error) {
 		g.Go(func() error { return c.commitTopic(gctx, b, name) })
 	}
 	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := c.commitRecords(ctx, b); err != nil {
 		return err
 	}
 	c.advance(b.ackLSN())

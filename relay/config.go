@@ -57,7 +57,13 @@ type Config struct {
 	// for; DefaultLocalTableParallelism on local disk, whose flushes
 	// serialise in the file system whatever runs at once.
 	TableParallelism int
-	StatusInterval   time.Duration // standby status update period
+	// TransactionRecords records each source transaction that published
+	// events in the store's _transactions table (package txlog), after its
+	// events, and publishes the source's resolved position
+	// (catalog.Resolved) at most every ResolvedInterval (0: each second).
+	TransactionRecords bool
+	ResolvedInterval   time.Duration
+	StatusInterval     time.Duration // standby status update period
 	// StreamTimeout is how long the replication stream may stay silent,
 	// a reply having been asked for, before the session is declared dead
 	// and a new one starts (liveness.go). 0 derives it from the server's

@@ -25,8 +25,8 @@ type Metrics struct {
 	stageSeconds    metric.Float64Histogram // a batch's time in each stage, by stage (batchStages)
 	latency         metric.Float64Histogram // source commit -> Delta commit, per batch's last transaction
 
-	deadLetters, skippedEvents, reconnects, watermarksIgnored, races, streamTimeouts atomic.Int64
-	durableLSN, receivedLSN                                                          atomic.Uint64
+	deadLetters, skippedEvents, reconnects, watermarksIgnored, races, streamTimeouts, txRecords atomic.Int64
+	durableLSN, receivedLSN                                                                     atomic.Uint64
 	// heard is when a session last heard from the server (unix
 	// nanoseconds; 0: never).
 	heard atomic.Int64
@@ -75,6 +75,7 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		{"deltabus_reconnects_total", "Replication sessions restarted after an error.", &m.reconnects},
 		{"deltabus_watermarks_ignored_total", "Rebuild watermarks ignored: malformed, or without a matching intent in the store.", &m.watermarksIgnored},
 		{"deltabus_commit_races_total", "Topic commits that lost their table version to another writer (another source's relay, compaction) that did not conflict, and were retried at the next version.", &m.races},
+		{"deltabus_transaction_records_total", "Source transactions recorded in the _transactions table.", &m.txRecords},
 		{"deltabus_stream_timeouts_total", "Replication sessions ended because the server sent nothing for the stream timeout, not even a requested reply.", &m.streamTimeouts},
 	}
 	for i, c := range counters {
@@ -311,6 +312,12 @@ func (m *Metrics) topicCommitted(topic string, events int) {
 func (m *Metrics) deadLetter() {
 	if m != nil {
 		m.deadLetters.Add(1)
+	}
+}
+
+func (m *Metrics) transactionsRecorded(n int) {
+	if m != nil {
+		m.txRecords.Add(int64(n))
 	}
 }
 

@@ -373,6 +373,9 @@ func (r *Relay) serve(ctx, hard context.Context, conn replicationConn, start pgl
 		limit = streamTimeout(r.cfg, 0)
 	}
 	s := newSession(r, conn, com, limit)
+	s.resolved = newResolver(r)
+	go s.resolved.run(hard)
+	defer s.resolved.close()
 	r.health.setStreaming(true)
 	r.markStarted()
 	r.log.Info("streaming", "source", r.id.Source.String(), "app_id", r.id.AppID, "slot", r.cfg.Slot, "publication", r.cfg.Publication, "from_lsn", start, "store", r.store.String(),

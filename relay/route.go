@@ -31,6 +31,7 @@ func (s *session) route(ctx context.Context, row *decoding.Row) error {
 
 func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.Event) error {
 	if s.holds.m[ev.Topic] != nil {
+		s.countHeld(row)
 		s.r.metrics.skipped() // re-read once the hold is lifted
 		return nil
 	}
@@ -41,6 +42,7 @@ func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.
 	switch t.Status {
 	case sink.Missing, sink.Incompatible:
 		if held, err := s.holdTopic(ctx, t, row.CommitLSN); held || err != nil {
+			s.countHeld(row)
 			return err
 		}
 	case sink.Foreign:
@@ -49,10 +51,14 @@ func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.
 	}
 	if int64(row.CommitLSN) <= t.through || t.seam.Covers(row.CommitLSN, row.Xid) {
 		s.r.metrics.skipped()
-		return nil
+		return s.countReplayed(ctx, row, ev)
 	}
 	if s.r.Contracts != nil {
+		before := s.counted(row)
 		if handled, err := s.checkContract(ctx, row, ev, t); handled || err != nil {
+			if err == nil && s.counted(row) == before {
+				s.countHeld(row) // held, not dead-lettered
+			}
 			return err
 		}
 	}
@@ -67,6 +73,7 @@ func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.
 		}
 	}
 	t.lastTx = row.CommitLSN
+	s.count(row, ev.Topic)
 	return s.cur.addEvent(s.pace, ev, t.Table)
 }
 
@@ -75,6 +82,7 @@ func (s *session) deadLetter(ctx context.Context, row *decoding.Row, dl *outbox.
 	if err != nil {
 		return err
 	}
+	s.count(row, outbox.DeadLetterTopic)
 	if int64(row.CommitLSN) <= t.through {
 		return nil
 	}

@@ -57,6 +57,15 @@ type session struct {
 	// piiScratch is the Protector's work space (an encrypted payload).
 	piiScratch pii.Scratch
 
+	// tally counts the current transaction's rows, txPos is the
+	// _transactions position of this source, recordsOff is set once a
+	// transaction was held (txrecords.go).
+	tally      txTally
+	txPos      int64
+	txPosRead  bool
+	recordsOff bool
+	resolved   *resolver
+
 	holds       holds
 	contractGen uint64 // the registry's generation the contract holds were last checked at
 	watermarks  []pendingWatermark
@@ -300,6 +309,9 @@ func (s *session) handle(ctx context.Context, msg decoding.Message) error {
 	case *decoding.Row:
 		return s.route(ctx, m)
 	case *decoding.Commit:
+		if err := s.endTx(ctx, m); err != nil {
+			return err
+		}
 		s.cur.commitTx(m.CommitLSN, m.EndLSN, m.CommitTime)
 		if len(s.watermarks) > 0 {
 			return s.applyWatermarks(ctx)
@@ -393,6 +405,7 @@ func (s *session) maybeHandoff(ctx context.Context, force bool) error {
 			if err != nil {
 				return err
 			}
+			splitRecords(s.cur, next)
 			if !s.com.trySubmit(s.cur) {
 				next.abort()
 				if err := s.com.failed(); err != nil {
@@ -488,6 +501,7 @@ func (s *session) sendStatusAsking(ctx context.Context, ask bool) error {
 		return fmt.Errorf("send standby status: %w", err)
 	}
 	s.r.metrics.acknowledged(uint64(durable))
+	s.resolved.note(durable)
 	s.lastStatus = time.Now()
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/contract"
 	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/pii"
@@ -15,7 +16,7 @@ import (
 )
 
 func cmdConsume(ctx context.Context, env *cliEnv, args []string) int {
-	fs := newFlagSet(env, "consume", "--topic T --group G [--follow] [--from-version N | --from-time T] [--checkpoint postgres://...]")
+	fs := newFlagSet(env, "consume", "--topic T --group G [--follow] [--from-version N | --from-time T] [--checkpoint postgres://...]\n  or: relay consume --topics A,B [--source APPID] [--after LSN] [--follow]")
 	var cfg consume.Config
 	storeURL := fs.String("store", env.getenv("DELTABUS_STORE"), "store URL: file:///path or s3://bucket/prefix (env DELTABUS_STORE)")
 	fs.StringVar(&cfg.Topic, "topic", "", "topic to read")
@@ -29,10 +30,17 @@ func cmdConsume(ctx context.Context, env *cliEnv, args []string) int {
 	logFormat := fs.String("log-format", envOr(env, "DELTABUS_LOG_FORMAT", "text"), "log format (stderr): text or json")
 	logLevel := fs.String("log-level", envOr(env, "DELTABUS_LOG_LEVEL", "warn"), "log level: debug, info, warn, error")
 	validate := fs.Bool("validate", false, "check every event against its contract in the store's registry: a refused event is printed with contract_violation set, and the command exits 1 at the end")
+	var cf cutFlags
+	fs.StringVar(&cf.topics, "topics", "", "whole transactions: read these topics (comma-separated) up to one source's resolved position, printing one JSON line per source transaction with its events of all of them, then {\"resolved\": LSN}")
+	fs.StringVar(&cf.source, "source", "", "with --topics: the source (relay appId) whose cut to read; default: the store's only source")
+	fs.Int64Var(&cf.after, "after", 0, "with --topics: start at this resolved position (the last line of the previous run)")
 	var pf piiFlags
 	pf.register(fs, env)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if cf.topics != "" {
+		return consumeCuts(ctx, env, cf, cfg.Follow, cfg.PollInterval, *storeURL)
 	}
 	start, err := consumeStart(*fromVersion, *fromTime)
 	if err == nil && (cfg.Topic == "" || cfg.Group == "") {
@@ -83,4 +91,21 @@ func consumeStart(version int64, at string) (*subscribe.Start, error) {
 		return &s, nil
 	}
 	return nil, nil
+}
+
+// consumeCuts is relay consume --topics.
+func consumeCuts(ctx context.Context, env *cliEnv, cf cutFlags, follow bool, poll time.Duration, storeURL string) int {
+	for _, t := range cf.topicList() {
+		if err := catalog.CheckName("topic", t); err != nil {
+			return fail(env, exitUsage, fmt.Errorf("--topics: %w", err))
+		}
+	}
+	store, err := daemon.OpenStore(ctx, storeURL, storage.S3Options{})
+	if err != nil {
+		return fail(env, exitUsage, err)
+	}
+	if err := runCuts(ctx, store, cf, follow, poll, env.stdout); err != nil {
+		return fail(env, exitFailure, err)
+	}
+	return exitOK
 }

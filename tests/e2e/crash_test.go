@@ -104,6 +104,7 @@ func crashTest(t testing.TB, storeURL string, store storage.Store, extraEnv []st
 		t.Fatalf("truth slot saw %d inserts, producers wrote %d", len(rows), events)
 	}
 	checkAgainstTruth(t, store, rows)
+	checkTransactionRecords(t, store, rows)
 }
 
 // logProblems prints, after a failure, every warning and error the relay

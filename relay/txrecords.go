@@ -1,0 +1,198 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/deltabus/deltabus/decoding"
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/txlog"
+)
+
+// Transaction records (package txlog; Config.TransactionRecords): the
+// session counts each source transaction's rows by the table they go to,
+// whether the batch takes them or the table already holds them (a
+// replay), and at its commit adds a record to the open batch when the
+// _transactions table does not hold it yet (commit LSN above the txn
+// version of this appId there). A batch's records go with it to the
+// committer, which commits them after every topic commit of the batch
+// returned and before the durable position moves: so a record is seen
+// only once its events are, and a crash before it is replayed. Records
+// whose transaction a carried table still holds move to the next batch
+// with the carried rows (splitRecords).
+//
+// A transaction with a row the relay drops for a hold has no record in
+// this session, nor does any after it: the acknowledged position stays at
+// the hold, the next session reads them again, and the records stay in
+// commit order (the txn version only grows).
+
+// txTally is the current source transaction's rows by table.
+type txTally struct {
+	commit pglogrepl.LSN // 0: no row counted yet
+	xid    int64
+	counts []topicCount
+	held   bool
+}
+
+type topicCount struct {
+	topic string
+	n     int64
+}
+
+// count adds a row of the transaction of row to topic's count.
+func (s *session) count(row *decoding.Row, topic string) {
+	if !s.r.cfg.TransactionRecords {
+		return
+	}
+	t := &s.tally
+	if t.commit != row.CommitLSN {
+		*t = txTally{commit: row.CommitLSN, xid: int64(row.Xid), counts: t.counts[:0]}
+	}
+	for i := range t.counts {
+		if t.counts[i].topic == topic {
+			t.counts[i].n++
+			return
+		}
+	}
+	t.counts = append(t.counts, topicCount{strings.Clone(topic), 1}) // topic may alias the receive buffer
+}
+
+// countHeld marks the transaction of row as dropped in part by a hold.
+func (s *session) countHeld(row *decoding.Row) {
+	if !s.r.cfg.TransactionRecords {
+		return
+	}
+	s.count(row, "")
+	s.tally.counts = s.tally.counts[:len(s.tally.counts)-1]
+	s.tally.held = true
+}
+
+// counted is the number of rows counted in the transaction of row.
+func (s *session) counted(row *decoding.Row) int64 {
+	if s.tally.commit != row.CommitLSN {
+		return 0
+	}
+	var n int64
+	for _, c := range s.tally.counts {
+		n += c.n
+	}
+	return n
+}
+
+// endTx turns the tally of the committed transaction m into a record of
+// the open batch, when it needs one.
+func (s *session) endTx(ctx context.Context, m *decoding.Commit) error {
+	t := &s.tally
+	if !s.r.cfg.TransactionRecords || t.commit != m.CommitLSN {
+		return nil
+	}
+	defer func() { t.commit = 0 }()
+	if t.held {
+		s.recordsOff = true
+	}
+	if s.recordsOff || len(t.counts) == 0 {
+		return nil
+	}
+	if !s.txPosRead {
+		pos, err := txlog.NewWriter(s.r.store, s.r.id.AppID).Position(ctx)
+		if err != nil {
+			return fmt.Errorf("read the transaction records' position: %w", err)
+		}
+		s.txPos, s.txPosRead = pos, true
+	}
+	if int64(m.CommitLSN) <= s.txPos {
+		return nil // recorded before a restart
+	}
+	rec := txlog.Record{Source: s.r.id.AppID, Xid: t.xid, CommitLSN: int64(m.CommitLSN), EndLSN: int64(m.EndLSN),
+		CommitTime: m.CommitTime.UTC(), Topics: make(map[string]int64, len(t.counts))}
+	for _, c := range t.counts {
+		rec.Topics[c.topic] += c.n
+		rec.Events += c.n
+	}
+	s.cur.records = append(s.cur.records, rec)
+	return nil
+}
+
+// splitRecords keeps in b the records of transactions it acknowledges and
+// moves the others (their rows of a carried table are in next) to next.
+func splitRecords(b, next *batch) {
+	ack := int64(b.ackLSN())
+	for i, r := range b.records {
+		if r.EndLSN > ack {
+			next.records = append(append([]txlog.Record(nil), b.records[i:]...), next.records...)
+			b.records = b.records[:i]
+			return
+		}
+	}
+}
+
+// commitRecords commits b's transaction records (the batch's topic
+// commits all returned).
+func (c *committer) commitRecords(ctx context.Context, b *batch) error {
+	if len(b.records) == 0 {
+		return nil
+	}
+	if c.txw == nil {
+		c.txw = txlog.NewWriter(c.r.store, c.r.id.AppID)
+	}
+	if err := c.txw.Commit(ctx, b.records); err != nil {
+		if errors.Is(err, txlog.ErrFenced) {
+			return fatalError{fmt.Errorf("another relay of this source (appId %q) already recorded transactions up to LSN %s; this instance is a zombie and stops: %w",
+				c.r.id.AppID, b.lastLSN, err)}
+		}
+		return err
+	}
+	c.r.metrics.transactionsRecorded(len(b.records))
+	return nil
+}
+
+// replayDest is the table an event the topic already holds went to when it
+// was first streamed, for its transaction's record: the dead-letter table
+// when its contract or its personal data refuse it (as routeEvent decides),
+// "" when its topic would hold on it.
+func (s *session) replayDest(ctx context.Context, ev *outbox.Event) (string, error) {
+	if c := s.r.Contracts; c != nil {
+		v, err := c.Check(ctx, ev.Topic, ev.Type, ev.SchemaVersion, bytesOf(ev.Payload))
+		if err != nil {
+			return "", fmt.Errorf("check event %s of topic %q against its contract: %w", ev.ID, ev.Topic, err)
+		}
+		if v != nil {
+			if c.Policy(ev.Topic).Holds() {
+				return "", nil
+			}
+			return outbox.DeadLetterTopic, nil
+		}
+	}
+	if p := s.r.Protector; p != nil {
+		cp := *ev
+		dl, err := p.Event(ctx, &cp, &s.piiScratch)
+		if err != nil {
+			return "", fmt.Errorf("personal data of an event of topic %q (id %s): %w", ev.Topic, ev.ID, err)
+		}
+		if dl != nil {
+			return outbox.DeadLetterTopic, nil
+		}
+	}
+	return ev.Topic, nil
+}
+
+// countReplayed counts an event its topic already holds.
+func (s *session) countReplayed(ctx context.Context, row *decoding.Row, ev *outbox.Event) error {
+	if !s.r.cfg.TransactionRecords || s.recordsOff || (s.txPosRead && int64(row.CommitLSN) <= s.txPos) {
+		return nil
+	}
+	dest, err := s.replayDest(ctx, ev)
+	if err != nil {
+		return err
+	}
+	if dest == "" {
+		s.countHeld(row)
+		return nil
+	}
+	s.count(row, dest)
+	return nil
+}

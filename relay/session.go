@@ -61,6 +61,7 @@ type session struct {
 	// _transactions position of this source, recordsOff is set once a
 	// transaction was held (txrecords.go).
 	tally      txTally
+	names      map[string]string // interned topic names of the tally
 	txPos      int64
 	txPosRead  bool
 	recordsOff bool

@@ -58,8 +58,29 @@ func (s *session) count(row *decoding.Row, topic string) {
 			return
 		}
 	}
-	t.counts = append(t.counts, topicCount{strings.Clone(topic), 1}) // topic may alias the receive buffer
+	t.counts = append(t.counts, topicCount{s.intern(topic), 1})
 }
+
+// intern returns the session's copy of topic (which may alias the receive
+// buffer): one allocation per topic name, not per transaction. Names are
+// bounded: at most maxInterned are kept, then each is copied.
+func (s *session) intern(topic string) string {
+	if n, ok := s.names[topic]; ok {
+		return n
+	}
+	n := strings.Clone(topic)
+	if len(s.names) < maxInterned {
+		if s.names == nil {
+			s.names = map[string]string{}
+		}
+		s.names[n] = n
+	}
+	return n
+}
+
+// maxInterned bounds the topic names a session keeps: names come from rows
+// anyone can write.
+const maxInterned = 10_000
 
 // countHeld marks the transaction of row as dropped in part by a hold.
 func (s *session) countHeld(row *decoding.Row) {

@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltabus/deltabus/tests/pgtest"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/deltabus/deltabus/migrations"
+	"github.com/deltabus/deltabus/tests/pgtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
@@ -63,5 +65,13 @@ func TestSlotReadsAChange(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+// TestMinMajorIsMigrations: pgtest's oldest major is the one migrations
+// supports.
+func TestMinMajorIsMigrations(t *testing.T) {
+	if pgtest.MinMajor != migrations.MinMajor {
+		t.Fatalf("pgtest.MinMajor %d, migrations.MinMajor %d", pgtest.MinMajor, migrations.MinMajor)
 	}
 }

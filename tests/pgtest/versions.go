@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/deltabus/deltabus/migrations"
 	"github.com/deltabus/deltabus/pgcluster"
 )
 
@@ -19,8 +18,13 @@ import (
 // how scripts/test.sh runs the core end-to-end tests on every supported
 // major. Where the binaries of each major are: package pgcluster.
 
+// MinMajor is migrations.MinMajor, the oldest supported major
+// (TestMinMajorIsMigrations checks they agree): pgtest cannot import
+// migrations, whose dependencies' own tests use pgtest.
+const MinMajor = 14
+
 // Versions returns the supported major versions installed here (from
-// migrations.MinMajor on), oldest first. None fails the test.
+// MinMajor on), oldest first. None fails the test.
 func Versions(t testing.TB) []int {
 	t.Helper()
 	all, err := pgcluster.Majors()
@@ -29,12 +33,12 @@ func Versions(t testing.TB) []int {
 	}
 	var majors []int
 	for _, m := range all {
-		if m >= migrations.MinMajor {
+		if m >= MinMajor {
 			majors = append(majors, m)
 		}
 	}
 	if len(majors) == 0 {
-		t.Fatalf("no PostgreSQL %d or later installed (found %v): run `bash scripts/deps.sh postgres pgversions`", migrations.MinMajor, all)
+		t.Fatalf("no PostgreSQL %d or later installed (found %v): run `bash scripts/deps.sh postgres pgversions`", MinMajor, all)
 	}
 	return majors
 }

@@ -27,6 +27,10 @@ type Slot struct {
 	WALStatus    string        `json:"walStatus,omitempty"` // reserved, extended, unreserved, lost
 	ConfirmedLSN pglogrepl.LSN `json:"-"`
 	RestartLSN   pglogrepl.LSN `json:"-"`
+	// WALEnd is the server's WAL write position when the slot was read.
+	// Read with a free slot, it is past every transaction any relay that
+	// held the slot before could have received.
+	WALEnd pglogrepl.LSN `json:"-"`
 	// SafeWALSize is how many bytes of WAL may still be written before
 	// PostgreSQL invalidates the slot; nil when unlimited.
 	SafeWALSize   *int64 `json:"safeWalSizeBytes,omitempty"`
@@ -77,20 +81,25 @@ func lsnText(l pglogrepl.LSN) string {
 // and ReplyAge empty, as if it had gone before.
 func ReadSlot(ctx context.Context, conn *pgx.Conn, name string) (Slot, error) {
 	s := Slot{Name: name}
-	var confirmed, restart, db *string
+	var plugin, confirmed, restart, db *string
+	var end string
 	err := conn.QueryRow(ctx, `
 		SELECT s.plugin, s.database, s.active_pid, coalesce(s.wal_status, ''), s.confirmed_flush_lsn::text, s.restart_lsn::text,
-		       s.safe_wal_size, coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn), 0)::bigint,
-		       (to_jsonb(s) ->> 'failover')::bool, (to_jsonb(s) ->> 'synced')::bool
-		FROM pg_replication_slots s WHERE s.slot_name = $1`, name).
-		Scan(&s.Plugin, &db, &s.ActivePID, &s.WALStatus, &confirmed, &restart, &s.SafeWALSize, &s.RetainedBytes, &s.Failover, &s.Synced)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return s, nil
+		       s.safe_wal_size, coalesce(pg_wal_lsn_diff(w.lsn, s.restart_lsn), 0)::bigint,
+		       (to_jsonb(s) ->> 'failover')::bool, (to_jsonb(s) ->> 'synced')::bool, w.lsn::text
+		FROM (SELECT CASE WHEN pg_is_in_recovery() THEN coalesce(pg_last_wal_replay_lsn(), '0/0') ELSE pg_current_wal_lsn() END AS lsn) w
+		LEFT JOIN pg_replication_slots s ON s.slot_name = $1`, name).
+		Scan(&plugin, &db, &s.ActivePID, &s.WALStatus, &confirmed, &restart, &s.SafeWALSize, &s.RetainedBytes, &s.Failover, &s.Synced, &end)
+	if err == nil {
+		s.WALEnd, err = pglogrepl.ParseLSN(end)
+	}
+	if err == nil && plugin == nil {
+		return s, nil // no such slot
 	}
 	if err != nil {
 		return s, fmt.Errorf("read replication slot %q: %w", name, err)
 	}
-	s.Exists = true
+	s.Exists, s.Plugin = true, *plugin
 	if db != nil {
 		s.Database = *db
 	}

@@ -61,7 +61,7 @@ func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn, repl *predia
 		return 0, err
 	}
 	if slot.ActivePID != nil {
-		if slot, id, err = r.waitSlotFree(ctx, hard, sql, repl, id); err != nil {
+		if slot, id, src, err = r.waitSlotFree(ctx, hard, sql, repl, id, src); err != nil {
 			return 0, err
 		}
 	}
@@ -82,7 +82,7 @@ func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn, repl *predia
 	if err := slot.CheckUsable(sql.Config().Database); err != nil {
 		return 0, err
 	}
-	if err := r.followTimeline(hard, src, slot.ConfirmedLSN); err != nil {
+	if err := r.followTimeline(hard, src, slot); err != nil {
 		return 0, err
 	}
 	r.setFailover = nil
@@ -95,14 +95,15 @@ func (r *Relay) preflight(ctx, hard context.Context, sql *pgx.Conn, repl *predia
 // followTimeline makes the session's positions the source's: when the
 // marker names another timeline than the server's (a promotion or a
 // point-in-time recovery happened since the relay last streamed), the
-// FollowTimeline hook first records the fork and any new epoch. walEnd is
-// the server's WAL end, against which every topic's position is checked
-// when the session opens it (topics.get).
-func (r *Relay) followTimeline(ctx context.Context, src pgsource.Identity, slot pglogrepl.LSN) error {
+// FollowTimeline hook first records the fork and any new epoch. The WAL
+// end read with the free slot is the one every topic's position is
+// checked against when the session opens it (topics.get): no relay that
+// held the slot before received a transaction past it.
+func (r *Relay) followTimeline(ctx context.Context, src pgsource.Identity, slot pgsource.Slot) error {
 	m := *r.id.Marker
 	if m.Timeline != src.Timeline && src.Timeline != 0 && r.FollowTimeline != nil {
 		var err error
-		if m, err = r.FollowTimeline(ctx, r.id, src, slot); err != nil {
+		if m, err = r.FollowTimeline(ctx, r.id, src, slot.ConfirmedLSN); err != nil {
 			return err
 		}
 		r.id.Marker = &m
@@ -111,7 +112,7 @@ func (r *Relay) followTimeline(ctx context.Context, src pgsource.Identity, slot 
 	if err != nil {
 		return usererr.New(err, "%s: the store's record of this source is damaged", err)
 	}
-	r.positions, r.walEnd = pos, src.WALEnd
+	r.positions, r.walEnd = pos, slot.WALEnd
 	r.metrics.forks(m.Timeline, r.id.AppID, nil)
 	if m.Timeline > 1 || len(m.Epochs) > 0 {
 		go r.reportForks(ctx, m.Timeline, r.id.AppID) // a source that failed over: its phantoms, off the start's path
@@ -154,8 +155,10 @@ func (r *Relay) checkWritable(ctx context.Context, appID string) error {
 
 // waitSlotFree waits while another process holds the slot (a standby;
 // without --standby it fails at once, naming the holder) and then reads
-// the source's identity again: the holder may have moved on meanwhile.
-func (r *Relay) waitSlotFree(ctx, hard context.Context, sql *pgx.Conn, repl *predial, id catalog.Identity) (pgsource.Slot, catalog.Identity, error) {
+// the source's identity again: the holder may have moved on meanwhile, and
+// the server may have been promoted onto another timeline.
+func (r *Relay) waitSlotFree(ctx, hard context.Context, sql *pgx.Conn, repl *predial, id catalog.Identity,
+	src pgsource.Identity) (pgsource.Slot, catalog.Identity, pgsource.Identity, error) {
 	waiting, waited := r.standbyWaiting(), false
 	slot, err := pgsource.WaitSlotFree(ctx, sql, r.cfg.Slot, r.cfg.Standby, 2*time.Second, func(s pgsource.Slot) {
 		repl.discard() // a standby may wait for hours: it holds no walsender meanwhile
@@ -163,10 +166,10 @@ func (r *Relay) waitSlotFree(ctx, hard context.Context, sql *pgx.Conn, repl *pre
 		waiting(s)
 	})
 	if err != nil || !waited {
-		return slot, id, err
+		return slot, id, src, err
 	}
-	id, err = r.identify(hard, sql)
-	return slot, id, err
+	src, id, err = r.identify(hard, sql)
+	return slot, id, src, err
 }
 
 // standbyWaiting logs, at most once a minute, who holds the slot.
@@ -183,12 +186,13 @@ func (r *Relay) standbyWaiting() func(pgsource.Slot) {
 
 // identify reads which source the DSN leads to and which appId its
 // progress is kept under in the store (catalog.ResolveAppID).
-func (r *Relay) identify(ctx context.Context, sql *pgx.Conn) (catalog.Identity, error) {
+func (r *Relay) identify(ctx context.Context, sql *pgx.Conn) (pgsource.Identity, catalog.Identity, error) {
 	src, err := pgsource.Identify(ctx, sql, r.cfg.Slot)
 	if err != nil {
-		return catalog.Identity{}, err
+		return src, catalog.Identity{}, err
 	}
-	return catalog.ResolveAppID(ctx, r.store, src.Source, r.cfg.AppID)
+	id, err := catalog.ResolveAppID(ctx, r.store, src.Source, r.cfg.AppID)
+	return src, id, err
 }
 
 func (r *Relay) firstStart(ctx context.Context) (pglogrepl.LSN, error) {

@@ -77,8 +77,8 @@ type Relay struct {
 	// refuses a slot the relay cannot safely stream from.
 	FollowTimeline func(ctx context.Context, id catalog.Identity, src pgsource.Identity, slot pglogrepl.LSN) (catalog.Marker, error)
 	// positions maps the source's commit LSNs to its positions (the txn
-	// versions its topics record), walEnd is the source's WAL end when the
-	// session began: set by each session's preflight.
+	// versions its topics record), walEnd is the source's WAL end read
+	// with the free slot: set by each session's preflight.
 	positions catalog.Positions
 	walEnd    pglogrepl.LSN
 	// setFailover, when set by preflight, is the FAILOVER setting the slot

@@ -119,11 +119,19 @@
 //     transaction, the relay acknowledges the server's WAL end from a
 //     keepalive: every transaction before it was decoded and, by 1, is
 //     durable; so WAL written by other tables is not held.
-//  7. Holds. A topic held for a rebuild, or because its table is missing or
-//     was changed incompatibly, drops its events from the hold position H
-//     on, and the relay never acknowledges beyond H, so those events are
-//     sent again once the hold is lifted. Other topics stream on; on their
-//     replay they skip what they hold (3).
+//  7. Holds. A topic held for a rebuild, because its table is missing or
+//     was changed incompatibly, or because an event broke its contract
+//     under a hold policy (H = that event's commit LSN), drops its events
+//     from the hold position H on, and the relay never acknowledges beyond
+//     H, so those events are sent again once the hold is lifted. Other
+//     topics stream on; on their replay they skip what they hold (3). A
+//     hold that starts while rows of its topic from transactions before H
+//     wait in the open batch (a batch delay, a busy committer, rows
+//     carried by pacing) caps the topic's position in that batch's commit
+//     at H - 1 (sink.Batch.Hold), never the batch's own, which is past H:
+//     every row of the topic in the batch is of a transaction before H, so
+//     v(t) < H, and the re-read after the lift takes the topic's events
+//     from H on instead of skipping them as held (3).
 //
 // Rows the router cannot turn into events go to _dead_letter under the
 // same rules; a DELETE of an outbox row is not an event.
@@ -289,7 +297,8 @@
 //     at or beyond its version: a zombie's batch lands for no topic.
 //   - Holds (7) are per topic: a held topic's events are dropped before
 //     they reach the batch, so the group commit holds the other topics
-//     only, and the held topic's v(t) does not move.
+//     only, and the held topic's v(t) does not move past H - 1 (its txn in
+//     the commit that holds its rows from before H is capped there).
 //   - A rebuild of topic T commits T's snapshot files to the group's table
 //     with txn A/T = R alone (a commit of its own): the other topics'
 //     positions are not touched, and the seam argument is T's alone.

@@ -32,6 +32,14 @@ import (
 // those rows may not commit without the rest, so the session ends
 // (errRewind) and the next one holds the topic from that transaction's
 // first row. The pending hold (Relay.contractHolds) survives the rewind.
+//
+// The topic's rows of earlier transactions may be in the open batch (a
+// busy committer, pacing: sink.Batch.Carry), which ends past the hold.
+// Their commit records, as the topic's position, the hold's commit LSN
+// minus one (sink.Batch.Hold), not the batch's:
+// so the topic's position stays below the hold, and the rewind that lifts
+// it reads the held transactions again instead of skipping them as held
+// (catalog, steps 3 and 7).
 
 // contractHold is a topic held for a refused event.
 type contractHold struct {
@@ -82,6 +90,9 @@ func (s *session) holdForContract(ctx context.Context, topic string, h *contract
 		return nil
 	}
 	s.holds.add(topic, catalog.HoldContract, h.at)
+	// The topic's rows in the open batch are all of transactions before
+	// the hold's: they commit at the position just below it, not past it.
+	s.cur.sb.Hold(topic, int64(h.at)-1)
 	s.r.metrics.paused(topic, uint64(h.at), true)
 	s.r.metrics.skipped()
 	st, _, err := catalog.ReadRebuildState(ctx, s.r.store, s.r.id.AppID, topic)

@@ -25,7 +25,9 @@ type batch struct {
 	// byTopic is the unit of each grouped topic (a group's table is never
 	// named as a topic: topic names cannot start with "_").
 	byTopic map[string]*unit
-	events  int
+	// holds caps the position committed for a held topic (Hold).
+	holds  map[string]int64
+	events int
 
 	mu       sync.Mutex
 	prepared map[string]files
@@ -132,7 +134,32 @@ func (b *batch) Carry(table string, next sink.Batch) error {
 			delete(b.byTopic, name)
 		}
 	}
+	for name, pos := range b.holds {
+		if name == table || (u.shared && u.topics[name] > 0) {
+			n.Hold(name, pos)
+			delete(b.holds, name)
+		}
+	}
 	return nil
+}
+
+// Hold caps the position the commit of the topic's table records for it.
+func (b *batch) Hold(topic string, pos int64) {
+	if b.holds == nil {
+		b.holds = map[string]int64{}
+	}
+	if cur, ok := b.holds[topic]; !ok || pos < cur {
+		b.holds[topic] = pos
+	}
+}
+
+// position is what the commit at pos records for the topic: pos, or its
+// Hold position below it.
+func (b *batch) position(topic string, pos int64) int64 {
+	if h, ok := b.holds[topic]; ok && h < pos {
+		return h
+	}
+	return pos
 }
 
 // Prepare finishes the table's files and writes them to the store
@@ -198,8 +225,9 @@ func (b *batch) Commit(ctx context.Context, table string, pos int64) (sink.Commi
 			return c, fmt.Errorf("commit table %q: %w", table, err)
 		}
 		c.Topics = maps.Clone(u.topics)
-		ca.Txns = groupTxns(b.s.opts.AppID, u.topics, pos)
+		ca.Txns = b.groupTxns(u.topics, pos)
 	} else {
+		pos = b.position(table, pos)
 		ca.Txn = &delta.Txn{AppID: b.s.opts.AppID, Version: pos}
 	}
 	races := t.LostRaces()
@@ -253,12 +281,13 @@ func (s *Sink) warnLargeState(name string, t *delta.Table) {
 		"table", name, "files", files, "tombstones", tombstones)
 }
 
-// groupTxns are a group commit's txns: one per topic, in name order.
-func groupTxns(appID string, topics map[string]int, pos int64) []delta.Txn {
+// groupTxns are a group commit's txns: one per topic, in name order, at
+// pos (a held topic's at its Hold position).
+func (b *batch) groupTxns(topics map[string]int, pos int64) []delta.Txn {
 	names := slices.Sorted(maps.Keys(topics))
 	txns := make([]delta.Txn, len(names))
 	for i, n := range names {
-		txns[i] = delta.Txn{AppID: catalog.TxnAppID(appID, n, true), Version: pos}
+		txns[i] = delta.Txn{AppID: catalog.TxnAppID(b.s.opts.AppID, n, true), Version: b.position(n, pos)}
 	}
 	return txns
 }

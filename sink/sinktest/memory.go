@@ -173,7 +173,9 @@ func (m *Memory) table(name string) *memTable {
 }
 
 // NewBatch starts a batch.
-func (m *Memory) NewBatch() sink.Batch { return &memBatch{m: m, rows: map[string][]Row{}} }
+func (m *Memory) NewBatch() sink.Batch {
+	return &memBatch{m: m, rows: map[string][]Row{}, holds: map[string]int64{}}
+}
 
 // CommitRebuild records the rebuild's position (its rows live in files
 // Memory cannot read; Added placeholder rows stand for them).
@@ -199,9 +201,29 @@ func (m *Memory) CommitRebuild(_ context.Context, rec catalog.RebuildRecord) err
 func (m *Memory) Close(context.Context) {}
 
 type memBatch struct {
-	m    *Memory
-	mu   sync.Mutex       // Commit runs concurrently for different tables
-	rows map[string][]Row // by table
+	m     *Memory
+	mu    sync.Mutex       // Commit runs concurrently for different tables
+	rows  map[string][]Row // by table
+	holds map[string]int64 // Hold positions, by topic
+}
+
+// Hold caps the position the commit of the topic's table records for it.
+func (b *memBatch) Hold(topic string, pos int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cur, ok := b.holds[topic]; !ok || pos < cur {
+		b.holds[topic] = pos
+	}
+}
+
+// position is what a commit at pos records for the topic.
+func (b *memBatch) position(topic string, pos int64) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h, ok := b.holds[topic]; ok && h < pos {
+		return h
+	}
+	return pos
 }
 
 func (b *memBatch) Append(ev *outbox.Event) error {
@@ -234,8 +256,8 @@ func (b *memBatch) Prepare(ctx context.Context, table string) error {
 	return nil
 }
 
-// Commit commits the table's rows: every topic among them moves to pos,
-// or none does.
+// Commit commits the table's rows: every topic among them moves to pos
+// (a held topic to its Hold position), or none does.
 func (b *memBatch) Commit(ctx context.Context, table string, pos int64) (sink.Commit, error) {
 	b.mu.Lock()
 	rows := b.rows[table]
@@ -252,12 +274,16 @@ func (b *memBatch) Commit(ctx context.Context, table string, pos int64) (sink.Co
 	if err := ctx.Err(); err != nil {
 		return sink.Commit{}, err
 	}
-	b.m.mu.Lock()
-	defer b.m.mu.Unlock()
 	counts := map[string]int{}
 	for _, r := range rows {
 		counts[r.Topic]++
 	}
+	positions := map[string]int64{}
+	for name := range counts {
+		positions[name] = b.position(name, pos)
+	}
+	b.m.mu.Lock()
+	defer b.m.mu.Unlock()
 	for name := range counts {
 		t := b.m.table(name)
 		switch {
@@ -265,8 +291,8 @@ func (b *memBatch) Commit(ctx context.Context, table string, pos int64) (sink.Co
 			return sink.Commit{}, fmt.Errorf("commit topic %q: %w", name, sink.ErrTableGone)
 		case t.status != sink.Ready:
 			return sink.Commit{}, fmt.Errorf("commit topic %q: %w: %s", name, sink.ErrIncompatible, t.reason)
-		case t.position(b.m.app) >= pos:
-			return sink.Commit{}, fmt.Errorf("topic %q at %d, batch %d: %w", name, t.position(b.m.app), pos, sink.ErrFenced)
+		case t.position(b.m.app) >= positions[name]:
+			return sink.Commit{}, fmt.Errorf("topic %q at %d, batch %d: %w", name, t.position(b.m.app), positions[name], sink.ErrFenced)
 		}
 	}
 	var version int64
@@ -276,7 +302,7 @@ func (b *memBatch) Commit(ctx context.Context, table string, pos int64) (sink.Co
 	}
 	for name := range counts {
 		t := b.m.table(name)
-		t.setPosition(b.m.app, pos)
+		t.setPosition(b.m.app, positions[name])
 		t.versions++
 		version = max(version, t.versions)
 	}
@@ -303,6 +329,15 @@ func (b *memBatch) Carry(table string, next sink.Batch) error {
 		return fmt.Errorf("carry table %q: the next batch already has rows of it", table)
 	}
 	n.rows[table] = rows
+	for _, r := range rows {
+		b.mu.Lock()
+		pos, ok := b.holds[r.Topic]
+		delete(b.holds, r.Topic)
+		b.mu.Unlock()
+		if ok {
+			n.Hold(r.Topic, pos)
+		}
+	}
 	return nil
 }
 

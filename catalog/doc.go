@@ -39,6 +39,8 @@
 //	  rebuilds/<topic>/<appId>/state.json     RebuildState: whether that relay holds the topic
 //	  rebuilds/<topic>/<appId>/intents/<id>.json  Intent: a rebuild or abort the operator asked for
 //	  leases/<holder>.json            Lease: a writer's uncommitted files, kept from VACUUM
+//	  claims/<table>/<appId>.json     Claim: which table (its Delta id) holds that source's
+//	                                  progress of each topic of the table, and up to where
 //	  consumers/<group>/<topic>.json  a consumer group's checkpoint (package subscribe)
 //	  probes/<name>                   written and deleted by the relay's preflight
 //	  topicmeta/<topic>.json          TopicMeta: a topic's owner and description
@@ -311,6 +313,41 @@
 //     topic whose group table is gone, or has another id (deleted and
 //     created again: the topic's rows went with the old one), is held as
 //     a missing table is (7), never restarted empty.
+//
+// # Lost tables
+//
+// By step 1 a source's events are out of the slot once their commit is
+// durable: the table is their only copy. A table that lost them (deleted;
+// replaced by a new table, e.g. by another source's rebuild; restored to
+// an older copy of itself from a backup or S3 object versions, with the
+// same table id and a lower latest version) must never be written on as
+// if the position it records were the source's, or step 3 skips nothing
+// and the lost events stay lost with no hold. So:
+//
+//   - A writer never commits on a log that went back: the version a
+//     commit follows must still be the commit it knows (sink/delta), else
+//     the commit fails as for a deleted table.
+//   - Each source keeps a Claim per table: per topic, the id of the table
+//     holding its progress and the txn version it was seen to hold. The
+//     claim binding a topic to a table is written by the commit that puts
+//     the source's first position into that table, before the relay
+//     acknowledges it; the position is refreshed now and then, at a
+//     graceful stop, and at once when a relay finds the table gone back.
+//   - When a source opens a topic whose table holds less of its progress
+//     than it claims (v_A(t) below the claimed version: a table created
+//     again holds none of it), the topic is held as a missing table is
+//     (7), for that source only, and `relay rebuild --topic T` by that
+//     source restores it: the rebuild commits R past every position the
+//     source had, so the table holds the claim again. Another source's
+//     rebuild restores its own events only, so it never lifts the loss
+//     for others; a table that lost nothing of a source (its commits were
+//     kept) is not held for it. An abort (`relay rebuild --abort`)
+//     resumes the topic from its hold instead, as the operator asked.
+//
+// The one loss a claim cannot see is a table restored, while its relay
+// was killed, to a copy newer than that source's last claim written (the
+// relay refreshes it at most a minute apart while it commits); the
+// dead-letter table, recreated when lost, has no claim.
 //
 // Readers of one topic of a group read the group's table and keep the rows
 // whose topic column is the topic; every data file's stats bound the topic

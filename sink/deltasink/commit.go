@@ -234,6 +234,9 @@ func (b *batch) Commit(ctx context.Context, table string, pos int64) (sink.Commi
 	c.Version, err = t.Commit(ctx, ca)
 	c.Races = int(t.LostRaces() - races)
 	if err != nil {
+		if errors.Is(err, delta.ErrRolledBack) {
+			err = errors.Join(err, b.s.claims.wentBack(ctx, table, t.Metadata().ID, t.Version(), b.s.ownPositions(t, table, u)))
+		}
 		if errors.Is(err, delta.ErrTableGone) {
 			b.s.forget(table)
 		}
@@ -244,7 +247,29 @@ func (b *batch) Commit(ctx context.Context, table string, pos int64) (sink.Commi
 		c.Bytes += a.Size
 	}
 	b.s.warnLargeState(table, t)
+	if err := b.s.claims.committed(ctx, table, t.Metadata().ID, c.Version, b.s.ownPositions(t, table, u), false); err != nil {
+		return c, fmt.Errorf("commit table %q: the commit landed, %w", table, err)
+	}
 	return c, nil
+}
+
+// ownPositions returns the source's positions the handle knows of the
+// table's topics: of u's topics in a group's table, of the topic in its
+// own.
+func (s *Sink) ownPositions(t *delta.Table, table string, u *unit) map[string]int64 {
+	out := map[string]int64{}
+	if !u.shared {
+		if v, ok := t.TxnVersion(s.opts.AppID); ok {
+			out[table] = v
+		}
+		return out
+	}
+	for name := range u.topics {
+		if v, ok := t.TxnVersion(catalog.TxnAppID(s.opts.AppID, name, true)); ok {
+			out[name] = v
+		}
+	}
+	return out
 }
 
 // stateWarnFiles is how many files (active and tombstones) a table keeps
@@ -334,11 +359,15 @@ func (s *Sink) CommitFiles(ctx context.Context, name string, adds []delta.Add, p
 		return -1, err
 	}
 	appID := p.TxnAppID(s.opts.AppID)
+	id := t.Metadata().ID
 	if cur, ok := t.TxnVersion(appID); ok && cur >= pos {
+		if err := s.claims.committed(ctx, p.Table, id, t.Version(), map[string]int64{name: cur}, true); err != nil {
+			return -1, err
+		}
 		return -1, fmt.Errorf("topic %q is at position %d, files for %d: %w", name, cur, pos, sink.ErrFenced)
 	}
 	if p.Shared() {
-		if err := s.registerIn(ctx, p, t.Metadata().ID); err != nil {
+		if err := s.registerIn(ctx, p, id); err != nil {
 			return -1, err
 		}
 	}
@@ -346,6 +375,11 @@ func (s *Sink) CommitFiles(ctx context.Context, name string, adds []delta.Add, p
 		Txn: &delta.Txn{AppID: appID, Version: pos}})
 	if err != nil {
 		return -1, commitError(name, pos, err)
+	}
+	// Written before the caller moves on (a bootstrap's marker, a
+	// rebuild's resolution): the table is now where the topic's progress is.
+	if err := s.claims.committed(ctx, p.Table, id, v, map[string]int64{name: pos}, true); err != nil {
+		return -1, fmt.Errorf("topic %q: the commit landed, %w", name, err)
 	}
 	return v, nil
 }

@@ -30,6 +30,10 @@ type Harness struct {
 	// Group creates topic group name of the topic patterns and returns
 	// the name of its table.
 	Group func(t *testing.T, name string, patterns ...string) string
+	// RollBack restores a table to its state before its last n commits,
+	// as a restore from an older copy of it (a backup, S3 object
+	// versions) does: the same table, a lower latest version.
+	RollBack func(t *testing.T, table string, n int)
 }
 
 // Run runs the conformance suite; newHarness is called once per case.
@@ -56,6 +60,10 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"GroupConcurrentSources", testGroupConcurrentSources},
 		{"Hold", testHold},
 		{"GroupHold", testGroupHold},
+		{"ReplacedTable", testReplacedTable},
+		{"GroupTableReplaced", testGroupTableReplaced},
+		{"RolledBackTable", testRolledBackTable},
+		{"RolledBackWhileStopped", testRolledBackWhileStopped},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newHarness(t)) })
 	}

@@ -130,10 +130,10 @@
 //     hold that starts while rows of its topic from transactions before H
 //     wait in the open batch (a batch delay, a busy committer, rows
 //     carried by pacing) caps the topic's position in that batch's commit
-//     at H - 1 (sink.Batch.Hold), never the batch's own, which is past H:
-//     every row of the topic in the batch is of a transaction before H, so
-//     v(t) < H, and the re-read after the lift takes the topic's events
-//     from H on instead of skipping them as held (3).
+//     just below H's (sink.Batch.Hold), never at the batch's own, which is
+//     past H: every row of the topic in the batch is of a transaction
+//     before H, so v(t) < H, and the re-read after the lift takes the
+//     topic's events from H on instead of skipping them as held (3).
 //
 // Rows the router cannot turn into events go to _dead_letter under the
 // same rules; a DELETE of an outbox row is not an event.
@@ -299,8 +299,8 @@
 //     at or beyond its version: a zombie's batch lands for no topic.
 //   - Holds (7) are per topic: a held topic's events are dropped before
 //     they reach the batch, so the group commit holds the other topics
-//     only, and the held topic's v(t) does not move past H - 1 (its txn in
-//     the commit that holds its rows from before H is capped there).
+//     only, and the held topic's v(t) does not reach H (its txn in the
+//     commit that holds its rows from before H is capped below it).
 //   - A rebuild of topic T commits T's snapshot files to the group's table
 //     with txn A/T = R alone (a commit of its own): the other topics'
 //     positions are not touched, and the seam argument is T's alone.

@@ -384,6 +384,23 @@ func (s *Sink) CommitFiles(ctx context.Context, name string, adds []delta.Add, p
 	return v, nil
 }
 
+// AppendFiles commits data files written elsewhere to a table as one
+// blind append without a txn, creating and registering the table if it
+// does not exist: a rebuild's new dead letters, which their identity
+// deduplicates instead of a position (package bootstrap).
+func (s *Sink) AppendFiles(ctx context.Context, table string, adds []delta.Add) (int64, error) {
+	s.forget(table)
+	t, err := s.table(ctx, table)
+	if err != nil {
+		return -1, err
+	}
+	v, err := t.Commit(ctx, delta.CommitActions{Adds: adds, Operation: "WRITE"})
+	if err != nil {
+		return -1, commitError(table, -1, err)
+	}
+	return v, nil
+}
+
 // CommitRebuild commits a rebuild's snapshot files with its txn version;
 // a table already at that position is left as it is.
 func (s *Sink) CommitRebuild(ctx context.Context, rec catalog.RebuildRecord) error {

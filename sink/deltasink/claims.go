@@ -31,8 +31,8 @@ import (
 //     writes what is left: so a table restored while the relay is stopped
 //     is found out at the next start, unless the copy is newer than the
 //     last claim written (the relay was killed, and the copy was taken
-//     within its last claimEvery). A relay that finds a table gone back
-//     while it runs (delta.ErrRolledBack) writes the claim at once.
+//     within its last claimEvery). A relay that finds a table gone, or
+//     gone back, while it runs writes the claim at once.
 //
 // The dead-letter table has no claim: a lost one is created again, as
 // before.
@@ -126,9 +126,10 @@ func (cs *claims) check(ctx context.Context, table, topic, id string, version, t
 }
 
 // wentBack records the positions a handle had seen the table with id
-// hold at version, once the table was found gone back to an older copy
-// (delta.ErrRolledBack): written at once, so that Open, in this process
-// or the next, finds the loss.
+// hold at version, once the table was found gone (delta.ErrTableGone) or
+// gone back to an older copy (delta.ErrRolledBack): written at once, so
+// that Open, in this process or the next, finds the loss even when the
+// copy is put back where the table was.
 func (cs *claims) wentBack(ctx context.Context, table, id string, version int64, positions map[string]int64) error {
 	return cs.committed(ctx, table, id, version, positions, true)
 }

@@ -234,10 +234,12 @@ func (b *batch) Commit(ctx context.Context, table string, pos int64) (sink.Commi
 	c.Version, err = t.Commit(ctx, ca)
 	c.Races = int(t.LostRaces() - races)
 	if err != nil {
-		if errors.Is(err, delta.ErrRolledBack) {
-			err = errors.Join(err, b.s.claims.wentBack(ctx, table, t.Metadata().ID, t.Version(), b.s.ownPositions(t, table, u)))
-		}
 		if errors.Is(err, delta.ErrTableGone) {
+			// Gone, or gone back to an older copy (perhaps being put back
+			// as this commit looked): the claim records what the handle
+			// saw the table hold, so that no restart takes a restored copy
+			// at its word.
+			err = errors.Join(err, b.s.claims.wentBack(ctx, table, t.Metadata().ID, t.Version(), b.s.ownPositions(t, table, u)))
 			b.s.forget(table)
 		}
 		return c, commitError(table, pos, err)

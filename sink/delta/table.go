@@ -246,6 +246,18 @@ func (t *Table) TxnVersion(appID string) (int64, bool) {
 	return txn.Version, ok
 }
 
+// TxnVersions returns the latest txn version of every appId the handle
+// knows (a copy).
+func (t *Table) TxnVersions() map[string]int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]int64, len(t.snap.Txns))
+	for app, txn := range t.snap.Txns {
+		out[app] = txn.Version
+	}
+	return out
+}
+
 // Refresh re-reads the log (e.g. before resuming after an error). Like a
 // lost commit race, it accepts compatible protocol and metaData changes and
 // refuses others with an IncompatibleChangeError.

@@ -239,7 +239,7 @@ func (b *batch) Commit(ctx context.Context, table string, pos int64) (sink.Commi
 			// as this commit looked): the claim records what the handle
 			// saw the table hold, so that no restart takes a restored copy
 			// at its word.
-			err = errors.Join(err, b.s.claims.wentBack(ctx, table, t.Metadata().ID, t.Version(), b.s.ownPositions(t, table, u)))
+			err = errors.Join(err, b.s.claims.wentBack(ctx, table, t.Metadata().ID, t.Version(), b.s.allPositions(t, table, u)))
 			b.s.forget(table)
 		}
 		return c, commitError(table, pos, err)
@@ -253,6 +253,21 @@ func (b *batch) Commit(ctx context.Context, table string, pos int64) (sink.Commi
 		return c, fmt.Errorf("commit table %q: the commit landed, %w", table, err)
 	}
 	return c, nil
+}
+
+// allPositions returns every position of the source the handle knows in
+// the table: of all its topics in a group's table, not only u's.
+func (s *Sink) allPositions(t *delta.Table, table string, u *unit) map[string]int64 {
+	if !u.shared {
+		return s.ownPositions(t, table, u)
+	}
+	out := map[string]int64{}
+	for app, v := range t.TxnVersions() {
+		if a, topic, ok := catalog.SplitTxnAppID(app); ok && a == s.opts.AppID {
+			out[topic] = v
+		}
+	}
+	return out
 }
 
 // ownPositions returns the source's positions the handle knows of the

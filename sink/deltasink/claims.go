@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/storage"
@@ -66,6 +68,10 @@ const (
 	claimVersions = 10
 	// claimReread is how old a claim read from the store Open trusts.
 	claimReread = 5 * time.Second
+	// flushParallelism is how many claims Close writes at once: a stop
+	// of a relay that wrote thousands of tables must not take a PUT's
+	// time per table.
+	flushParallelism = 16
 )
 
 func newClaims(root storage.Store, appID string, log *slog.Logger) *claims {
@@ -195,18 +201,24 @@ func (cs *claims) flush(ctx context.Context) {
 		all = append(all, c)
 	}
 	cs.mu.Unlock()
+	var g errgroup.Group
+	g.SetLimit(flushParallelism)
 	for _, c := range all {
 		if ctx.Err() != nil {
 			break
 		}
-		c.mu.Lock()
-		if !sameClaim(c.c, c.stored) {
-			if err := cs.write(ctx, c, c.version); err != nil {
-				cs.log.Warn("could not write this source's claim on a table", "table", c.c.Table, "err", err)
+		g.Go(func() error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if !sameClaim(c.c, c.stored) {
+				if err := cs.write(ctx, c, c.version); err != nil {
+					cs.log.Warn("could not write this source's claim on a table", "table", c.c.Table, "err", err)
+				}
 			}
-		}
-		c.mu.Unlock()
+			return nil
+		})
 	}
+	_ = g.Wait()
 	done := make(chan struct{})
 	go func() { cs.bg.Wait(); close(done) }()
 	select {

@@ -12,16 +12,29 @@ import (
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/tests/pgtest"
 )
 
-// contractCLI runs relay commands with env in a test: cli(want, args...)
-// fails the test on another exit code and returns the output; file writes
-// a schema file.
+// contractCLI is a test's source database, slot and local store, and
+// runs relay commands on them: run fails the test on another exit code
+// and returns the output; register registers a schema.
 type contractCLI struct {
-	t   *testing.T
-	env []string
-	dir string
+	t     *testing.T
+	db    *pgtest.DB
+	slot  string
+	url   string
+	store storage.Store
+	env   []string
+	dir   string
+}
+
+func newContractCLI(t *testing.T, slotPrefix string) contractCLI {
+	db := setup(t)
+	url, store := localStore(t)
+	slot := fmt.Sprintf("%s_%08x", slotPrefix, rand.Uint32())
+	return contractCLI{t: t, db: db, slot: slot, url: url, store: store, dir: t.TempDir(),
+		env: []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + url, "DELTABUS_SLOT=" + slot}}
 }
 
 func (c contractCLI) run(want int, args ...string) string {
@@ -60,10 +73,8 @@ func insertEvent(t testing.TB, db *pgtest.DB, topic, typ string, version int, pa
 // topic did not record a position at or past the hold.
 func TestContractHoldInsideABatch(t *testing.T) {
 	t.Parallel()
-	db := setup(t)
-	url, store := localStore(t)
-	slot := fmt.Sprintf("holdbatch_%08x", rand.Uint32())
-	cli := contractCLI{t: t, env: []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + url, "DELTABUS_SLOT=" + slot}, dir: t.TempDir()}
+	cli := newContractCLI(t, "holdbatch")
+	db, slot, store := cli.db, cli.slot, cli.store
 	cli.register("held", "Thing", 1, thingV1)
 	cli.run(0, "contract", "policy", "--topic", "held", "--on-violation", "hold")
 	p := startRelay(t, cli.env, "--batch-max-delay", "1s", "--contracts-poll", "300ms")
@@ -98,10 +109,8 @@ func TestContractHoldInsideABatch(t *testing.T) {
 // dead letter twice.
 func TestContractsOnTheSnapshotPaths(t *testing.T) {
 	t.Parallel()
-	db := setup(t)
-	url, store := localStore(t)
-	slot := fmt.Sprintf("snapcontracts_%08x", rand.Uint32())
-	cli := contractCLI{t: t, env: []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + url, "DELTABUS_SLOT=" + slot}, dir: t.TempDir()}
+	cli := newContractCLI(t, "snapcontracts")
+	db, slot, url, store := cli.db, cli.slot, cli.url, cli.store
 	cli.register("orders", "OrderPlaced", 1, placedV1)
 	cli.run(0, "contract", "policy", "--topic", "orders", "--strict=true")
 

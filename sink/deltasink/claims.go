@@ -28,12 +28,12 @@ import (
 //     table (or into a new table) writes the claim before it returns, so
 //     before the relay acknowledges it: a table replaced later never
 //     passes for one the source never wrote.
-//   - Later commits refresh the claim now and then (claimEvery, and at
-//     least claimVersions versions on), in the background, and Close
-//     writes what is left: so a table restored while the relay is stopped
-//     is found out at the next start, unless the copy is newer than the
-//     last claim written (the relay was killed, and the copy was taken
-//     within its last claimEvery). A relay that finds a table gone, or
+//   - Later commits refresh the claim at most once per claimEvery, in the
+//     background, and Close writes what is left: so a table restored
+//     while the relay is stopped is found out at the next start, unless
+//     the copy is newer than the last claim written (the relay was
+//     killed, and the copy was taken within its last claimEvery of
+//     commits). A relay that finds a table gone, or
 //     gone back, while it runs writes the claim at once.
 //
 // The dead-letter table has no claim: a lost one is created again, as
@@ -50,22 +50,24 @@ type claims struct {
 
 // claimed is one table's claim, in memory and as last read or written.
 type claimed struct {
-	mu      sync.Mutex // serialises reads and writes of the claim
+	// wmu serialises the claim's writes, each of the claim as it was when
+	// it took wmu, so the store always ends with the latest; mu guards
+	// the fields, and is never held across a write, so commits of the
+	// table do not wait for one.
+	wmu     sync.Mutex
+	mu      sync.Mutex
 	c       catalog.Claim
 	stored  catalog.Claim // what the store holds, as far as the sink knows
 	read    time.Time     // when it was last read from the store
 	written time.Time     // when it was last written
-	version int64         // the table's version at that write
 	busy    bool          // a background write is under way
 }
 
 const (
-	// claimEvery and claimVersions space the background refreshes of a
-	// table's claim: at most one a minute, and only once the table moved
-	// on by ten versions (a rarely written topic adds one PUT per ten
-	// commits, a busy one one a minute).
-	claimEvery    = time.Minute
-	claimVersions = 10
+	// claimEvery spaces the background refreshes of a table's claim: a
+	// busy table adds one PUT a minute (a group's, one for all its
+	// topics), one that commits less often one per commit at most.
+	claimEvery = time.Minute
 	// claimReread is how old a claim read from the store Open trusts.
 	claimReread = 5 * time.Second
 	// flushParallelism is how many claims Close writes at once: a stop
@@ -150,8 +152,8 @@ func (cs *claims) committed(ctx context.Context, table, id string, version int64
 	}
 	c := cs.of(table)
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if err := cs.load(ctx, c, 0); err != nil {
+		c.mu.Unlock()
 		return fmt.Errorf("read this source's claim on table %s: %w", table, err)
 	}
 	bind := sync
@@ -159,36 +161,47 @@ func (cs *claims) committed(ctx context.Context, table, id string, version int64
 		c.c.Note(topic, id, pos, version)
 		bind = bind || !c.stored.Binds(topic, id)
 	}
+	due := !bind && !c.busy && time.Since(c.written) >= claimEvery
+	c.busy = c.busy || due
+	c.mu.Unlock()
 	if bind {
-		if sameClaim(c.c, c.stored) {
-			return nil
-		}
-		return cs.write(ctx, c, version)
+		return cs.write(ctx, c)
 	}
-	if !c.busy && time.Since(c.written) >= claimEvery && version >= c.version+claimVersions {
-		c.busy = true
+	if due {
 		cs.bg.Add(1)
 		go func() {
 			defer cs.bg.Done()
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			c.busy = false
 			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer cancel()
-			if err := cs.write(wctx, c, version); err != nil {
+			if err := cs.write(wctx, c); err != nil {
 				cs.log.Warn("could not refresh this source's claim on a table (retried at a later commit)", "table", table, "err", err)
 			}
+			c.mu.Lock()
+			c.busy = false
+			c.mu.Unlock()
 		}()
 	}
 	return nil
 }
 
-// write stores the claim; c.mu held.
-func (cs *claims) write(ctx context.Context, c *claimed, version int64) error {
-	if err := catalog.WriteClaim(ctx, cs.root, c.c); err != nil {
-		return fmt.Errorf("write this source's claim on table %s: %w", c.c.Table, err)
+// write stores the claim as it is now, unless the store holds it already.
+func (cs *claims) write(ctx context.Context, c *claimed) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.mu.Lock()
+	if sameClaim(c.c, c.stored) {
+		c.written = time.Now()
+		c.mu.Unlock()
+		return nil
 	}
-	c.stored, c.written, c.version = cloneClaim(c.c), time.Now(), max(c.version, version)
+	snap := cloneClaim(c.c)
+	c.mu.Unlock()
+	if err := catalog.WriteClaim(ctx, cs.root, snap); err != nil {
+		return fmt.Errorf("write this source's claim on table %s: %w", snap.Table, err)
+	}
+	c.mu.Lock()
+	c.stored, c.written = snap, time.Now()
+	c.mu.Unlock()
 	return nil
 }
 
@@ -208,12 +221,8 @@ func (cs *claims) flush(ctx context.Context) {
 			break
 		}
 		g.Go(func() error {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			if !sameClaim(c.c, c.stored) {
-				if err := cs.write(ctx, c, c.version); err != nil {
-					cs.log.Warn("could not write this source's claim on a table", "table", c.c.Table, "err", err)
-				}
+			if err := cs.write(ctx, c); err != nil {
+				cs.log.Warn("could not write this source's claim on a table", "err", err)
 			}
 			return nil
 		})

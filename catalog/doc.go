@@ -136,7 +136,14 @@
 //     topic's events from H on instead of skipping them as held (3).
 //
 // Rows the router cannot turn into events go to _dead_letter under the
-// same rules; a DELETE of an outbox row is not an event.
+// same rules; a DELETE of an outbox row is not an event. So do events
+// their contracts refuse, on every path that writes events (the stream,
+// the first start's snapshot, a recovery, a rebuild) by one judgement
+// (contract.Cache.Judge), with one dead letter each: an event is in its
+// topic or in _dead_letter, never both (a rebuild skips the events
+// _dead_letter holds from its source). Under a hold policy a snapshot
+// path writes nothing and fails instead: it has no commit order to hold
+// a topic at.
 //
 // # Transaction records and resolved positions
 //
@@ -314,6 +321,18 @@
 //     created again: the topic's rows went with the old one), is held as
 //     a missing table is (7), never restarted empty.
 //
+// Readers of one topic of a group read the group's table and keep the rows
+// whose topic column is the topic; every data file's stats bound the topic
+// column, so files that hold no row of it are skipped unread.
+//
+// Where the relay cannot prove that progress it meets is its source's (a
+// marker of this appId for another database, a legacy marker without a
+// system identifier) it refuses to start with one line naming both; it
+// never reads another source's progress as its own. A data directory
+// copied with its slots (not pg_basebackup, which leaves them behind) is
+// the same source to DeltaBus: drop its slots, as PostgreSQL advises for
+// copies.
+//
 // # Lost tables
 //
 // By step 1 a source's events are out of the slot once their commit is
@@ -332,7 +351,8 @@
 //     claim binding a topic to a table is written by the commit that puts
 //     the source's first position into that table, before the relay
 //     acknowledges it; the position is refreshed now and then, at a
-//     graceful stop, and at once when a relay finds the table gone back.
+//     graceful stop, and at once when a relay finds the table gone, or
+//     gone back.
 //   - When a source opens a topic whose table holds less of its progress
 //     than it claims (v_A(t) below the claimed version: a table created
 //     again holds none of it), the topic is held as a missing table is
@@ -348,18 +368,6 @@
 // was killed, to a copy newer than that source's last claim written (the
 // relay refreshes it at most a minute apart while it commits); the
 // dead-letter table, recreated when lost, has no claim.
-//
-// Readers of one topic of a group read the group's table and keep the rows
-// whose topic column is the topic; every data file's stats bound the topic
-// column, so files that hold no row of it are skipped unread.
-//
-// Where the relay cannot prove that progress it meets is its source's (a
-// marker of this appId for another database, a legacy marker without a
-// system identifier) it refuses to start with one line naming both; it
-// never reads another source's progress as its own. A data directory
-// copied with its slots (not pg_basebackup, which leaves them behind) is
-// the same source to DeltaBus: drop its slots, as PostgreSQL advises for
-// copies.
 //
 // # The first start: snapshot, then stream
 //

@@ -16,12 +16,16 @@ import (
 
 	"github.com/deltabus/deltabus/bench"
 	"github.com/deltabus/deltabus/bootstrap"
+	"github.com/deltabus/deltabus/contract"
+	"github.com/deltabus/deltabus/contract/compat"
 	"github.com/deltabus/deltabus/relay"
+	"github.com/deltabus/deltabus/storage"
 )
 
 // BenchmarkBootstrap compares a bootstrap of an outbox of
 // DELTABUS_BENCH_ROWS rows (default 2M) over DELTABUS_BENCH_TOPICS topics
-// (default 4) with `COPY (SELECT * FROM outbox)
+// (default 4), judged against the store's contracts as
+// DELTABUS_BENCH_CONTRACTS says (benchContracts), with `COPY (SELECT * FROM outbox)
 // TO STDOUT (FORMAT binary)` into io.Discard on the same database, and
 // reports the peak RSS of the bootstrap (VmHWM after a reset) and the CPU
 // time the process used per row. The Go runtime is set up as the relay
@@ -52,7 +56,7 @@ func BenchmarkBootstrap(b *testing.B) {
 		baseRSS := rssKiB(b, "VmRSS")
 		cpu := processCPU(b)
 		start := time.Now()
-		res, err := bootstrap.Snapshot(ctx, testConfig(b, db, url), store, bootstrap.Options{Log: testLog(b)})
+		res, err := bootstrap.Snapshot(ctx, testConfig(b, db, url), store, bootstrap.Options{Log: testLog(b), Contracts: benchContracts(b, store)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -119,4 +123,26 @@ func rssKiB(b *testing.B, field string) int64 {
 	}
 	b.Fatalf("%s not in /proc/self/status", field)
 	return 0
+}
+
+// benchContracts is the contract cache of a bootstrap benchmark, by
+// DELTABUS_BENCH_CONTRACTS: "" none (nil); "registry" a cache of the
+// store's registry, which holds nothing (the relay's first start without
+// contracts: it must cost nothing per row); "all" a contract for the
+// events of every topic, each event validated.
+func benchContracts(b *testing.B, store storage.Store) *contract.Cache {
+	switch os.Getenv("DELTABUS_BENCH_CONTRACTS") {
+	case "":
+		return nil
+	case "all":
+		reg := contract.NewRegistry(store, nil)
+		schema := `{"type":"object","required":["i"],"properties":{"i":{"type":"integer"},"note":{"type":"string"}}}`
+		for i := range fillTopics() {
+			if _, err := reg.Register(context.Background(), contract.Registration{Topic: "topic-" + strconv.Itoa(i), Type: "created",
+				Version: 1, Schema: []byte(schema), Mode: compat.None}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return contract.New(store, contract.Options{Poll: -1})
 }

@@ -141,6 +141,7 @@ type topicOut struct {
 	w              *topic.FileWriter
 	set            *idSet        // events the topic already holds
 	seq            *atomic.Int64 // the topic's next seq, shared by all units
+	judged         bool          // the topic has contracts: its events are judged
 	added, skipped int64
 }
 
@@ -312,6 +313,11 @@ func (w *unitWriter) addEvent(ev *outbox.Event, k idKey, ok bool) error {
 		o.skipped++
 		return nil
 	}
+	if o.judged {
+		if refused, err := w.judge(ev); refused || err != nil {
+			return err
+		}
+	}
 	if p := w.j.opts.Protector; p != nil {
 		dl, err := p.Event(w.ctx, ev, &w.pii) // ev.Payload may alias it: Append copies it
 		if err != nil {
@@ -349,7 +355,11 @@ func (w *unitWriter) out(name string) (*topicOut, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &topicOut{name: name, set: w.j.existing[name], seq: w.j.seqOf(name),
+	judged, err := w.j.governed(w.ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	o := &topicOut{name: name, set: w.j.existing[name], seq: w.j.seqOf(name), judged: judged,
 		w: topic.NewFileWriter(w.j.places.store(p), w.j.opts.Files)}
 	w.outs[name] = o
 	return o, nil

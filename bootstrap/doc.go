@@ -67,8 +67,13 @@
 //     the group's other topics skip them by their stats. Past 8 MiB of
 //     unencoded rows across them the largest is encoded into a row group,
 //     so memory is bounded by the writers' buffers, never by the table.
-//     Events already present (step 2) are skipped. When a unit is done its
-//     files are uploaded; they stay invisible (unreferenced) until step 5.
+//     Events already present (step 2) are skipped. Every other event of a
+//     topic with contracts is judged as the stream judges it
+//     (Options.Contracts, contracts.go): a refused one goes to
+//     _dead_letter with the stream's reason, and in a topic that holds on
+//     violations it fails the bootstrap, nothing written. When a unit is
+//     done its files are uploaded; they stay invisible (unreferenced)
+//     until step 5.
 //  5. One Delta commit per topic holds all of its snapshot files, in unit
 //     and worker order, with txn{appId, version = cp - 1}: appId/topic in a
 //     group's table, whose topics are committed one after the other
@@ -122,9 +127,15 @@
 // table's txn version + 1), and seq in (occurred_at, id) order (it reads
 // the one topic through the topic index, in per-topic units); events the
 // table already holds are skipped, so a rebuild of a healthy table adds
-// nothing. Rows the router rejects are left to `_dead_letter`, which
-// received them when they were streamed. A table that cannot be read must
-// be moved away first; Rebuild refuses it with that instruction.
+// nothing. Events _dead_letter holds from this source are skipped too (an
+// event is in its topic or in _dead_letter, never both, whatever the
+// registry says since), and the other events are judged against their
+// contracts as the stream does: dead letters _dead_letter lacks (an event
+// the registry refuses now) are committed to it by the rebuild, before it
+// hands the snapshot over, and a refusal in a topic that holds on
+// violations fails the rebuild with the topic kept paused. A table that
+// cannot be read must be moved away first; Rebuild refuses it with that
+// instruction.
 //
 // A grouped topic is rebuilt the same way inside its group's table: the
 // events it holds and its txn (appId/topic) are read from its rows there,

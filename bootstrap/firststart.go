@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/contract"
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/sink/topic"
@@ -69,6 +70,11 @@ type Options struct {
 	// copied and redacts dead letters of such topics, as the relay's does
 	// (package pii); an event whose key cannot be had fails the copy.
 	Protector *pii.Protector
+	// Contracts, if set, judges every event copied as the relay's stream
+	// does (contract.Cache.Judge): a refused event goes to _dead_letter
+	// with the violation as its reason, or, in a topic that holds on
+	// violations, fails the copy with nothing written (contracts.go).
+	Contracts *contract.Cache
 }
 
 func (o Options) withDefaults() Options {

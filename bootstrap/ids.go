@@ -71,6 +71,27 @@ func (s *idSet) has(k idKey) bool {
 	return ok
 }
 
+// sort makes the set's keys sorted and unique, once they are all in.
+func (s *idSet) sort() {
+	slices.SortFunc(s.keys, cmpKey)
+	s.keys = slices.CompactFunc(s.keys, func(a, b idKey) bool { return a == b })
+}
+
+// union returns a set of the keys of s and o (either may be nil) with s's
+// txn (-1 when s is nil).
+func (s *idSet) union(o *idSet) *idSet {
+	u := &idSet{txn: -1}
+	if s != nil {
+		u.txn = s.txn
+		u.keys = append(u.keys, s.keys...)
+	}
+	if o != nil {
+		u.keys = append(u.keys, o.keys...)
+	}
+	u.sort()
+	return u
+}
+
 func (s *idSet) len() int {
 	if s == nil {
 		return 0
@@ -151,8 +172,7 @@ func tableIDs(ctx context.Context, root storage.Store, table string, ps []catalo
 		}
 	}
 	for _, set := range sets {
-		slices.SortFunc(set.keys, cmpKey)
-		set.keys = slices.CompactFunc(set.keys, func(a, b idKey) bool { return a == b })
+		set.sort()
 	}
 	return sets, nil
 }

@@ -37,6 +37,10 @@ func copyRebuild(ctx context.Context, cfg Config, store storage.Store, pl *place
 	if set != nil && set.txn >= rec.TxnVersion {
 		rec.TxnVersion = set.txn + 1 // the relay committed past the watermark before pausing
 	}
+	dead, err := deadLettersOf(ctx, store, cfg.AppID, name)
+	if err != nil {
+		return rec, fmt.Errorf("rebuild: %w", err)
+	}
 	coord, snapName, err := openExportingConn(ctx, cfg.Source, &rec)
 	if err != nil {
 		return rec, err
@@ -71,20 +75,22 @@ func copyRebuild(ctx context.Context, cfg Config, store storage.Store, pl *place
 	log.Info("rebuild: copying the topic under the snapshot", "snapshot", rec.Snapshot, "seam_end", rec.SeamEnd,
 		"events_in_table", set.len(), "units", len(units))
 	opts.Files.Source = cfg.AppID
+	// Events the stream dead-lettered are skipped as the table's are, and
+	// dead letters _dead_letter holds are not written again.
+	existing := map[string]*idSet{name: set.union(dead.events), outbox.DeadLetterTopic: dead.letters}
 	job := &copyJob{root: store, opts: opts, lsn: pglogrepl.LSN(pos.Through(rec.TxnVersion)), takenAt: rec.Created,
-		existing: map[string]*idSet{name: set}, places: pl, metrics: newMetrics(opts.Metrics), results: map[string][]unitFiles{},
+		existing: existing, places: pl, metrics: newMetrics(opts.Metrics), results: map[string][]unitFiles{},
 		added: map[string]int64{}, skipped: map[string]int64{}}
 	stop := job.reportProgress(ctx, 0)
 	defer stop()
 	if err := job.copyUnits(ctx, conns, units); err != nil {
 		return rec, fmt.Errorf("rebuild: %w", err)
 	}
-	// Rows the router rejects are in the dead-letter topic since they were
-	// streamed; the copies made here are never committed.
-	for _, f := range job.results[outbox.DeadLetterTopic] {
-		for _, a := range f.adds {
-			_ = storage.Sub(store, outbox.DeadLetterTopic).Delete(context.WithoutCancel(ctx), a.Path)
-		}
+	// Dead letters _dead_letter lacks (the registry refuses now what it
+	// admitted when the events were streamed) are committed before the
+	// record: the topic never gets those events, so _dead_letter must.
+	if err := commitDeadLetters(ctx, store, cfg.AppID, sortedAdds(job.results[outbox.DeadLetterTopic])); err != nil {
+		return rec, fmt.Errorf("rebuild: %w", err)
 	}
 	groups, err := catalog.ListGroups(ctx, store)
 	if err != nil {

@@ -39,6 +39,8 @@
 //	  rebuilds/<topic>/<appId>/state.json     RebuildState: whether that relay holds the topic
 //	  rebuilds/<topic>/<appId>/intents/<id>.json  Intent: a rebuild or abort the operator asked for
 //	  leases/<holder>.json            Lease: a writer's uncommitted files, kept from VACUUM
+//	  claims/<table>/<appId>.json     Claim: which table (its Delta id) holds that source's
+//	                                  progress of each topic of the table, and up to where
 //	  consumers/<group>/<topic>.json  a consumer group's checkpoint (package subscribe)
 //	  probes/<name>                   written and deleted by the relay's preflight
 //	  topicmeta/<topic>.json          TopicMeta: a topic's owner and description
@@ -119,14 +121,29 @@
 //     transaction, the relay acknowledges the server's WAL end from a
 //     keepalive: every transaction before it was decoded and, by 1, is
 //     durable; so WAL written by other tables is not held.
-//  7. Holds. A topic held for a rebuild, or because its table is missing or
-//     was changed incompatibly, drops its events from the hold position H
-//     on, and the relay never acknowledges beyond H, so those events are
-//     sent again once the hold is lifted. Other topics stream on; on their
-//     replay they skip what they hold (3).
+//  7. Holds. A topic held for a rebuild, because its table is missing or
+//     was changed incompatibly, or because an event broke its contract
+//     under a hold policy (H = that event's commit LSN), drops its events
+//     from the hold position H on, and the relay never acknowledges beyond
+//     H, so those events are sent again once the hold is lifted. Other
+//     topics stream on; on their replay they skip what they hold (3). A
+//     hold that starts while rows of its topic from transactions before H
+//     wait in the open batch (a batch delay, a busy committer, rows
+//     carried by pacing) caps the topic's position in that batch's commit
+//     just below H's (sink.Batch.Hold), never at the batch's own, which is
+//     past H: every row of the topic in the batch is of a transaction
+//     before H, so v(t) < H, and the re-read after the lift takes the
+//     topic's events from H on instead of skipping them as held (3).
 //
 // Rows the router cannot turn into events go to _dead_letter under the
-// same rules; a DELETE of an outbox row is not an event.
+// same rules; a DELETE of an outbox row is not an event. So do events
+// their contracts refuse, on every path that writes events (the stream,
+// the first start's snapshot, a recovery, a rebuild) by one judgement
+// (contract.Cache.Judge), with one dead letter each: an event is in its
+// topic or in _dead_letter, never both (a rebuild skips the events
+// _dead_letter holds from its source). Under a hold policy a snapshot
+// path writes nothing and fails instead: it has no commit order to hold
+// a topic at.
 //
 // # Transaction records and resolved positions
 //
@@ -289,7 +306,8 @@
 //     at or beyond its version: a zombie's batch lands for no topic.
 //   - Holds (7) are per topic: a held topic's events are dropped before
 //     they reach the batch, so the group commit holds the other topics
-//     only, and the held topic's v(t) does not move.
+//     only, and the held topic's v(t) does not reach H (its txn in the
+//     commit that holds its rows from before H is capped below it).
 //   - A rebuild of topic T commits T's snapshot files to the group's table
 //     with txn A/T = R alone (a commit of its own): the other topics'
 //     positions are not touched, and the seam argument is T's alone.
@@ -314,6 +332,42 @@
 // copied with its slots (not pg_basebackup, which leaves them behind) is
 // the same source to DeltaBus: drop its slots, as PostgreSQL advises for
 // copies.
+//
+// # Lost tables
+//
+// By step 1 a source's events are out of the slot once their commit is
+// durable: the table is their only copy. A table that lost them (deleted;
+// replaced by a new table, e.g. by another source's rebuild; restored to
+// an older copy of itself from a backup or S3 object versions, with the
+// same table id and a lower latest version) must never be written on as
+// if the position it records were the source's, or step 3 skips nothing
+// and the lost events stay lost with no hold. So:
+//
+//   - A writer never commits on a log that went back: the version a
+//     commit follows must still be the commit it knows (sink/delta), else
+//     the commit fails as for a deleted table.
+//   - Each source keeps a Claim per table: per topic, the id of the table
+//     holding its progress and the txn version it was seen to hold. The
+//     claim binding a topic to a table is written by the commit that puts
+//     the source's first position into that table, before the relay
+//     acknowledges it; the position is refreshed now and then, at a
+//     graceful stop, and at once when a relay finds the table gone, or
+//     gone back.
+//   - When a source opens a topic whose table holds less of its progress
+//     than it claims (v_A(t) below the claimed version: a table created
+//     again holds none of it), the topic is held as a missing table is
+//     (7), for that source only, and `relay rebuild --topic T` by that
+//     source restores it: the rebuild commits R past every position the
+//     source had, so the table holds the claim again. Another source's
+//     rebuild restores its own events only, so it never lifts the loss
+//     for others; a table that lost nothing of a source (its commits were
+//     kept) is not held for it. An abort (`relay rebuild --abort`)
+//     resumes the topic from its hold instead, as the operator asked.
+//
+// The one loss a claim cannot see is a table restored, while its relay
+// was killed, to a copy newer than that source's last claim written (the
+// relay refreshes it at most a minute apart while it commits); the
+// dead-letter table, recreated when lost, has no claim.
 //
 // # The first start: snapshot, then stream
 //

@@ -30,6 +30,7 @@ const (
 	KindGroup         Kind = "group"          // groups/<group>.json
 	KindFork          Kind = "fork"           // forks/<appId>/<timeline>.json
 	KindResolved      Kind = "resolved"       // resolved/<appId>.json
+	KindClaim         Kind = "claim"          // claims/<table>/<appId>.json
 	// Event contracts (package contract): the names are the topic, the
 	// event type (any text, encoded by EncodeType) and the version.
 	KindContractPolicy Kind = "contract-policy" // contracts/<topic>/policy.json
@@ -76,7 +77,7 @@ func truncate(s string) string {
 // arity is the number of names a key of kind k takes.
 func arity(k Kind) int {
 	switch k {
-	case KindRebuildRecord, KindRebuildState, KindConsumer, KindContractMode, KindFork:
+	case KindRebuildRecord, KindRebuildState, KindConsumer, KindContractMode, KindFork, KindClaim:
 		return 2
 	case KindIntent, KindContract:
 		return 3
@@ -87,7 +88,8 @@ func arity(k Kind) int {
 // Key returns the store key of a catalog object. names are, in order: the
 // topic (topic, contract policy), the topic and the appId (rebuild record
 // and state), the appId (marker), the topic, the appId and the id
-// (intent), the group and the topic (consumer), the topic and the event
+// (intent), the group and the topic (consumer), the table and the appId
+// (claim), the topic and the event
 // type (contract mode), the topic, the event type and the version
 // (contract). It panics on a wrong count and returns an error for an
 // invalid name, so a hostile name can never address another object.
@@ -145,6 +147,8 @@ func Key(kind Kind, names ...string) (string, error) {
 		return Prefix + "forks/" + names[0] + "/" + names[1] + ".json", nil
 	case KindResolved:
 		return Prefix + "resolved/" + names[0] + ".json", nil
+	case KindClaim:
+		return Prefix + "claims/" + names[0] + "/" + names[1] + ".json", nil
 	}
 	panic("catalog.Key: unknown kind " + string(kind))
 }
@@ -217,6 +221,12 @@ func Parse(key string) (kind Kind, names []string, ok bool) {
 			return "", nil, false
 		}
 		kind, names = KindContract, []string{parts[1], typ, strconv.FormatInt(v, 10)}
+	case len(parts) == 3 && parts[0] == "claims":
+		n, sfx := json(parts[2])
+		if !sfx {
+			return "", nil, false
+		}
+		kind, names = KindClaim, []string{parts[1], n}
 	case len(parts) == 3 && parts[0] == "consumers":
 		n, sfx := json(parts[2])
 		if !sfx {

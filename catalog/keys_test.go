@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-var kinds = []Kind{KindTopic, KindMarker, KindRebuildRecord, KindRebuildState, KindIntent, KindConsumer, KindProbe, KindLease, KindTopicMeta, KindRegistration, KindGroup, KindFork, KindResolved,
+var kinds = []Kind{KindTopic, KindMarker, KindRebuildRecord, KindRebuildState, KindIntent, KindConsumer, KindProbe, KindLease, KindTopicMeta, KindRegistration, KindGroup, KindFork, KindResolved, KindClaim,
 	KindContractPolicy, KindContractMode, KindContract}
 
 // keyOf builds a key of kind k from raw fuzz names (an intent's appId is
@@ -41,6 +41,7 @@ func TestKeyLayout(t *testing.T) {
 		{KindGroup, []string{"metrics"}, "_deltabus/groups/metrics.json"},
 		{KindFork, []string{"deltabus-1-s", "2"}, "_deltabus/forks/deltabus-1-s/2.json"},
 		{KindResolved, []string{"deltabus-7-s"}, "_deltabus/resolved/deltabus-7-s.json"},
+		{KindClaim, []string{"_group.metrics", "deltabus-1-s"}, "_deltabus/claims/_group.metrics/deltabus-1-s.json"},
 		{KindContractPolicy, []string{"orders"}, "_deltabus/contracts/orders/policy.json"},
 		{KindContractMode, []string{"orders", "OrderPlaced"}, "_deltabus/contracts/orders/_order_placed/mode.json"},
 		{KindContract, []string{"orders", "order.placed", "12"}, "_deltabus/contracts/orders/order.placed/0000000012.json"},

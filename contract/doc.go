@@ -1,7 +1,9 @@
 // Package contract keeps event contracts, the JSON Schemas of the events a
 // topic carries, and checks events against them: where they are published
-// (outbox.Writer.Contracts), where the relay turns rows into events, and
-// where consumers read them.
+// (outbox.Writer.Contracts), wherever rows become a topic's events (the
+// relay's stream, and the first start's snapshot, `relay bootstrap
+// --recover` and `relay rebuild`, all through Cache.Judge, so an event is
+// refused alike on every path), and where consumers read them.
 //
 // # Registry
 //

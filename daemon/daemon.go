@@ -105,7 +105,7 @@ func New(ctx context.Context, cfg relay.Config, opts Options) (_ *relay.Relay, _
 	r := relay.New(cfg, store, sinkFor, opts.Mappings, opts.Log, m)
 	r.Tracer = opts.Tracer
 	r.Contracts = contracts
-	bo := bootstrap.Options{Log: opts.Log, Mappings: opts.Mappings, Metrics: opts.Meter, Tracer: opts.Tracer}
+	bo := bootstrap.Options{Log: opts.Log, Mappings: opts.Mappings, Metrics: opts.Meter, Tracer: opts.Tracer, Contracts: contracts}
 	if priv != nil {
 		r.Protector, bo.Protector = priv.Protector, priv.Protector
 		pii.WatchErasures(ctx, store, priv.Keys, ErasurePoll, opts.Log)

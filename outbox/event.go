@@ -1,6 +1,9 @@
 package outbox
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // DeadLetterTopic is the topic that receives every outbox row that cannot
 // become an event, with the reason. It is never blocked on and never skipped.
@@ -38,4 +41,18 @@ type DeadLetter struct {
 	Reason      string // why the row is not an event, e.g. `invalid topic name "a/b"`
 	SourceTable string // "schema.table"
 	RawRow      string // JSON object: column name -> text value (null for NULL)
+}
+
+// Refused returns the dead letter of an event that was routed but may not
+// enter its topic (its contract refuses it, its topic's table takes no
+// events of this relay): the event as it is, the reason, and as raw row
+// the event's fields as JSON. Every path that writes events (the stream,
+// a snapshot, a rebuild) renders it alike, so that the dead letter of one
+// event is one row whichever path wrote it. ev may be a View: the dead
+// letter aliases its text as ev does.
+func Refused(ev *Event, reason, sourceTable string) *DeadLetter {
+	b, _ := json.Marshal(map[string]any{"id": ev.ID, "topic": ev.Topic, "key": ev.Key, "type": ev.Type,
+		"schema_version": ev.SchemaVersion, "payload": json.RawMessage(ev.Payload), "headers": ev.Headers,
+		"occurred_at": ev.OccurredAt})
+	return &DeadLetter{Event: *ev, Reason: reason, SourceTable: sourceTable, RawRow: string(b)}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unsafe"
 
 	"github.com/jackc/pglogrepl"
 
@@ -15,7 +14,9 @@ import (
 
 // Event contracts (package contract): every event is checked against the
 // contract of its (topic, type, schema_version) where the row becomes an
-// event, after the topic's own checks and after the replay skip. An event
+// event, after the topic's own checks and after the replay skip, by the
+// judgement every path that writes events shares (contract.Cache.Judge;
+// the snapshot paths of package bootstrap make the same). An event
 // its contracts refuse (invalid, an unregistered version of a type that has
 // contracts, a type without contracts in a strict topic) goes to
 // _dead_letter with the violation as its reason, or, when the topic's
@@ -32,6 +33,14 @@ import (
 // those rows may not commit without the rest, so the session ends
 // (errRewind) and the next one holds the topic from that transaction's
 // first row. The pending hold (Relay.contractHolds) survives the rewind.
+//
+// The topic's rows of earlier transactions may be in the open batch (a
+// busy committer, pacing: sink.Batch.Carry), which ends past the hold.
+// Their commit records, as the topic's position, the hold's commit LSN
+// minus one (sink.Batch.Hold), not the batch's:
+// so the topic's position stays below the hold, and the rewind that lifts
+// it reads the held transactions again instead of skipping them as held
+// (catalog, steps 3 and 7).
 
 // contractHold is a topic held for a refused event.
 type contractHold struct {
@@ -49,23 +58,22 @@ func (s *session) checkContract(ctx context.Context, row *decoding.Row, ev *outb
 	if h := s.r.contractHolds[ev.Topic]; h != nil && row.CommitLSN >= h.at {
 		return true, s.holdForContract(ctx, ev.Topic, h)
 	}
-	v, err := c.Check(ctx, ev.Topic, ev.Type, ev.SchemaVersion, bytesOf(ev.Payload))
+	v, err := c.Judge(ctx, ev)
 	if err != nil {
 		return true, fmt.Errorf("check event %s of topic %q against its contract: %w", ev.ID, ev.Topic, err)
 	}
-	if v == nil {
+	if v.Passes() {
 		if t.staleHold {
 			t.staleHold = false
 			return false, s.clearContractHold(ctx, ev.Topic, "its events pass their contracts again")
 		}
 		return false, nil
 	}
-	if !c.Policy(ev.Topic).Holds() {
-		return true, s.deadLetter(ctx, row, &outbox.DeadLetter{Event: *ev, Reason: v.Error(),
-			SourceTable: row.Relation.Namespace + "." + row.Relation.Name, RawRow: rawEvent(ev)})
+	if !v.Hold {
+		return true, s.deadLetter(ctx, row, v.DeadLetter(ev, row.Relation.Namespace+"."+row.Relation.Name))
 	}
 	// ev aliases the receive buffer: the hold keeps copies.
-	h := &contractHold{at: row.CommitLSN, why: v.Error(), typ: strings.Clone(ev.Type), version: ev.SchemaVersion, payload: []byte(ev.Payload)}
+	h := &contractHold{at: row.CommitLSN, why: v.Violation.Error(), typ: strings.Clone(ev.Type), version: ev.SchemaVersion, payload: []byte(ev.Payload)}
 	s.r.contractHolds[ev.Topic] = h
 	if t.lastTx == row.CommitLSN {
 		s.r.log.Warn("an event breaks its contract in a topic that holds on violations, after rows of the same transaction: re-reading the stream to hold the topic from that transaction",
@@ -82,6 +90,10 @@ func (s *session) holdForContract(ctx context.Context, topic string, h *contract
 		return nil
 	}
 	s.holds.add(topic, catalog.HoldContract, h.at)
+	// The topic's rows in the open batch are all of transactions before
+	// the hold's: they commit at the position just below its position, not
+	// past it.
+	s.cur.sb.Hold(topic, s.r.positions.Pos(h.at)-1)
 	s.r.metrics.paused(topic, uint64(h.at), true)
 	s.r.metrics.skipped()
 	st, _, err := catalog.ReadRebuildState(ctx, s.r.store, s.r.id.AppID, topic)
@@ -156,7 +168,3 @@ func (s *session) recheckContractHolds(ctx context.Context) error {
 	}
 	return errRewind
 }
-
-// bytesOf returns s's bytes without copying; the caller must not modify
-// them.
-func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -73,18 +73,7 @@ func (s *source) replay(c *fakeConn, from pglogrepl.LSN) {
 // its store: placed v1 for orders/OrderPlaced, and the given policy.
 func contractHarness(t *testing.T, mem *sinktest.Memory, policy contract.Policy) *harness {
 	t.Helper()
-	return newHarnessWith(t, mem, 0x1000, nil, func(r *Relay) {
-		ctx := context.Background()
-		reg := contract.NewRegistry(r.store, nil)
-		if _, err := reg.Register(ctx, contract.Registration{Topic: "orders", Type: "OrderPlaced", Version: 1, Schema: []byte(placedV1), Mode: compat.None}); err != nil {
-			t.Fatal(err)
-		}
-		if err := reg.SetPolicy(ctx, "orders", policy); err != nil {
-			t.Fatal(err)
-		}
-		r.Contracts = contract.New(r.store, contract.Options{Poll: 10 * time.Millisecond})
-		go r.Contracts.Run(t.Context())
-	})
+	return contractHarnessWith(t, mem, policy, nil)
 }
 
 func waitRows(t *testing.T, mem *sinktest.Memory, topic string, n int) []sinktest.Row {

@@ -79,8 +79,8 @@ func (s *session) holdTopic(ctx context.Context, t *topicView, lsn pglogrepl.LSN
 			"move the table away, then run `relay rebuild --topic "+name+"` to restore it from the outbox (or `relay rebuild --topic "+name+" --abort` to start it empty from here)",
 			"topic", name, "held_from", lsn, "why", t.Reason)
 	default:
-		s.r.log.Error("topic table is missing or unreadable although the store's registry lists it: its events are held and the slot is kept at this position; "+
-			"move a damaged table away, then run `relay rebuild --topic "+name+"` to restore it from the outbox, or `relay rebuild --topic "+name+" --abort` to start it empty from here",
+		s.r.log.Error("topic table is missing, unreadable, or no longer holds this source's events (replaced, or restored to an older copy): its events are held and the slot is kept at this position; "+
+			"move a damaged table away, then run `relay rebuild --topic "+name+"` to restore this source's events from the outbox, or `relay rebuild --topic "+name+" --abort` to start it afresh from here",
 			"topic", name, "held_from", lsn, "why", t.Reason)
 	}
 	return true, nil

@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -46,8 +45,7 @@ func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.
 			return err
 		}
 	case sink.Foreign:
-		return s.deadLetter(ctx, row, &outbox.DeadLetter{Event: *ev, Reason: fmt.Sprintf("topic %q: %s", ev.Topic, t.Reason),
-			SourceTable: row.Relation.Namespace + "." + row.Relation.Name, RawRow: rawEvent(ev)})
+		return s.deadLetter(ctx, row, outbox.Refused(ev, fmt.Sprintf("topic %q: %s", ev.Topic, t.Reason), row.Relation.Namespace+"."+row.Relation.Name))
 	}
 	if int64(row.CommitLSN) <= t.through || t.seam.Covers(row.CommitLSN, row.Xid) {
 		s.r.metrics.skipped()
@@ -97,12 +95,4 @@ func (s *session) deadLetter(ctx context.Context, row *decoding.Row, dl *outbox.
 	}
 	s.r.metrics.deadLetter()
 	return s.cur.addDeadLetter(s.pace, dl)
-}
-
-// rawEvent renders a routed event as the raw_row JSON of a dead letter.
-func rawEvent(ev *outbox.Event) string {
-	b, _ := json.Marshal(map[string]any{"id": ev.ID, "topic": ev.Topic, "key": ev.Key, "type": ev.Type,
-		"schema_version": ev.SchemaVersion, "payload": json.RawMessage(ev.Payload), "headers": ev.Headers,
-		"occurred_at": ev.OccurredAt})
-	return string(b)
 }

@@ -177,12 +177,12 @@ func (c *committer) commitRecords(ctx context.Context, b *batch) error {
 // "" when its topic would hold on it.
 func (s *session) replayDest(ctx context.Context, ev *outbox.Event) (string, error) {
 	if c := s.r.Contracts; c != nil {
-		v, err := c.Check(ctx, ev.Topic, ev.Type, ev.SchemaVersion, bytesOf(ev.Payload))
+		v, err := c.Judge(ctx, ev)
 		if err != nil {
 			return "", fmt.Errorf("check event %s of topic %q against its contract: %w", ev.ID, ev.Topic, err)
 		}
-		if v != nil {
-			if c.Policy(ev.Topic).Holds() {
+		if !v.Passes() {
+			if v.Hold {
 				return "", nil
 			}
 			return outbox.DeadLetterTopic, nil

@@ -77,15 +77,26 @@ type Batch interface {
 	Prepare(ctx context.Context, table string) error
 	// Commit makes the table's rows one commit of the table at position
 	// pos (the commit LSN of the batch's last source transaction) for
-	// every topic among them, creating the table if it does not exist. An
-	// error wrapping ErrFenced means the table already holds pos for one
-	// of them: another instance wrote it.
+	// every topic among them (a held topic at its Hold position instead),
+	// creating the table if it does not exist. An error wrapping ErrFenced
+	// means the table already holds the position of one of them: another
+	// instance wrote it.
 	Commit(ctx context.Context, table string, pos int64) (Commit, error)
 	// Carry moves the table's rows, uncommitted and in order, to next (a
 	// batch of the same Sink that has no rows of the table yet): they are
-	// committed with next's rows of the table, before them. The caller
-	// must not acknowledge past the first carried transaction until then.
+	// committed with next's rows of the table, before them, and so are
+	// the table's topics' Hold positions. The caller must not acknowledge
+	// past the first carried transaction until then.
 	Carry(table string, next Batch) error
+	// Hold caps the position the commit of the topic's table records for
+	// the topic at pos: the topic is held from the transaction after pos
+	// on (its events from there are dropped, to be read again), so the
+	// batch's rows of it are all of transactions at or below pos, and its
+	// position must not reach the batch's. Without it, the batch's later
+	// position would make the topic skip its held transactions when they
+	// are read again. The table's other topics keep the batch's position.
+	// A topic without rows in the batch is not committed by it.
+	Hold(topic string, pos int64)
 	// Abort discards every row not committed. Files already written are
 	// unreferenced orphans.
 	Abort()

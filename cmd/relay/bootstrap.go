@@ -10,6 +10,7 @@ import (
 
 	"github.com/deltabus/deltabus/bootstrap"
 	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/contract"
 	"github.com/deltabus/deltabus/daemon"
 )
 
@@ -39,7 +40,8 @@ func cmdBootstrap(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitUsage, err)
 	}
 	defer flush()
-	opts := bootstrap.Options{Log: env2.log, Mappings: env2.mappings, Connections: *conns, Workers: *workers, Tracer: tel.Tracer}
+	opts := bootstrap.Options{Log: env2.log, Mappings: env2.mappings, Connections: *conns, Workers: *workers, Tracer: tel.Tracer,
+		Contracts: contract.New(store, contract.Options{Poll: -1, Logger: env2.log})}
 	priv, err := sf.pii.protector(ctx, store)
 	if err != nil {
 		return fail(env, exitUsage, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/deltabus/deltabus/bootstrap"
 	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/contract"
 	"github.com/deltabus/deltabus/daemon"
 	"github.com/deltabus/deltabus/usererr"
 )
@@ -47,7 +48,8 @@ func cmdRebuild(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitUsage, err)
 	}
 	defer flush()
-	opts := bootstrap.RebuildOptions{Options: bootstrap.Options{Log: se.log, Mappings: se.mappings, Connections: *conns, Tracer: tel.Tracer},
+	opts := bootstrap.RebuildOptions{Options: bootstrap.Options{Log: se.log, Mappings: se.mappings, Connections: *conns, Tracer: tel.Tracer,
+		Contracts: contract.New(se.store, contract.Options{Poll: -1, Logger: se.log})},
 		PauseWait: *pauseWait, CommitWait: *commitWait}
 	priv, err := sf.pii.protector(ctx, se.store)
 	if err != nil {

@@ -17,7 +17,8 @@ type aheadCheck struct {
 	version int64
 	started time.Time // monotonic
 	done    chan struct{}
-	err     error // set before done is closed
+	err     error  // set before done is closed
+	data    []byte // the commit file's bytes, set before done is closed
 }
 
 // CheckAhead starts, in the background, the read Commit makes before its
@@ -46,14 +47,14 @@ func (t *Table) CheckAhead(ctx context.Context) {
 		defer close(a.done)
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), aheadFresh)
 		defer cancel()
-		_, a.err = t.store.Get(rctx, CommitKey(v))
+		a.data, a.err = t.store.Get(rctx, CommitKey(v))
 	}()
 }
 
 // foundAhead reports whether a read started by CheckAhead found version
-// v, waiting for it if it is still under way. It consumes the read: each
-// serves one commit at most.
-func (t *Table) foundAhead(ctx context.Context, v int64) (bool, error) {
+// v, the commit known (sameCommitData), waiting for it if it is still
+// under way. It consumes the read: each serves one commit at most.
+func (t *Table) foundAhead(ctx context.Context, v int64, known *CommitInfo) (bool, error) {
 	a := t.ahead.Swap(nil)
 	if a == nil || a.version != v || time.Since(a.started) > aheadFresh {
 		return false, nil
@@ -63,5 +64,5 @@ func (t *Table) foundAhead(ctx context.Context, v int64) (bool, error) {
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
-	return a.err == nil, nil
+	return a.err == nil && sameCommitData(known, a.data), nil
 }

@@ -124,29 +124,59 @@ func (t *Table) commitLoop(ctx context.Context, render func() ([]Action, error),
 // ErrTableGone. (The winners a lost race reads are checked the same way,
 // by being read.) A read CheckAhead started, if it found the version,
 // stands for the read here.
+//
+// The version found must be the commit the handle knows (its commitInfo's
+// txnId): a table restored from an older copy and written on by others up
+// to that version again would otherwise take the commit on top of a log
+// that lost commits (ErrRolledBack; so does a reload that finds the log's
+// latest version below the handle's).
 func (t *Table) checkPrevious(ctx context.Context) error {
 	v := t.snap.Version
 	if v < 0 {
 		return nil
 	}
-	found, err := t.foundAhead(ctx, v)
+	found, err := t.foundAhead(ctx, v, t.snap.CommitInfo)
 	if err != nil {
 		return fmt.Errorf("commit to %s: check version %d: %w", t.store, v, err)
 	}
 	if found {
 		return nil
 	}
-	_, err = t.store.Get(ctx, CommitKey(v))
+	data, err := t.store.Get(ctx, CommitKey(v))
 	if errors.Is(err, storage.ErrNotFound) {
 		err = t.reload(ctx)
 		if errors.Is(err, ErrNoTable) || errors.Is(err, ErrBrokenLog) {
 			return fmt.Errorf("commit to %s: %w: commit %d is missing (the table was deleted or its log truncated): %w", t.store, ErrTableGone, v, err)
 		}
+	} else if err == nil && !sameCommitData(t.snap.CommitInfo, data) {
+		err = t.rolledBack(fmt.Sprintf("its version %d is another commit than the one this writer saw", v))
 	}
 	if err != nil {
 		return fmt.Errorf("commit to %s: check version %d: %w", t.store, v, err)
 	}
 	return nil
+}
+
+// sameCommit reports whether the commitInfo read of a version (nil when
+// it could not be read: a checkpoint whose commit file was cleaned up)
+// may be of the commit known, the handle's: their txnIds are equal, or
+// either is unknown (a writer that records none leaves nothing to tell
+// commits apart by).
+func sameCommit(known, read *CommitInfo) bool {
+	if known == nil || known.TxnID == "" || read == nil {
+		return true
+	}
+	return known.TxnID == read.TxnID
+}
+
+// sameCommitData is sameCommit of known and a commit file's bytes, which
+// hold the commit's commitInfo if it has one.
+func sameCommitData(known *CommitInfo, data []byte) bool {
+	if known == nil || known.TxnID == "" {
+		return true
+	}
+	ci, err := firstCommitInfo(data)
+	return err == nil && ci != nil && ci.TxnID == known.TxnID
 }
 
 // LostRaces returns how many times this handle's commits lost a version to

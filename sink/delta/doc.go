@@ -80,6 +80,15 @@
 //     the log before it commits: log clean-up frees old version numbers
 //     for PutIfAbsent, and a handle that slept through one must not
 //     commit at a cleaned-up version.
+//   - Never on a log that went back: before its put, a commit checks that
+//     the version it follows is still the commit the handle knows (its
+//     commitInfo's txnId), and a reload that finds the latest version
+//     below the handle's, or another commit at it, is refused too. A table
+//     restored to an older copy of itself (a backup, S3 object versions)
+//     lost the commits past the copy; writing on would hide the loss, so
+//     the handle fails with ErrRolledBack (which wraps ErrTableGone: to
+//     this writer the table is as good as deleted) and refuses every later
+//     commit.
 //   - Only tables whose writer protocol we honour are written: writer ≤ 7,
 //     known features only, legacy 3–6 and feature-listed constraints,
 //     generated/identity columns, invariants, column mapping and defaults

@@ -29,7 +29,22 @@ var (
 	// log and no table is left: it was deleted (or its log truncated)
 	// under the writer; nothing was written.
 	ErrTableGone = errors.New("delta: the table is gone")
+	// ErrRolledBack: the log no longer holds what the handle read or
+	// wrote: its latest version went back (the table was restored from an
+	// older copy: a backup, S3 object versions), or the version a commit
+	// would follow is another commit than the one the handle knows
+	// (restored, then written on by others). The commits that vanished
+	// took their rows with them; nothing was written. Errors that wrap it
+	// wrap ErrTableGone too: to this writer the table is as good as
+	// deleted.
+	ErrRolledBack = errors.New("delta: the table went back to an older state")
 )
+
+// rolledBack is the error of a log found behind what the handle knew.
+func (t *Table) rolledBack(what string) error {
+	t.stale = true // keep the state known: every later use refuses too
+	return fmt.Errorf("table %s: %w: %w: %s", t.store, ErrTableGone, ErrRolledBack, what)
+}
 
 // DefaultReloadAfter is Options.ReloadAfter's default.
 const DefaultReloadAfter = time.Minute
@@ -136,6 +151,12 @@ func (t *Table) reload(ctx context.Context) error {
 		return fmt.Errorf("open table %s: %w", t.store, err)
 	}
 	if t.snap != nil {
+		if snap.Version < t.snap.Version {
+			return t.rolledBack(fmt.Sprintf("its latest version is %d, this writer had seen version %d", snap.Version, t.snap.Version))
+		}
+		if snap.Version == t.snap.Version && !sameCommit(t.snap.CommitInfo, snap.CommitInfo) {
+			return t.rolledBack(fmt.Sprintf("its version %d is another commit than the one this writer saw", snap.Version))
+		}
 		err = checkChange(snap.Version, t.snap.Protocol, t.snap.Metadata, snap.Protocol, snap.Metadata)
 	} else {
 		err = CheckWritable(snap.Protocol, snap.Metadata)
@@ -223,6 +244,18 @@ func (t *Table) TxnVersion(appID string) (int64, bool) {
 	defer t.mu.Unlock()
 	txn, ok := t.snap.Txns[appID]
 	return txn.Version, ok
+}
+
+// TxnVersions returns the latest txn version of every appId the handle
+// knows (a copy).
+func (t *Table) TxnVersions() map[string]int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[string]int64, len(t.snap.Txns))
+	for app, txn := range t.snap.Txns {
+		out[app] = txn.Version
+	}
+	return out
 }
 
 // Refresh re-reads the log (e.g. before resuming after an error). Like a

@@ -25,7 +25,9 @@ type batch struct {
 	// byTopic is the unit of each grouped topic (a group's table is never
 	// named as a topic: topic names cannot start with "_").
 	byTopic map[string]*unit
-	events  int
+	// holds caps the position committed for a held topic (Hold).
+	holds  map[string]int64
+	events int
 
 	mu       sync.Mutex
 	prepared map[string]files
@@ -132,7 +134,32 @@ func (b *batch) Carry(table string, next sink.Batch) error {
 			delete(b.byTopic, name)
 		}
 	}
+	for name, pos := range b.holds {
+		if name == table || (u.shared && u.topics[name] > 0) {
+			n.Hold(name, pos)
+			delete(b.holds, name)
+		}
+	}
 	return nil
+}
+
+// Hold caps the position the commit of the topic's table records for it.
+func (b *batch) Hold(topic string, pos int64) {
+	if b.holds == nil {
+		b.holds = map[string]int64{}
+	}
+	if cur, ok := b.holds[topic]; !ok || pos < cur {
+		b.holds[topic] = pos
+	}
+}
+
+// position is what the commit at pos records for the topic: pos, or its
+// Hold position below it.
+func (b *batch) position(topic string, pos int64) int64 {
+	if h, ok := b.holds[topic]; ok && h < pos {
+		return h
+	}
+	return pos
 }
 
 // Prepare finishes the table's files and writes them to the store
@@ -198,8 +225,9 @@ func (b *batch) Commit(ctx context.Context, table string, pos int64) (sink.Commi
 			return c, fmt.Errorf("commit table %q: %w", table, err)
 		}
 		c.Topics = maps.Clone(u.topics)
-		ca.Txns = groupTxns(b.s.opts.AppID, u.topics, pos)
+		ca.Txns = b.groupTxns(u.topics, pos)
 	} else {
+		pos = b.position(table, pos)
 		ca.Txn = &delta.Txn{AppID: b.s.opts.AppID, Version: pos}
 	}
 	races := t.LostRaces()
@@ -207,6 +235,11 @@ func (b *batch) Commit(ctx context.Context, table string, pos int64) (sink.Commi
 	c.Races = int(t.LostRaces() - races)
 	if err != nil {
 		if errors.Is(err, delta.ErrTableGone) {
+			// Gone, or gone back to an older copy (perhaps being put back
+			// as this commit looked): the claim records what the handle
+			// saw the table hold, so that no restart takes a restored copy
+			// at its word.
+			err = errors.Join(err, b.s.claims.wentBack(ctx, table, t.Metadata().ID, t.Version(), b.s.allPositions(t, table, u)))
 			b.s.forget(table)
 		}
 		return c, commitError(table, pos, err)
@@ -216,7 +249,44 @@ func (b *batch) Commit(ctx context.Context, table string, pos int64) (sink.Commi
 		c.Bytes += a.Size
 	}
 	b.s.warnLargeState(table, t)
+	if err := b.s.claims.committed(ctx, table, t.Metadata().ID, c.Version, b.s.ownPositions(t, table, u), false); err != nil {
+		return c, fmt.Errorf("commit table %q: the commit landed, %w", table, err)
+	}
 	return c, nil
+}
+
+// allPositions returns every position of the source the handle knows in
+// the table: of all its topics in a group's table, not only u's.
+func (s *Sink) allPositions(t *delta.Table, table string, u *unit) map[string]int64 {
+	if !u.shared {
+		return s.ownPositions(t, table, u)
+	}
+	out := map[string]int64{}
+	for app, v := range t.TxnVersions() {
+		if a, topic, ok := catalog.SplitTxnAppID(app); ok && a == s.opts.AppID {
+			out[topic] = v
+		}
+	}
+	return out
+}
+
+// ownPositions returns the source's positions the handle knows of the
+// table's topics: of u's topics in a group's table, of the topic in its
+// own.
+func (s *Sink) ownPositions(t *delta.Table, table string, u *unit) map[string]int64 {
+	out := map[string]int64{}
+	if !u.shared {
+		if v, ok := t.TxnVersion(s.opts.AppID); ok {
+			out[table] = v
+		}
+		return out
+	}
+	for name := range u.topics {
+		if v, ok := t.TxnVersion(catalog.TxnAppID(s.opts.AppID, name, true)); ok {
+			out[name] = v
+		}
+	}
+	return out
 }
 
 // stateWarnFiles is how many files (active and tombstones) a table keeps
@@ -253,12 +323,13 @@ func (s *Sink) warnLargeState(name string, t *delta.Table) {
 		"table", name, "files", files, "tombstones", tombstones)
 }
 
-// groupTxns are a group commit's txns: one per topic, in name order.
-func groupTxns(appID string, topics map[string]int, pos int64) []delta.Txn {
+// groupTxns are a group commit's txns: one per topic, in name order, at
+// pos (a held topic's at its Hold position).
+func (b *batch) groupTxns(topics map[string]int, pos int64) []delta.Txn {
 	names := slices.Sorted(maps.Keys(topics))
 	txns := make([]delta.Txn, len(names))
 	for i, n := range names {
-		txns[i] = delta.Txn{AppID: catalog.TxnAppID(appID, n, true), Version: pos}
+		txns[i] = delta.Txn{AppID: catalog.TxnAppID(b.s.opts.AppID, n, true), Version: b.position(n, pos)}
 	}
 	return txns
 }
@@ -305,11 +376,15 @@ func (s *Sink) CommitFiles(ctx context.Context, name string, adds []delta.Add, p
 		return -1, err
 	}
 	appID := p.TxnAppID(s.opts.AppID)
+	id := t.Metadata().ID
 	if cur, ok := t.TxnVersion(appID); ok && cur >= pos {
+		if err := s.claims.committed(ctx, p.Table, id, t.Version(), map[string]int64{name: cur}, true); err != nil {
+			return -1, err
+		}
 		return -1, fmt.Errorf("topic %q is at position %d, files for %d: %w", name, cur, pos, sink.ErrFenced)
 	}
 	if p.Shared() {
-		if err := s.registerIn(ctx, p, t.Metadata().ID); err != nil {
+		if err := s.registerIn(ctx, p, id); err != nil {
 			return -1, err
 		}
 	}
@@ -317,6 +392,28 @@ func (s *Sink) CommitFiles(ctx context.Context, name string, adds []delta.Add, p
 		Txn: &delta.Txn{AppID: appID, Version: pos}})
 	if err != nil {
 		return -1, commitError(name, pos, err)
+	}
+	// Written before the caller moves on (a bootstrap's marker, a
+	// rebuild's resolution): the table is now where the topic's progress is.
+	if err := s.claims.committed(ctx, p.Table, id, v, map[string]int64{name: pos}, true); err != nil {
+		return -1, fmt.Errorf("topic %q: the commit landed, %w", name, err)
+	}
+	return v, nil
+}
+
+// AppendFiles commits data files written elsewhere to a table as one
+// blind append without a txn, creating and registering the table if it
+// does not exist: a rebuild's new dead letters, which their identity
+// deduplicates instead of a position (package bootstrap).
+func (s *Sink) AppendFiles(ctx context.Context, table string, adds []delta.Add) (int64, error) {
+	s.forget(table)
+	t, err := s.table(ctx, table)
+	if err != nil {
+		return -1, err
+	}
+	v, err := t.Commit(ctx, delta.CommitActions{Adds: adds, Operation: "WRITE"})
+	if err != nil {
+		return -1, commitError(table, -1, err)
 	}
 	return v, nil
 }

@@ -108,12 +108,21 @@ func (s *Sink) openGrouped(ctx context.Context, p catalog.Placement) (sink.Topic
 	case err != nil:
 		return t, fmt.Errorf("open topic %q in group table %s: %w", p.Topic, p.Table, err)
 	default:
-		if id := tbl.Metadata().ID; p.Replaced(id) {
+		id := tbl.Metadata().ID
+		if p.Replaced(id) {
 			t.Status, t.Reason = sink.Missing, fmt.Sprintf("the group table %s was replaced (table id %s; the topic's events were written to table id %s)", p.Table, id, p.TableID)
 			return t, nil
 		}
 		if v, ok := tbl.TxnVersion(p.TxnAppID(s.opts.AppID)); ok {
 			t.Position = v
+		}
+		lost, err := s.claims.check(ctx, p.Table, p.Topic, id, tbl.Version(), t.Position)
+		if err != nil {
+			return t, fmt.Errorf("open topic %q in group table %s: %w", p.Topic, p.Table, err)
+		}
+		if lost != "" {
+			t.Status, t.Reason = sink.Missing, lost
+			return t, nil
 		}
 		if _, err := topic.CheckOrUpgrade(ctx, tbl, false); errors.Is(err, topic.ErrForeignSchema) {
 			t.Status, t.Reason = sink.Foreign, err.Error()

@@ -19,8 +19,13 @@
 //   - Before each commit the previous version's commit file is checked
 //     (with Options.ReadAhead, read while the commit's data files are
 //     written, at most 250 ms before its put): a table deleted under the
-//     relay fails with sink.ErrTableGone and no log without its beginning
-//     is ever written.
+//     relay, or restored to an older copy of itself, fails with
+//     sink.ErrTableGone, and no log without its beginning, nor one that
+//     lost commits, is ever written on.
+//   - A table that no longer holds the source's claimed progress of a
+//     topic (catalog.Claim: created again, by another source's rebuild
+//     say, or restored to an older copy) is Missing to that source until
+//     its own events are restored into it (claims.go).
 //   - Rows of a batch wait in per-topic column buffers, then in encoded
 //     files held in memory up to topic.FileOptions.MemoryBuffer; across the
 //     topics of a batch, past Options.PendingBudget of both, the topic
@@ -85,6 +90,7 @@ type Sink struct {
 	stateWarned map[string]int64
 
 	checkpointGate *delta.CheckpointGate // the tables' background checkpoints take turns
+	claims         *claims               // the source's claims on the tables (claims.go)
 }
 
 var (
@@ -102,7 +108,8 @@ func New(root storage.Store, opts Options) *Sink {
 	}
 	opts.Files.Source = opts.AppID // every row says which source wrote it
 	return &Sink{root: root, opts: opts, tables: map[string]*delta.Table{}, bufferHints: map[string]int{}, stateWarned: map[string]int64{},
-		places: map[string]catalog.Placement{}, opened: map[string]time.Time{}, checkpointGate: delta.NewCheckpointGate()}
+		places: map[string]catalog.Placement{}, opened: map[string]time.Time{}, checkpointGate: delta.NewCheckpointGate(),
+		claims: newClaims(root, opts.AppID, opts.Logger)}
 }
 
 func (s *Sink) tableOpts() delta.Options {
@@ -151,6 +158,14 @@ func (s *Sink) openOwn(ctx context.Context, p catalog.Placement) (sink.Topic, er
 	default:
 		if v, ok := tbl.TxnVersion(s.opts.AppID); ok {
 			t.Position = v
+		}
+		lost, err := s.claims.check(ctx, name, name, tbl.Metadata().ID, tbl.Version(), t.Position)
+		if err != nil {
+			return t, fmt.Errorf("open topic %q table: %w", name, err)
+		}
+		if lost != "" {
+			t.Status, t.Reason = sink.Missing, lost
+			return t, nil
 		}
 		upgraded, err := topic.CheckOrUpgrade(ctx, tbl, name == outbox.DeadLetterTopic)
 		switch {
@@ -264,9 +279,11 @@ func (s *Sink) openExisting(ctx context.Context, name string) (*delta.Table, err
 	return t, nil
 }
 
-// Close waits for background checkpoints, or for ctx: a checkpoint cut
-// short is harmless (readers fall back to an older one).
+// Close writes the claims the sink holds ahead of the store and waits for
+// background checkpoints, or for ctx: a checkpoint cut short is harmless
+// (readers fall back to an older one).
 func (s *Sink) Close(ctx context.Context) {
+	s.claims.flush(ctx)
 	s.mu.Lock()
 	tables := make([]*delta.Table, 0, len(s.tables))
 	for _, t := range s.tables {

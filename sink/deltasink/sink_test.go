@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -47,6 +48,7 @@ func harness(root storage.Store, readAhead bool) sinktest.Harness {
 			}
 			return catalog.GroupTable(name)
 		},
+		RollBack: func(t *testing.T, table string, n int) { rollBack(t, storage.Sub(root, table), n) },
 		Delete: func(t *testing.T, topic string) {
 			ctx, table := context.Background(), storage.Sub(root, topic)
 			objs, err := table.List(ctx, "", "")
@@ -59,6 +61,39 @@ func harness(root storage.Store, readAhead bool) sinktest.Harness {
 				}
 			}
 		},
+	}
+}
+
+// rollBack restores a table to its state before its last n commits, as
+// a restore from an older copy does: their commit files go, and so do
+// checkpoints of them and the hint that may name one.
+func rollBack(t *testing.T, table storage.Store, n int) {
+	t.Helper()
+	ctx := context.Background()
+	objs, err := table.List(ctx, delta.LogDir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := func(key string) (int64, bool) {
+		name := strings.TrimPrefix(key, delta.LogDir)
+		if len(name) < 21 || name[20] != '.' {
+			return 0, false
+		}
+		v, err := strconv.ParseInt(name[:20], 10, 64)
+		return v, err == nil
+	}
+	var last int64 = -1
+	for _, o := range objs {
+		if v, ok := version(o.Key); ok && strings.HasSuffix(o.Key, ".json") {
+			last = max(last, v)
+		}
+	}
+	for _, o := range objs {
+		if v, ok := version(o.Key); ok && v > last-int64(n) || strings.HasSuffix(o.Key, "_last_checkpoint") {
+			if err := table.Delete(ctx, o.Key); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
 

@@ -183,3 +183,26 @@ func testGroupConcurrentSources(t *testing.T, h Harness) {
 		}
 	}
 }
+
+// testGroupHold: a held topic of a group commits at its Hold position in
+// the group's commit, the group's other topics at the batch's.
+func testGroupHold(t *testing.T, h Harness) {
+	table := h.Group(t, "m", "m.*")
+	openIn(t, h.Sink, "m.a", table)
+	openIn(t, h.Sink, "m.b", table)
+	b := h.Sink.NewBatch()
+	a1, b1 := event("m.a", 1, 100), event("m.b", 2, 300)
+	_ = b.Append(a1)
+	_ = b.Append(b1)
+	b.Hold("m.a", 199)
+	if c := commit(t, b, table, 300); c.Events != 2 {
+		t.Fatalf("group commit with a held topic: %+v, want 2 events", c)
+	}
+	s := h.Reopen()
+	if tp := openIn(t, s, "m.a", table); tp.Position != 199 {
+		t.Fatalf("held m.a at %d, want its hold position 199", tp.Position)
+	}
+	if tp := openIn(t, s, "m.b", table); tp.Position != 300 {
+		t.Fatalf("m.b at %d, want the batch's 300", tp.Position)
+	}
+}

@@ -6,6 +6,7 @@ package sinktest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path"
 	"strings"
 	"sync"
@@ -32,6 +33,22 @@ type memTable struct {
 	status    sink.Status // Ready unless set by SetStatus
 	reason    string
 	deleted   bool // its folder was deleted: the registry entry stays
+	inc       int  // its incarnation: a table created again is another one
+	// history is the table's state after each of its commits (RollBack).
+	history []memVersion
+}
+
+// memVersion is a table's state after one of its commits.
+type memVersion struct {
+	rows      int
+	positions map[string]int64
+}
+
+// memClaim is a source's claim on a topic's table (catalog.Claim): the
+// incarnation that held its position pos.
+type memClaim struct {
+	inc int
+	pos int64
 }
 
 // Memory is a sink.Sink that keeps tables in memory. Each source (relay
@@ -53,13 +70,15 @@ type memState struct {
 	registered map[string]bool
 	groups     []memGroup // in the order Group was called
 	commits    int
+	incs       int                            // incarnations made
+	claims     map[string]map[string]memClaim // by source, then topic
 }
 
 var _ sink.Sink = (*Memory)(nil)
 
 // NewMemory returns an empty Memory sink.
 func NewMemory() *Memory {
-	return &Memory{memState: &memState{tables: map[string]*memTable{}, registered: map[string]bool{}}}
+	return &Memory{memState: &memState{tables: map[string]*memTable{}, registered: map[string]bool{}, claims: map[string]map[string]memClaim{}}}
 }
 
 // Source returns the sink of another relay (appID) over the same tables.
@@ -105,7 +124,9 @@ func (m *Memory) tableOf(topic string) string {
 	return topic
 }
 
-// Open reports the topic's table as the contract says.
+// Open reports the topic's table as the contract says: a table that no
+// longer holds the source's claimed position of the topic (created again,
+// rolled back) is Missing.
 func (m *Memory) Open(_ context.Context, name string) (sink.Topic, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -115,8 +136,51 @@ func (m *Memory) Open(_ context.Context, name string) (sink.Topic, error) {
 		return sink.Topic{Name: name, Table: table, Status: sink.New, Position: -1}, nil
 	case t.deleted:
 		return sink.Topic{Name: name, Table: table, Status: sink.Missing, Position: -1, Reason: "table gone"}, nil
+	case m.lost(name, t):
+		why := "the table went back to an older state: it no longer holds this source's events"
+		if m.claims[m.app][name].inc != t.inc {
+			why = "the table was replaced: it no longer holds this source's events"
+		}
+		return sink.Topic{Name: name, Table: table, Status: sink.Missing, Position: -1, Reason: why}, nil
 	}
 	return sink.Topic{Name: name, Table: table, Status: t.status, Position: t.position(m.app), Reason: t.reason}, nil
+}
+
+// lost reports whether t no longer holds the source's claimed position of
+// topic; m.mu held.
+func (m *Memory) lost(topic string, t *memTable) bool {
+	c, ok := m.claims[m.app][topic]
+	return ok && t.position(m.app) < c.pos
+}
+
+// claim records that t holds the source's position pos of topic; m.mu
+// held.
+func (m *Memory) claim(topic string, t *memTable, pos int64) {
+	if m.claims[m.app] == nil {
+		m.claims[m.app] = map[string]memClaim{}
+	}
+	m.claims[m.app][topic] = memClaim{inc: t.inc, pos: pos}
+}
+
+// RollBack restores the topic's table to its state before its last n
+// commits, as a restore from an older copy of it does.
+func (m *Memory) RollBack(name string, n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t := m.table(name)
+	keep := len(t.history) - n
+	if keep <= 0 {
+		t.rows, t.positions, t.history = nil, nil, nil
+		return
+	}
+	v := t.history[keep-1]
+	t.rows, t.positions, t.history = t.rows[:v.rows], maps.Clone(v.positions), t.history[:keep]
+}
+
+// versioned records t's state after a commit; m.mu held.
+func (t *memTable) versioned() {
+	t.versions++
+	t.history = append(t.history, memVersion{rows: len(t.rows), positions: maps.Clone(t.positions)})
 }
 
 // Rows returns the topic's committed rows in commit order.
@@ -153,27 +217,31 @@ func (m *Memory) Delete(name string) {
 	defer m.mu.Unlock()
 	for topic := range m.tables {
 		if topic != name && m.tableOf(topic) == name {
-			*m.tables[topic] = memTable{deleted: true}
+			*m.tables[topic] = memTable{deleted: true, inc: m.newInc()}
 		}
 	}
 	if m.tableOf(name) == name {
 		t := m.table(name)
-		*t = memTable{deleted: true}
+		*t = memTable{deleted: true, inc: m.newInc()}
 	}
 }
 
 func (m *Memory) table(name string) *memTable {
 	t := m.tables[name]
 	if t == nil {
-		t = &memTable{}
+		t = &memTable{inc: m.newInc()}
 		m.tables[name] = t
 		m.registered[name] = true
 	}
 	return t
 }
 
+func (m *Memory) newInc() int { m.incs++; return m.incs }
+
 // NewBatch starts a batch.
-func (m *Memory) NewBatch() sink.Batch { return &memBatch{m: m, rows: map[string][]Row{}} }
+func (m *Memory) NewBatch() sink.Batch {
+	return &memBatch{m: m, rows: map[string][]Row{}, holds: map[string]int64{}}
+}
 
 // CommitRebuild records the rebuild's position (its rows live in files
 // Memory cannot read; Added placeholder rows stand for them).
@@ -182,16 +250,18 @@ func (m *Memory) CommitRebuild(_ context.Context, rec catalog.RebuildRecord) err
 	defer m.mu.Unlock()
 	t := m.table(rec.Topic)
 	if t.deleted {
-		*t = memTable{}
+		*t = memTable{inc: m.newInc()}
 	}
 	if t.position(m.app) >= rec.TxnVersion {
+		m.claim(rec.Topic, t, t.position(m.app))
 		return nil
 	}
 	for i := range rec.Added {
 		t.rows = append(t.rows, Row{ID: fmt.Sprintf("rebuild-%s-%d", rec.ID, i), CommitLSN: rec.TxnVersion})
 	}
 	t.setPosition(m.app, rec.TxnVersion)
-	t.versions++
+	t.versioned()
+	m.claim(rec.Topic, t, rec.TxnVersion)
 	return nil
 }
 
@@ -199,9 +269,29 @@ func (m *Memory) CommitRebuild(_ context.Context, rec catalog.RebuildRecord) err
 func (m *Memory) Close(context.Context) {}
 
 type memBatch struct {
-	m    *Memory
-	mu   sync.Mutex       // Commit runs concurrently for different tables
-	rows map[string][]Row // by table
+	m     *Memory
+	mu    sync.Mutex       // Commit runs concurrently for different tables
+	rows  map[string][]Row // by table
+	holds map[string]int64 // Hold positions, by topic
+}
+
+// Hold caps the position the commit of the topic's table records for it.
+func (b *memBatch) Hold(topic string, pos int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cur, ok := b.holds[topic]; !ok || pos < cur {
+		b.holds[topic] = pos
+	}
+}
+
+// position is what a commit at pos records for the topic.
+func (b *memBatch) position(topic string, pos int64) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if h, ok := b.holds[topic]; ok && h < pos {
+		return h
+	}
+	return pos
 }
 
 func (b *memBatch) Append(ev *outbox.Event) error {
@@ -234,8 +324,8 @@ func (b *memBatch) Prepare(ctx context.Context, table string) error {
 	return nil
 }
 
-// Commit commits the table's rows: every topic among them moves to pos,
-// or none does.
+// Commit commits the table's rows: every topic among them moves to pos
+// (a held topic to its Hold position), or none does.
 func (b *memBatch) Commit(ctx context.Context, table string, pos int64) (sink.Commit, error) {
 	b.mu.Lock()
 	rows := b.rows[table]
@@ -252,21 +342,27 @@ func (b *memBatch) Commit(ctx context.Context, table string, pos int64) (sink.Co
 	if err := ctx.Err(); err != nil {
 		return sink.Commit{}, err
 	}
-	b.m.mu.Lock()
-	defer b.m.mu.Unlock()
 	counts := map[string]int{}
 	for _, r := range rows {
 		counts[r.Topic]++
 	}
+	positions := map[string]int64{}
+	for name := range counts {
+		positions[name] = b.position(name, pos)
+	}
+	b.m.mu.Lock()
+	defer b.m.mu.Unlock()
 	for name := range counts {
 		t := b.m.table(name)
 		switch {
 		case t.deleted:
 			return sink.Commit{}, fmt.Errorf("commit topic %q: %w", name, sink.ErrTableGone)
+		case b.m.lost(name, t):
+			return sink.Commit{}, fmt.Errorf("commit topic %q: the table went back to an older state: %w", name, sink.ErrTableGone)
 		case t.status != sink.Ready:
 			return sink.Commit{}, fmt.Errorf("commit topic %q: %w: %s", name, sink.ErrIncompatible, t.reason)
-		case t.position(b.m.app) >= pos:
-			return sink.Commit{}, fmt.Errorf("topic %q at %d, batch %d: %w", name, t.position(b.m.app), pos, sink.ErrFenced)
+		case t.position(b.m.app) >= positions[name]:
+			return sink.Commit{}, fmt.Errorf("topic %q at %d, batch %d: %w", name, t.position(b.m.app), positions[name], sink.ErrFenced)
 		}
 	}
 	var version int64
@@ -276,8 +372,9 @@ func (b *memBatch) Commit(ctx context.Context, table string, pos int64) (sink.Co
 	}
 	for name := range counts {
 		t := b.m.table(name)
-		t.setPosition(b.m.app, pos)
-		t.versions++
+		t.setPosition(b.m.app, positions[name])
+		t.versioned()
+		b.m.claim(name, t, positions[name])
 		version = max(version, t.versions)
 	}
 	b.m.commits++
@@ -303,6 +400,15 @@ func (b *memBatch) Carry(table string, next sink.Batch) error {
 		return fmt.Errorf("carry table %q: the next batch already has rows of it", table)
 	}
 	n.rows[table] = rows
+	for _, r := range rows {
+		b.mu.Lock()
+		pos, ok := b.holds[r.Topic]
+		delete(b.holds, r.Topic)
+		b.mu.Unlock()
+		if ok {
+			n.Hold(r.Topic, pos)
+		}
+	}
 	return nil
 }
 

@@ -25,6 +25,7 @@ func TestMemoryConformance(t *testing.T) {
 				m.Group("_group."+name, patterns...)
 				return "_group." + name
 			},
+			RollBack: func(_ *testing.T, table string, n int) { m.RollBack(table, n) },
 		}
 	})
 }

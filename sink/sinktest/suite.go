@@ -30,6 +30,10 @@ type Harness struct {
 	// Group creates topic group name of the topic patterns and returns
 	// the name of its table.
 	Group func(t *testing.T, name string, patterns ...string) string
+	// RollBack restores a table to its state before its last n commits,
+	// as a restore from an older copy of it (a backup, S3 object
+	// versions) does: the same table, a lower latest version.
+	RollBack func(t *testing.T, table string, n int)
 }
 
 // Run runs the conformance suite; newHarness is called once per case.
@@ -54,6 +58,12 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"GroupCarry", testGroupCarry},
 		{"GroupTableDeleted", testGroupTableDeleted},
 		{"GroupConcurrentSources", testGroupConcurrentSources},
+		{"Hold", testHold},
+		{"GroupHold", testGroupHold},
+		{"ReplacedTable", testReplacedTable},
+		{"GroupTableReplaced", testGroupTableReplaced},
+		{"RolledBackTable", testRolledBackTable},
+		{"RolledBackWhileStopped", testRolledBackWhileStopped},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, newHarness(t)) })
 	}
@@ -381,5 +391,38 @@ func inSourceOrder(t *testing.T, name string, ids []string) {
 			t.Fatalf("%s, source %d: row %d after %d", name, s, n, prev)
 		}
 		last[s] = n
+	}
+}
+
+// testHold: a held topic's commit records its Hold position, not the
+// batch's; the cap moves with carried rows; a topic without rows in the
+// batch is not committed by a hold.
+func testHold(t *testing.T, h Harness) {
+	b1 := h.Sink.NewBatch()
+	o1, p1 := event("orders", 1, 100), event("payments", 2, 100)
+	_ = b1.Append(o1)
+	_ = b1.Append(p1)
+	b1.Hold("orders", 149)
+	b1.Hold("refunds", 149)
+	b2 := h.Sink.NewBatch()
+	if err := b1.Carry("orders", b2); err != nil {
+		t.Fatal(err)
+	}
+	commit(t, b1, "payments", 300)
+	p2 := event("payments", 3, 400)
+	_ = b2.Append(p2)
+	commit(t, b2, "orders", 400)
+	commit(t, b2, "payments", 400)
+	s := h.Reopen()
+	for name, want := range map[string]int64{"orders": 149, "payments": 400} {
+		if tp := open(t, s, name); tp.Position != want {
+			t.Fatalf("%s at %d, want %d", name, tp.Position, want)
+		}
+	}
+	if tp := open(t, s, "refunds"); tp.Status != sink.New {
+		t.Fatalf("a held topic without rows: %+v, want New (nothing committed)", tp)
+	}
+	if got := h.IDs(t, "orders"); !slices.Equal(got, ids(o1)) {
+		t.Fatalf("orders rows %q, want %q", got, ids(o1))
 	}
 }

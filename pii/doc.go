@@ -24,9 +24,33 @@
 //     the same way, and their raw row is replaced by the redacted fields:
 //     redaction, not encryption, so the dead letter of a row is the same
 //     bytes whichever path (stream, bootstrap) wrote it.
+//   - What is encrypted is exactly what the contract's classification
+//     calls personal (classify.Classification.Covers): every value at a
+//     path a personal mark covers, whether the schema reaches it by name,
+//     by a wildcard (patternProperties, additionalProperties, items) or
+//     both at once, and nothing else. The scanner walks the payload with
+//     every path pattern that matches where it is, never the first one
+//     alone; FuzzScanAgreesWithCovers checks the two readings agree on
+//     generated schemas and payloads. Dead-letter redaction uses the
+//     same scanner.
 //   - The rest of the payload is left byte for byte as it was; topic, type,
 //     timestamps and positions stay in clear; the key is replaced by a
 //     keyed hash on topics that ask for it (Classifier.PseudonymizeKey).
 //
 // A Protector is safe for concurrent use.
+//
+// # What a Revealer guarantees
+//
+//   - It decrypts only where the contract the event was written with (its
+//     type and schema version, before any upcasting) marks personal data:
+//     the places the relay encrypted. An envelope-shaped object anywhere
+//     else is the producer's data and is delivered as written.
+//   - An envelope at a personal place that does not open (altered in the
+//     store, or copied from another event or field) is that field's
+//     outcome: it reads as null, its pointer is listed as unreadable
+//     (Revealed.Unreadable, subscribe's Event.Unreadable, relay consume's
+//     "unreadable"), counted (Revealer.Unreadable,
+//     deltabus_pii_unreadable_fields_total), and the event is delivered.
+//     No payload a producer can write makes Reveal fail: only a key table
+//     or a contract registry out of reach does, and a retry then succeeds.
 package pii

@@ -64,7 +64,7 @@ func newFixture(t testing.TB) *fixture {
 	if f.p, err = NewProtector(f.cls, f.relay); err != nil {
 		t.Fatal(err)
 	}
-	f.r = NewRevealer(f.consumer)
+	f.r = NewRevealer(f.consumer, f.cls)
 	return f
 }
 
@@ -103,28 +103,33 @@ func TestProtectReveal(t *testing.T) {
 	if n := strings.Count(ev.Payload, `"x-deltabus-enc":1`); n != 3 {
 		t.Fatalf("%d envelopes, want 3: %s", n, ev.Payload)
 	}
-	got, erased, err := f.r.Reveal(ctx, "customers", ev.ID, ev.Payload)
-	if err != nil || got != payload || erased != nil {
-		t.Fatalf("reveal: %v %v\n got %s\nwant %s", err, erased, got, payload)
+	r, err := f.r.Reveal(ctx, ev)
+	if err != nil || r.Payload != payload || r.Erased != nil || r.Unreadable != nil {
+		t.Fatalf("reveal: %v %+v\n got %s\nwant %s", err, r, r.Payload, payload)
 	}
-	// An envelope is bound to its event and place.
-	if _, _, err := f.r.Reveal(ctx, "customers", "0190f0f0-0000-7000-8000-000000000002", ev.Payload); err == nil ||
-		!strings.Contains(err.Error(), "does not open") {
-		t.Fatalf("moved to another event: %v", err)
+	// An envelope is bound to its event and place: moved to another event,
+	// its field reads as null and is listed, and the event is delivered.
+	moved := *ev
+	moved.ID = "0190f0f0-0000-7000-8000-000000000002"
+	r, err = f.r.Reveal(ctx, &moved)
+	want := []string{"/customer/email", "/customer/addresses/0/street", "/customer/addresses/1/street"}
+	if err != nil || !slices.Equal(r.Unreadable, want) || r.Erased != nil || strings.Count(r.Payload, "null") != 4 || f.r.Unreadable() != 3 {
+		t.Fatalf("moved to another event: %v %+v (%d unreadable)", err, r, f.r.Unreadable())
 	}
+	noSecret(t, "revealed in another event", r.Payload)
 	// Erasure: the subject's fields read as null, with their pointers.
 	sub, _ := f.relay.SubjectHash([]byte("c-1"))
 	if _, err := f.relay.Delete(ctx, sub, ""); err != nil {
 		t.Fatal(err)
 	}
 	f.consumer.Forget("", sub)
-	got, erased, err = f.r.Reveal(ctx, "customers", ev.ID, ev.Payload)
+	r, err = f.r.Reveal(ctx, ev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"/customer/email", "/customer/addresses/0/street", "/customer/addresses/1/street"}
-	if !slices.Equal(erased, want) || strings.Count(got, "null") != 4 {
-		t.Fatalf("after erasure: %v %s", erased, got)
+	got := r.Payload
+	if !slices.Equal(r.Erased, want) || r.Unreadable != nil || strings.Count(got, "null") != 4 {
+		t.Fatalf("after erasure: %+v", r)
 	}
 	noSecret(t, "revealed after erasure", got)
 }
@@ -224,14 +229,19 @@ func TestErasureRecordsDropCachedKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := strings.Clone(ev.Payload)
-	if got, _, err := f.r.Reveal(ctx, "customers", ev.ID, stored); err != nil || !strings.Contains(got, "ada@example.com") {
-		t.Fatalf("before erasure: %s %v", got, err)
+	reveal := func() (Revealed, error) {
+		e := *ev
+		e.Payload = stored
+		return f.r.Reveal(ctx, &e)
+	}
+	if got, err := reveal(); err != nil || !strings.Contains(got.Payload, "ada@example.com") {
+		t.Fatalf("before erasure: %s %v", got.Payload, err)
 	}
 	sub, _ := f.relay.SubjectHash([]byte("c-9"))
 	if _, err := f.relay.Delete(ctx, sub, ""); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, _ := f.r.Reveal(ctx, "customers", ev.ID, stored); !strings.Contains(got, "ada@example.com") {
+	if got, _ := reveal(); !strings.Contains(got.Payload, "ada@example.com") {
 		t.Fatal("the consumer's cache should still hold the key before the record")
 	}
 	if _, err := RecordErasure(ctx, root, Erasure{Subject: sub.String(), Topics: []string{"customers"}, At: time.Now()}); err != nil {
@@ -240,9 +250,9 @@ func TestErasureRecordsDropCachedKeys(t *testing.T) {
 	if err := w.Poll(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, erased, err := f.r.Reveal(ctx, "customers", ev.ID, stored)
-	if err != nil || len(erased) != 1 || strings.Contains(got, "ada@example.com") {
-		t.Fatalf("after the erasure record: %s %v %v", got, erased, err)
+	got, err := reveal()
+	if err != nil || len(got.Erased) != 1 || strings.Contains(got.Payload, "ada@example.com") {
+		t.Fatalf("after the erasure record: %+v %v", got, err)
 	}
 	// The record is a topic table's event, and CountSubject finds nothing
 	// of the subject in it (it holds the hash as key and in its payload,

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -23,7 +22,7 @@ const Redacted = `{"x-deltabus-redacted":1}`
 type Protector struct {
 	cls      classify.Classifier
 	keys     *keys.Store // nil: no KEK configured (noKEK)
-	matchers sync.Map    // *classify.Classification -> *matcher
+	patterns patterns
 }
 
 // NewProtector returns a Protector over cls's classifications and the key
@@ -34,14 +33,6 @@ func NewProtector(cls classify.Classifier, ks *keys.Store) (*Protector, error) {
 		return nil, errors.New("pii: no classifier")
 	}
 	return &Protector{cls: cls, keys: ks}, nil
-}
-
-func (p *Protector) matcher(c *classify.Classification) *matcher {
-	if m, ok := p.matchers.Load(c); ok {
-		return m.(*matcher)
-	}
-	m, _ := p.matchers.LoadOrStore(c, compile(c))
-	return m.(*matcher)
 }
 
 // Scratch is the reusable work space of one caller of Protector.Event
@@ -117,7 +108,7 @@ func (p *Protector) Event(ctx context.Context, ev *outbox.Event, sc *Scratch) (d
 		return nil, nil
 	}
 	payload := readOnly(ev.Payload) // read, never written: the result is built anew
-	f, serr := sc.sc.scan(payload, p.matcher(c))
+	f, serr := sc.sc.scan(payload, p.patterns.get(c).all)
 	switch {
 	case serr != nil:
 		return p.deadLetter(ev, fmt.Sprintf("topic %q type %q version %d: payload is not JSON, and its contract marks personal data", ev.Topic, ev.Type, ev.SchemaVersion), Redacted), nil
@@ -229,7 +220,7 @@ func (p *Protector) DeadLetter(ctx context.Context, dl *outbox.DeadLetter) error
 	case cerr != nil:
 		dl.Payload = Redacted
 	case c.HasPersonal():
-		if f, err := scan(readOnly(dl.Payload), p.matcher(c)); err != nil {
+		if f, err := scan(readOnly(dl.Payload), p.patterns.get(c).all); err != nil {
 			dl.Payload = Redacted
 		} else {
 			dl.Payload = redactSpans(readOnly(dl.Payload), f.spans)

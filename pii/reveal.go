@@ -4,156 +4,152 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
+	"sync/atomic"
 
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/deltabus/deltabus/outbox"
+	"github.com/deltabus/deltabus/pii/classify"
 	"github.com/deltabus/deltabus/pii/envelope"
 	"github.com/deltabus/deltabus/pii/keys"
 )
 
 // Revealer decrypts the envelopes of stored payloads for a consumer that
 // has the KEK and may read the key table. Safe for concurrent use.
+//
+// It opens envelopes only where the contract the event was written with
+// (its type and schema version) marks personal data: the places the relay
+// encrypted. An envelope-shaped object anywhere else is the producer's own
+// data and is handed over as it is, never opened. An envelope at a
+// personal place that does not open (altered, or copied from another
+// event or field) is that field's outcome, not the event's: the field
+// reads as null and is listed in Revealed.Unreadable, the event is
+// delivered, and Unreadable counts it. So nothing a producer can write
+// stops a consumer; only what stops the relay too (the key table or the
+// contract registry out of reach) makes Reveal fail, and a retry
+// succeeds once it is back.
 type Revealer struct {
-	keys *keys.Store
+	keys       *keys.Store
+	cls        classify.Classifier
+	patterns   patterns
+	unreadable atomic.Int64
 }
 
-// NewRevealer returns a Revealer over a key table opened read-only.
-func NewRevealer(ks *keys.Store) *Revealer { return &Revealer{keys: ks} }
+// NewRevealer returns a Revealer over a key table opened read-only and the
+// classifier that says where each contract's personal data is (the
+// store's contract registry, contract.Cache, or the schemas the relay
+// was given, classify.ReadDir).
+func NewRevealer(ks *keys.Store, cls classify.Classifier) *Revealer {
+	return &Revealer{keys: ks, cls: cls}
+}
 
 // Keys returns the key table (to Forget keys at erasure records).
 func (r *Revealer) Keys() *keys.Store { return r.keys }
 
+// Unreadable is how many fields Reveal delivered as null because their
+// envelope did not open, since r was made.
+func (r *Revealer) Unreadable() int64 { return r.unreadable.Load() }
+
+// Instrument reports Unreadable as deltabus_pii_unreadable_fields_total
+// through mp.
+func (r *Revealer) Instrument(mp metric.MeterProvider) error {
+	_, err := mp.Meter("github.com/deltabus/deltabus/pii").Int64ObservableCounter("deltabus_pii_unreadable_fields_total",
+		metric.WithDescription("Personal fields delivered as null because their envelope does not open under its key (altered, or copied from another event or field)."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(r.unreadable.Load())
+			return nil
+		}))
+	return err
+}
+
+// Revealed is a payload as a consumer reads it.
+type Revealed struct {
+	Payload string
+	// Erased are the pointers of the personal fields whose subject is
+	// erased: they read as null.
+	Erased []string
+	// Unreadable are the pointers of the personal fields whose envelope
+	// does not open under its key: they read as null.
+	Unreadable []string
+}
+
 var envMarker = `"` + envelope.Marker + `"`
 
-// Reveal returns payload with every envelope replaced by its value, and
-// the pointers of the fields whose subject is erased (those become null).
-// A payload without envelopes is returned as is, without work. An
-// envelope that does not open under its key (altered, or moved from
-// another event or field) is an error naming the event and pointer.
-func (r *Revealer) Reveal(ctx context.Context, topic, eventID, payload string) (string, []string, error) {
-	if !strings.Contains(payload, envMarker) {
-		return payload, nil, nil
+// Reveal returns ev's payload with the envelopes at the personal fields of
+// its contract (ev.Topic, ev.Type, ev.SchemaVersion: the version the
+// producer wrote, before any upcasting) replaced by their values. A
+// payload without envelopes, or of a contract that marks nothing, is
+// returned as is, without work. The error is only what the relay would
+// wait on too: the classification or a key that cannot be read now.
+func (r *Revealer) Reveal(ctx context.Context, ev *outbox.Event) (Revealed, error) {
+	out := Revealed{Payload: ev.Payload}
+	if !strings.Contains(ev.Payload, envMarker) {
+		return out, nil
 	}
-	b := readOnly(payload)
-	var envs []span
-	if err := findEnvelopes(b, &envs); err != nil {
-		return "", nil, fmt.Errorf("event %s: %w", eventID, err)
+	c, err := r.cls.Classify(ctx, ev.Topic, ev.Type, ev.SchemaVersion)
+	switch {
+	case errors.Is(err, classify.ErrUnknownVersion):
+		return out, nil // the relay writes no event of such a version: nothing it encrypted
+	case err != nil:
+		return out, fmt.Errorf("event %s: classify topic %q type %q version %d: %w", ev.ID, ev.Topic, ev.Type, ev.SchemaVersion, err)
+	case !c.HasPersonal():
+		return out, nil
 	}
-	var out []byte
-	var erased []string
-	var ad []byte
-	last := 0
-	for _, sp := range envs {
-		out = append(out, b[last:sp.start]...)
-		last = sp.end
-		e, err := envelope.Parse(b[sp.start:sp.end])
-		if err != nil {
-			return "", nil, fmt.Errorf("event %s field %s: %w", eventID, sp.pointer, err)
-		}
-		a, err := r.keys.DataKey(ctx, topic, e.Subject, false)
-		if errors.Is(err, keys.ErrErased) {
-			out = append(out, "null"...)
-			erased = append(erased, sp.pointer)
-			continue
-		}
-		if err != nil {
-			return "", nil, err
-		}
-		ad = envelope.AssociatedData(ad[:0], topic, eventID, sp.pointer)
-		pt, err := e.Open(a, ad)
-		if err != nil {
-			return "", nil, fmt.Errorf("event %s field %s: the envelope does not open under its key (altered, or moved from another event or field): %w", eventID, sp.pointer, err)
-		}
-		out = append(out, pt...)
-	}
-	out = append(out, b[last:]...)
-	return string(out), erased, nil
-}
-
-// findEnvelopes records every envelope in a JSON text, with its pointer.
-func findEnvelopes(b []byte, envs *[]span) error {
-	s := scanner{b: b}
-	i := s.ws(0)
-	end, err := s.walkAll(i, envs)
+	b := readOnly(ev.Payload)
+	f, err := scan(b, r.patterns.get(c).leaves)
 	if err != nil {
-		return err
+		return out, nil // not JSON: the relay encrypted nothing in it
 	}
-	if s.ws(end) != len(b) {
-		return errSyntax
+	var buf, ad []byte
+	last := 0
+	for _, sp := range f.spans {
+		v := b[sp.start:sp.end]
+		if !envelope.Is(v) {
+			continue // not encrypted (a foreign writer's row): as stored
+		}
+		buf = append(buf, b[last:sp.start]...)
+		last = sp.end
+		pt, err := r.open(ctx, ev, v, sp.pointer, &ad)
+		switch {
+		case errors.Is(err, keys.ErrErased):
+			buf = append(buf, "null"...)
+			out.Erased = append(out.Erased, strings.Clone(sp.pointer))
+		case errors.Is(err, errUnreadable):
+			buf = append(buf, "null"...)
+			out.Unreadable = append(out.Unreadable, strings.Clone(sp.pointer))
+			r.unreadable.Add(1)
+		case err != nil:
+			return Revealed{Payload: ev.Payload}, fmt.Errorf("event %s field %s: %w", ev.ID, sp.pointer, err)
+		default:
+			buf = append(buf, pt...)
+		}
 	}
-	return nil
+	if buf == nil {
+		return out, nil
+	}
+	buf = append(buf, b[last:]...)
+	out.Payload = string(buf)
+	return out, nil
 }
 
-// walkAll visits every value, recording envelopes.
-func (s *scanner) walkAll(i int, envs *[]span) (int, error) {
-	if i >= len(s.b) {
-		return 0, errSyntax
-	}
-	switch s.b[i] {
-	case '{':
-		end, err := skip(s.b, i)
-		if err != nil {
-			return 0, err
-		}
-		if envelope.Is(s.b[i:end]) {
-			*envs = append(*envs, span{start: i, end: end, pointer: s.pointer()})
-			return end, nil
-		}
-		return s.members(i, envs)
-	case '[':
-		return s.elements(i, envs)
-	}
-	return skip(s.b, i)
-}
+// errUnreadable: an envelope that does not parse or does not open.
+var errUnreadable = errors.New("the envelope does not open under its key (altered, or copied from another event or field)")
 
-func (s *scanner) members(i int, envs *[]span) (int, error) {
-	i = s.ws(i + 1)
-	if i < len(s.b) && s.b[i] == '}' {
-		return i + 1, nil
+// open decrypts the envelope v found at pointer of ev.
+func (r *Revealer) open(ctx context.Context, ev *outbox.Event, v []byte, pointer string, ad *[]byte) ([]byte, error) {
+	e, err := envelope.Parse(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUnreadable, err)
 	}
-	for {
-		if i >= len(s.b) || s.b[i] != '"' {
-			return 0, errSyntax
-		}
-		kend, err := skip(s.b, i)
-		if err != nil {
-			return 0, err
-		}
-		key, err := unquote(s.b[i:kend])
-		if err != nil {
-			return 0, err
-		}
-		i = s.ws(kend)
-		if i >= len(s.b) || s.b[i] != ':' {
-			return 0, errSyntax
-		}
-		s.toks = append(s.toks, []byte(key))
-		if i, err = s.walkAll(s.ws(i+1), envs); err != nil {
-			return 0, err
-		}
-		s.toks = s.toks[:len(s.toks)-1]
-		var done bool
-		if i, done, err = s.next(i, '}'); done || err != nil {
-			return i, err
-		}
+	a, err := r.keys.DataKey(ctx, ev.Topic, e.Subject, false)
+	if err != nil {
+		return nil, err
 	}
-}
-
-func (s *scanner) elements(i int, envs *[]span) (int, error) {
-	i = s.ws(i + 1)
-	if i < len(s.b) && s.b[i] == ']' {
-		return i + 1, nil
+	*ad = envelope.AssociatedData((*ad)[:0], ev.Topic, ev.ID, pointer)
+	pt, err := e.Open(a, *ad)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUnreadable, err)
 	}
-	for k := 0; ; k++ {
-		s.toks = append(s.toks, strconv.AppendInt(nil, int64(k), 10))
-		var err error
-		if i, err = s.walkAll(i, envs); err != nil {
-			return 0, err
-		}
-		s.toks = s.toks[:len(s.toks)-1]
-		var done bool
-		if i, done, err = s.next(i, ']'); done || err != nil {
-			return i, err
-		}
-	}
+	return pt, nil
 }

@@ -74,6 +74,38 @@ func (c Config) Classifications(ctx context.Context) (*classify.Static, error) {
 	return nil, nil
 }
 
+// Classifier returns what marks personal data for a reader: the schema
+// directory when one is given, else the contract registry, read live (a
+// version registered later is classified when its first event comes).
+// It returns nil when there is neither.
+func (c Config) Classifier(ctx context.Context) (classify.Classifier, error) {
+	switch {
+	case c.SchemasDir != "":
+		return c.Classifications(ctx)
+	case c.Registry != nil:
+		return c.Registry, nil
+	}
+	return nil, nil
+}
+
+// OpenRevealer opens the KEK and the key table read-only, and returns the
+// Revealer over them and c's classifier (Classifier): a consumer's
+// decryption. Close its Keys when done.
+func OpenRevealer(ctx context.Context, c Config) (*Revealer, error) {
+	cls, err := c.Classifier(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if cls == nil {
+		return nil, usererr.New(nil, "no contracts to say which fields are personal: give the store (DELTABUS_STORE), whose contract registry marks them, or DELTABUS_PII_SCHEMAS")
+	}
+	ks, err := openKeys(ctx, c, true)
+	if err != nil {
+		return nil, err
+	}
+	return NewRevealer(ks, cls), nil
+}
+
 // Setup is what Open returns: the classifier and, when personal data is
 // marked, the key table.
 type Setup struct {

@@ -39,6 +39,11 @@ type Event struct {
 	// whose data subject was erased: they read as null (Options.Reveal).
 	// Nil when none was.
 	Erased []string
+	// Unreadable lists the JSON pointers of the payload's personal fields
+	// whose envelope does not open under its key (altered, or copied from
+	// another event or field): they read as null too (Options.Reveal). The
+	// event is delivered all the same. Nil when none was.
+	Unreadable []string
 }
 
 // Batch is what a Handler receives. Events are in delivery order. The

@@ -58,7 +58,10 @@ type Options struct {
 	// and SELECT on the key table): an erased subject's fields come back
 	// as null, listed in Event.Erased. The subscription follows the
 	// store's _erasures records and drops erased subjects' cached keys at
-	// once (else the key cache's TTL bounds it). Not with Columns, which
+	// once (else the key cache's TTL bounds it). Only the fields the
+	// contract each event was written with marks are decrypted; a field
+	// whose envelope does not open comes back as null, listed in
+	// Event.Unreadable, and the event is delivered. Not with Columns, which
 	// hands over the stored columns: envelopes stay envelopes there.
 	Reveal *pii.Revealer
 	// Tracer traces each handler call (see handle in trace.go); nil: the

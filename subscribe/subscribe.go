@@ -291,18 +291,26 @@ func (s *subscription) commit(ctx context.Context, next Checkpoint, apply func(c
 	return s.async.submit(next)
 }
 
-// reveal decrypts the pending events' personal fields (Options.Reveal).
+// reveal decrypts the pending events' personal fields (Options.Reveal),
+// where the contract each was written with marks them (before upcasting:
+// SchemaVersion is still the writer's). A field whose envelope does not
+// open is delivered as null and listed in Event.Unreadable, never a
+// failed batch: only a key table or registry out of reach fails it.
 func (s *subscription) reveal(ctx context.Context) error {
 	if s.o.Reveal == nil {
 		return nil
 	}
 	for i := range s.batch {
 		ev := &s.batch[i]
-		p, erased, err := s.o.Reveal.Reveal(ctx, s.topic, ev.ID, ev.Payload)
+		r, err := s.o.Reveal.Reveal(ctx, &ev.Event)
 		if err != nil {
 			return fmt.Errorf("group %q topic %q: %w", s.group, s.topic, err)
 		}
-		ev.Payload, ev.Erased = p, erased
+		ev.Payload, ev.Erased, ev.Unreadable = r.Payload, r.Erased, r.Unreadable
+		if r.Unreadable != nil {
+			s.o.Logger.Warn("subscribe: personal fields whose envelope does not open under its key (altered, or copied from another event or field) are delivered as null",
+				"group", s.group, "topic", s.topic, "event_id", ev.ID, "position", ev.Position.String(), "fields", r.Unreadable)
+		}
 	}
 	return nil
 }

@@ -62,12 +62,12 @@ func cmdConsume(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if pf.kek != "" { // decrypt personal fields: the KEK and SELECT on the key table
 		pf.source = env.getenv("DELTABUS_SOURCE")
-		ks, err := pii.OpenKeys(ctx, pf.config(), true)
+		r, err := pii.OpenRevealer(ctx, pf.configFor(cfg.Store))
 		if err != nil {
 			return fail(env, exitUsage, err)
 		}
-		defer ks.Close()
-		cfg.Reveal = pii.NewRevealer(ks)
+		defer r.Keys().Close()
+		cfg.Reveal = r
 	}
 	if err := consume.Run(ctx, cfg, env.stdout); err != nil {
 		return fail(env, exitFailure, err)

@@ -46,7 +46,8 @@ type Config struct {
 	// Contracts, when set, checks every event against its contract.
 	Contracts *contract.Cache
 	// Reveal, when set, decrypts personal fields (subscribe.Options.Reveal);
-	// each line then lists the erased fields' pointers in "erased".
+	// each line then lists the erased fields' pointers in "erased", and
+	// those whose envelope does not open in "unreadable".
 	Reveal *pii.Revealer
 }
 
@@ -156,7 +157,8 @@ type line struct {
 	// ContractViolation is set by --validate for an event its contract
 	// refuses.
 	ContractViolation string   `json:"contract_violation,omitempty"`
-	Erased            []string `json:"erased,omitempty"` // pointers of fields whose subject was erased (null in payload)
+	Erased            []string `json:"erased,omitempty"`     // pointers of fields whose subject was erased (null in payload)
+	Unreadable        []string `json:"unreadable,omitempty"` // pointers of fields whose envelope does not open (null in payload)
 }
 
 // WriteLine writes e as one JSON line. Payload and headers are nested JSON
@@ -173,7 +175,7 @@ func writeLine(w io.Writer, e *subscribe.Event, violation string) error {
 	b, err := json.Marshal(line{EventID: e.ID, Topic: e.Topic, Key: e.Key, Type: e.Type, SchemaVersion: e.SchemaVersion,
 		Payload: nested(e.Payload), Headers: headers, OccurredAt: stamp(e.OccurredAt), CommitLSN: e.CommitLSN,
 		Seq: e.Seq, Xid: e.Xid, CommitTime: stamp(e.CommitTime), Source: e.Source, Version: e.Version, Offset: e.Offset,
-		Erased: e.Erased, ContractViolation: violation})
+		Erased: e.Erased, Unreadable: e.Unreadable, ContractViolation: violation})
 	if err != nil {
 		return fmt.Errorf("encode event %s: %w", e.ID, err)
 	}

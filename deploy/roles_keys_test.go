@@ -46,11 +46,17 @@ func checkKeyTables(t *testing.T, admin *pgx.Conn, mig *pgx.Conn, rerun func()) 
 		as("deltabus_eraser", false, ins)
 		as("deltabus_eraser", false, "DELETE FROM deltabus.key_root")
 		as("deltabus_eraser", true, "DELETE FROM public.outbox WHERE false")
+		erased := "INSERT INTO deltabus.erased_subjects (subject, topic, erased_at) VALUES ('\\x00112233445566778899aabbccddeeff', 't', now()) ON CONFLICT (subject, topic) DO UPDATE SET erased_at = EXCLUDED.erased_at"
+		as("deltabus_eraser", true, erased)
+		as("deltabus_relay", true, "SELECT count(*) FROM deltabus.erased_subjects")
+		as("deltabus_relay", false, erased)
+		as("deltabus_keyreader", false, "SELECT count(*) FROM deltabus.erased_subjects")
 		as("deltabus_keyreader", false, "SELECT count(*) FROM public.outbox")
 		for _, r := range []string{"deltabus_janitor", "deltabus_reconcile"} {
 			as(r, false, sel)
 			as(r, false, root)
 			as(r, false, del)
+			as(r, false, "SELECT count(*) FROM deltabus.erased_subjects")
 		}
 	}
 	check()

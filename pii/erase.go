@@ -16,7 +16,6 @@ import (
 	"github.com/deltabus/deltabus/pii/classify"
 	"github.com/deltabus/deltabus/pii/keys"
 	"github.com/deltabus/deltabus/storage"
-	"github.com/deltabus/deltabus/usererr"
 )
 
 // EraseRequest is one `relay erase`.
@@ -44,15 +43,24 @@ type EraseReport struct {
 	OutboxDeleted int64            // rows of the subject deleted from the outbox
 	OutboxError   string           // why rows could not be deleted (they stay until the janitor's retention)
 	RecordVersion int64            // version of the _erasures record
-	WaitedFor     pglogrepl.LSN    // the WAL position the relay had acknowledged before the keys went
+	WaitedFor     pglogrepl.LSN    // the WAL position the relay had acknowledged before the keys went (short of the target when --wait ran out)
 }
 
 // Erase erases a data subject: it waits until the relay has acknowledged
-// everything written before the request (so no event of the subject
-// committed before it is encrypted later under a new key), deletes the
-// subject's keys, deletes its rows still in the outbox, appends an
-// erasure record to _erasures and counts the stored events it made
-// unreadable (by the subject hash in their envelopes, never decrypting).
+// everything written before the request (so the count covers the
+// subject's events in flight), deletes the subject's keys and records the
+// erasure beside them (keys.Store.Delete), deletes its rows still in the
+// outbox, appends an erasure record to _erasures and counts the stored
+// events it made unreadable (by the subject hash in their envelopes,
+// never decrypting).
+//
+// That no event of the subject written before the erasure is encrypted
+// later under a new key does not rest on the wait: the recorded erasure
+// stops every relay (of this source or another sharing the topics, a
+// bootstrap --recover, a rebuild) from creating a key for such an event,
+// whose personal fields are then written redacted (keys.Store.SealKey).
+// The wait is the slot's only, and bounded: past --wait it erases all
+// the same, and says so.
 func Erase(ctx context.Context, req EraseRequest) (EraseReport, error) {
 	progress := req.Progress
 	if progress == nil {
@@ -100,10 +108,13 @@ func Erase(ctx context.Context, req EraseRequest) (EraseReport, error) {
 	return rep, nil
 }
 
-// waitForRelay waits until the slot has confirmed the WAL position of now.
+// waitForRelay waits until the slot has confirmed the WAL position of now:
+// the insert position, past every commit record any session has made
+// (pg_current_wal_lsn, the write position, can be behind a commit an
+// asynchronous-commit session already made visible).
 func waitForRelay(ctx context.Context, conn *pgx.Conn, slot string, wait time.Duration, progress func(string)) (pglogrepl.LSN, error) {
 	var target string
-	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&target); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&target); err != nil {
 		return 0, fmt.Errorf("read the WAL position: %w", err)
 	}
 	want, _ := pglogrepl.ParseLSN(target)
@@ -112,7 +123,7 @@ func waitForRelay(ctx context.Context, conn *pgx.Conn, slot string, wait time.Du
 		var confirmed *string
 		err := conn.QueryRow(ctx, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", slot).Scan(&confirmed)
 		if errors.Is(err, pgx.ErrNoRows) {
-			progress(fmt.Sprintf("no slot %q: nothing is being relayed, erasing now", slot))
+			progress(fmt.Sprintf("no slot %q: nothing is being relayed from here, erasing now (events of the subject relayed later are written with its personal fields redacted)", slot))
 			return 0, nil
 		}
 		if err != nil {
@@ -126,8 +137,9 @@ func waitForRelay(ctx context.Context, conn *pgx.Conn, slot string, wait time.Du
 			return at, nil
 		}
 		if time.Now().After(deadline) {
-			return 0, usererr.New(nil, "the relay has not acknowledged WAL up to %s within %s (slot %s is at %s): erasing now would let events of the subject it has not relayed yet be encrypted under a new key; "+
-				"erase again once it has (relay status shows why it lags, a held topic holds it), or pass --wait 0 to erase without waiting", want, wait, slot, at)
+			progress(fmt.Sprintf("the relay (slot %s) has not acknowledged WAL up to %s within %s (it is at %s; relay status shows why it lags): erasing now; "+
+				"the subject's events it relays later are written with their personal fields redacted, and are not in the counts below", slot, want, wait, at))
+			return at, nil
 		}
 		if !said {
 			progress(fmt.Sprintf("waiting for the relay (slot %s) to acknowledge WAL up to %s", slot, want))

@@ -44,13 +44,20 @@ type Scratch struct {
 	// keys caches, without locks, the data keys this caller used lately
 	// (by topic and subject id); dropped when the key store's generation
 	// moves (an erasure), when full, and every scratchTTL.
-	keys    map[scratchKey]envelope.Sealer
+	keys    map[scratchKey]scratchSealer
 	gen     uint64
 	resetAt time.Time
 	calls   int
 }
 
 type scratchKey struct{ topic, subject string }
+
+// scratchSealer is a cached key: it seals values written at or after
+// erasedAt only (the subject's latest erasure when it was read).
+type scratchSealer struct {
+	envelope.Sealer
+	erasedAt time.Time
+}
 
 // Bounds of a Scratch's key cache: far below the key store's own, whose
 // TTL and erasure records still apply within scratchTTL.
@@ -59,25 +66,27 @@ const (
 	scratchTTL  = 10 * time.Second
 )
 
-// key returns the sealer of the subject's values in topic (its data key).
-func (p *Protector) key(ctx context.Context, sc *Scratch, topic string, subject []byte) (envelope.Sealer, error) {
+// key returns the sealer of the subject's values in topic (its data key)
+// for an event written at written; keys.ErrErased (wrapped) when the
+// subject was erased after it.
+func (p *Protector) key(ctx context.Context, sc *Scratch, topic string, subject []byte, written time.Time) (envelope.Sealer, error) {
 	if sc.calls++; sc.keys == nil || sc.calls&1023 == 0 && time.Now().After(sc.resetAt) || sc.gen != p.keys.Generation() || len(sc.keys) >= scratchKeys {
-		sc.keys, sc.gen, sc.resetAt = make(map[scratchKey]envelope.Sealer), p.keys.Generation(), time.Now().Add(scratchTTL)
+		sc.keys, sc.gen, sc.resetAt = make(map[scratchKey]scratchSealer), p.keys.Generation(), time.Now().Add(scratchTTL)
 	}
-	if s, ok := sc.keys[scratchKey{topic, unsafe.String(unsafe.SliceData(subject), len(subject))}]; ok {
-		return s, nil
+	if s, ok := sc.keys[scratchKey{topic, unsafe.String(unsafe.SliceData(subject), len(subject))}]; ok && !written.Before(s.erasedAt) {
+		return s.Sealer, nil
 	}
 	sub, err := p.keys.SubjectHash(subject)
 	if err != nil {
 		return envelope.Sealer{}, err
 	}
-	a, err := p.keys.DataKey(ctx, topic, sub, true)
+	a, erasedAt, err := p.keys.SealKey(ctx, topic, sub, written)
 	if err != nil {
 		return envelope.Sealer{}, fmt.Errorf("topic %q: the key of a data subject: %w", topic, err)
 	}
-	s := envelope.NewSealer(a, sub)
+	s := scratchSealer{envelope.NewSealer(a, sub), erasedAt}
 	sc.keys[scratchKey{topic, string(subject)}] = s
-	return s, nil
+	return s.Sealer, nil
 }
 
 // Event protects ev in place: its payload's personal leaves become
@@ -125,7 +134,13 @@ func (p *Protector) Event(ctx context.Context, ev *outbox.Event, sc *Scratch) (d
 	if p.keys == nil {
 		return nil, noKEK(contractText(ev.Topic, ev.Type, ev.SchemaVersion))
 	}
-	sealer, err := p.key(ctx, sc, ev.Topic, f.subject)
+	sealer, err := p.key(ctx, sc, ev.Topic, f.subject, written(ev))
+	if errors.Is(err, keys.ErrErased) {
+		// Written before its subject's erasure, relayed after it: its
+		// personal fields are gone with the key they would have had.
+		ev.Payload = redactSpans(payload, f.spans)
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -143,6 +158,16 @@ func (p *Protector) Event(ctx context.Context, ev *outbox.Event, sc *Scratch) (d
 	sc.buf = buf
 	ev.Payload = unsafe.String(unsafe.SliceData(buf), len(buf))
 	return nil, nil
+}
+
+// written is when ev was written, as the erasures compare it: the earlier
+// of its occurred_at and its commit time (a snapshot's rows carry the
+// snapshot's time as commit time, their occurred_at says when).
+func written(ev *outbox.Event) time.Time {
+	if !ev.OccurredAt.IsZero() && (ev.CommitTime.IsZero() || ev.OccurredAt.Before(ev.CommitTime)) {
+		return ev.OccurredAt
+	}
+	return ev.CommitTime
 }
 
 // redact returns the dead letter of an event whose personal leaves could

@@ -67,7 +67,8 @@ func (r *Revealer) Instrument(mp metric.MeterProvider) error {
 type Revealed struct {
 	Payload string
 	// Erased are the pointers of the personal fields whose subject is
-	// erased: they read as null.
+	// erased (its key deleted, or the event written before the erasure and
+	// relayed after it, its fields redacted): they read as null.
 	Erased []string
 	// Unreadable are the pointers of the personal fields whose envelope
 	// does not open under its key: they read as null.
@@ -84,7 +85,7 @@ var envMarker = `"` + envelope.Marker + `"`
 // wait on too: the classification or a key that cannot be read now.
 func (r *Revealer) Reveal(ctx context.Context, ev *outbox.Event) (Revealed, error) {
 	out := Revealed{Payload: ev.Payload}
-	if !strings.Contains(ev.Payload, envMarker) {
+	if !strings.Contains(ev.Payload, envMarker) && !strings.Contains(ev.Payload, Redacted) {
 		return out, nil
 	}
 	c, err := r.cls.Classify(ctx, ev.Topic, ev.Type, ev.SchemaVersion)
@@ -105,12 +106,17 @@ func (r *Revealer) Reveal(ctx context.Context, ev *outbox.Event) (Revealed, erro
 	last := 0
 	for _, sp := range f.spans {
 		v := b[sp.start:sp.end]
-		if !envelope.Is(v) {
+		redacted := string(v) == Redacted // written after its subject's erasure (Protector.Event)
+		if !redacted && !envelope.Is(v) {
 			continue // not encrypted (a foreign writer's row): as stored
 		}
 		buf = append(buf, b[last:sp.start]...)
 		last = sp.end
-		pt, err := r.open(ctx, ev, v, sp.pointer, &ad)
+		var pt []byte
+		err := keys.ErrErased
+		if !redacted {
+			pt, err = r.open(ctx, ev, v, sp.pointer, &ad)
+		}
 		switch {
 		case errors.Is(err, keys.ErrErased):
 			buf = append(buf, "null"...)
@@ -142,7 +148,7 @@ func (r *Revealer) open(ctx context.Context, ev *outbox.Event, v []byte, pointer
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errUnreadable, err)
 	}
-	a, err := r.keys.DataKey(ctx, ev.Topic, e.Subject, false)
+	a, err := r.keys.DataKey(ctx, ev.Topic, e.Subject)
 	if err != nil {
 		return nil, err
 	}

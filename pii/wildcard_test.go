@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pii/classify"
@@ -121,5 +122,53 @@ func TestRevealCopiedEnvelope(t *testing.T) {
 	r, err := f.r.Reveal(ctx, &moved)
 	if err != nil || r.Payload != `{"customer":{"id":"c-1","email":null}}` || len(r.Unreadable) != 1 || r.Unreadable[0] != "/customer/email" {
 		t.Fatalf("moved envelope: %v %+v", err, r)
+	}
+}
+
+// TestEventRelayedAfterItsSubjectsErasure: an event written before its
+// subject's erasure and relayed after it (another source's relay that
+// lagged, a bootstrap --recover, a rebuild) is written with its personal
+// fields redacted, never under a new key; consumers read them as erased.
+// An event written after the erasure gets a new key.
+func TestEventRelayedAfterItsSubjectsErasure(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	before := time.Now().Add(-time.Minute).UTC()
+	first := event("0190f0f0-0000-7000-8000-000000000301", `{"customer":{"id":"c-5","email":"ada@example.com"}}`)
+	first.OccurredAt, first.CommitTime = before, before
+	if _, err := f.p.Event(ctx, first, &Scratch{}); err != nil {
+		t.Fatal(err)
+	}
+	sub, _ := f.relay.SubjectHash([]byte("c-5"))
+	if _, err := f.relay.Delete(ctx, sub, ""); err != nil {
+		t.Fatal(err)
+	}
+	late := event("0190f0f0-0000-7000-8000-000000000302", `{"customer":{"id":"c-5","email":"ada@example.com"}}`)
+	late.OccurredAt, late.CommitTime = before, time.Now().UTC() // a snapshot's row: its commit time is the snapshot's
+	if dl, err := f.p.Event(ctx, late, &Scratch{}); err != nil || dl != nil {
+		t.Fatalf("protect: %v %v", dl, err)
+	}
+	if late.Payload != `{"customer":{"id":"c-5","email":`+Redacted+`}}` {
+		t.Fatalf("an event written before the erasure: %s", late.Payload)
+	}
+	r, err := f.r.Reveal(ctx, late)
+	if err != nil || r.Payload != `{"customer":{"id":"c-5","email":null}}` || len(r.Erased) != 1 {
+		t.Fatalf("reveal: %v %+v", err, r)
+	}
+	next := event("0190f0f0-0000-7000-8000-000000000303", `{"customer":{"id":"c-5","email":"ada@example.org"}}`)
+	next.OccurredAt, next.CommitTime = time.Now().Add(time.Second).UTC(), time.Now().Add(time.Second).UTC()
+	sc := &Scratch{} // one relay's, keeping the new key
+	if _, err := f.p.Event(ctx, next, sc); err != nil || !strings.Contains(next.Payload, `"x-deltabus-enc"`) {
+		t.Fatalf("an event written after the erasure: %v %s", err, next.Payload)
+	}
+	if r, err := f.r.Reveal(ctx, next); err != nil || !strings.Contains(r.Payload, "ada@example.org") {
+		t.Fatalf("reveal after: %v %+v", err, r)
+	}
+	// The new key exists now, in the relay's hands too; an event written
+	// before the erasure still gets none.
+	again := event("0190f0f0-0000-7000-8000-000000000304", `{"customer":{"id":"c-5","email":"ada@example.com"}}`)
+	again.OccurredAt, again.CommitTime = before, before
+	if _, err := f.p.Event(ctx, again, sc); err != nil || strings.Contains(again.Payload, "ada@") || !strings.Contains(again.Payload, Redacted) {
+		t.Fatalf("an event written before the erasure, after a new key: %v %s", err, again.Payload)
 	}
 }

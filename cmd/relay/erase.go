@@ -43,7 +43,7 @@ func cmdErase(ctx context.Context, env *cliEnv, args []string) int {
 	subject := fs.String("subject", "", "the data subject's id, as the payloads hold it at their x-deltabus-subject pointer")
 	topicName := fs.String("topic", "", "erase the subject's key of this topic only (default: every topic)")
 	table := fs.String("table", outbox.DefaultTable, "the outbox table whose rows of the subject are deleted")
-	wait := fs.Duration("wait", time.Minute, "wait this long for the relay to acknowledge everything written before the erasure (0: do not wait)")
+	wait := fs.Duration("wait", time.Minute, "wait up to this long for the relay to acknowledge everything written before the erasure, so the counts include its events in flight (0: do not wait; the erasure is safe either way)")
 	if code, ok := parseFlags(fs, args, sf.resolve); !ok {
 		return code
 	}

@@ -14,11 +14,14 @@
 --                       tables (schema deltabus), nothing else. GRANT it to
 --                       the consumer's own login role.
 --   deltabus_eraser     NOLOGIN group for `relay erase`: SELECT, DELETE on
---                       deltabus.subject_keys, SELECT on deltabus.key_root, and
---                       SELECT, DELETE on the outboxes (the subject's rows).
---                       GRANT it to the login of whoever handles erasures.
+--                       deltabus.subject_keys, SELECT, INSERT, UPDATE on
+--                       deltabus.erased_subjects (the erasure's record),
+--                       SELECT on deltabus.key_root, and SELECT, DELETE on the
+--                       outboxes (the subject's rows). GRANT it to the login
+--                       of whoever handles erasures.
 --   deltabus_relay also gets SELECT, INSERT on the key tables (a new subject's
---   key); deltabus_janitor and deltabus_reconcile get nothing there.
+--   key) and SELECT on deltabus.erased_subjects; deltabus_janitor and
+--   deltabus_reconcile get nothing there.
 --
 -- Tables that deltabus_migrate creates later (another outbox schema or table)
 -- get the same grants through its default privileges. Idempotent: a second run
@@ -175,6 +178,11 @@ BEGIN
         GRANT SELECT ON deltabus.key_root, deltabus.subject_keys TO deltabus_keyreader;
         GRANT SELECT ON deltabus.key_root TO deltabus_eraser;
         GRANT SELECT, DELETE ON deltabus.subject_keys TO deltabus_eraser;
+    END IF;
+    IF to_regclass('deltabus.erased_subjects') IS NOT NULL THEN
+        REVOKE ALL ON deltabus.erased_subjects FROM PUBLIC, deltabus_janitor, deltabus_reconcile, deltabus_eraser, deltabus_keyreader;
+        GRANT SELECT ON deltabus.erased_subjects TO deltabus_relay;
+        GRANT SELECT, INSERT, UPDATE ON deltabus.erased_subjects TO deltabus_eraser;
     END IF;
     IF outbox IS NOT NULL THEN
         SELECT pg_get_userbyid(relowner) INTO tbl_owner FROM pg_class WHERE oid = outbox;

@@ -29,7 +29,7 @@ func CheckKEK(kek *KEK) error {
 
 // Check is what `relay doctor` says of the key table at dsn for a relay
 // connecting as dsn's role: the tables exist, the role may do what the
-// relay does (SELECT and INSERT on both), and kek opens the root (or the
+// relay does (SELECT and INSERT on the keys, SELECT on the erasures), and kek opens the root (or the
 // root is still to be created, which the relay does at its first
 // personal event). It reads only: no root or data key is created. The
 // error is one line naming the fix.
@@ -49,6 +49,13 @@ func Check(ctx context.Context, dsn string, kek *KEK) (string, error) {
 			return "", usererr.New(nil, "the key table %s in %s: the relay's role may not %s it: grant it SELECT, INSERT as deploy/sql/roles.sql does",
 				table, s.where, map[bool]string{true: "INSERT into", false: "SELECT from"}[sel])
 		}
+	}
+	var erased bool
+	if err := s.pool.QueryRow(ctx, "SELECT has_table_privilege('deltabus.erased_subjects', 'SELECT')").Scan(&erased); err != nil {
+		return "", s.tableError("check privileges on", "deltabus.erased_subjects", err)
+	}
+	if !erased {
+		return "", usererr.New(nil, "the erasure table deltabus.erased_subjects in %s: the relay's role may not SELECT from it: grant it SELECT as deploy/sql/roles.sql does", s.where)
 	}
 	kekID, _, _, err := s.readRoot(ctx)
 	if errors.Is(err, pgx.ErrNoRows) {

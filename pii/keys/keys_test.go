@@ -116,7 +116,7 @@ func TestDataKeyCreatedOnceAcrossStores(t *testing.T) {
 	aeads := make([]tink.AEAD, n)
 	for i := range n { // and meet a new subject at once: one key
 		wg.Add(1)
-		go func() { defer wg.Done(); aeads[i], errs[i] = stores[i].DataKey(ctx, "customers", sub, true) }()
+		go func() { defer wg.Done(); aeads[i], _, errs[i] = stores[i].SealKey(ctx, "customers", sub, time.Now()) }()
 	}
 	wg.Wait()
 	ct, err := aeads[0].Encrypt([]byte("x"), nil)
@@ -142,7 +142,7 @@ func TestDataKeyCreatedOnceAcrossStores(t *testing.T) {
 	if ids != 0 {
 		t.Fatal("the subject id is in the key table")
 	}
-	other, err := stores[1].DataKey(ctx, "orders", sub, true)
+	other, _, err := stores[1].SealKey(ctx, "orders", sub, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,15 +169,15 @@ func TestEraseAndReadOnly(t *testing.T) {
 	}
 	defer consumer.Close()
 	sub, _ := relay.SubjectHash([]byte("s1"))
-	if _, err := consumer.DataKey(ctx, "customers", sub, true); !errors.Is(err, ErrErased) {
+	if _, _, err := consumer.SealKey(ctx, "customers", sub, time.Now()); !errors.Is(err, ErrErased) {
 		t.Fatalf("a read-only store created a key: %v", err)
 	}
 	consumer.Forget("", sub)
-	if _, err := relay.DataKey(ctx, "customers", sub, true); err != nil {
+	if _, _, err := relay.SealKey(ctx, "customers", sub, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	relay.DataKey(ctx, "orders", sub, true)
-	if _, err := consumer.DataKey(ctx, "customers", sub, false); err != nil {
+	relay.SealKey(ctx, "orders", sub, time.Now())
+	if _, err := consumer.DataKey(ctx, "customers", sub); err != nil {
 		t.Fatal(err)
 	}
 	topics, err := relay.Delete(ctx, sub, "customers")
@@ -186,14 +186,14 @@ func TestEraseAndReadOnly(t *testing.T) {
 	}
 	// The consumer's cache still holds the key until it forgets it (at the
 	// erasure record) or its TTL passes.
-	if _, err := consumer.DataKey(ctx, "customers", sub, false); err != nil {
+	if _, err := consumer.DataKey(ctx, "customers", sub); err != nil {
 		t.Fatalf("cached key: %v", err)
 	}
 	consumer.Forget("", sub)
-	if _, err := consumer.DataKey(ctx, "customers", sub, false); !errors.Is(err, ErrErased) {
+	if _, err := consumer.DataKey(ctx, "customers", sub); !errors.Is(err, ErrErased) {
 		t.Fatalf("after erasure: %v", err)
 	}
-	if _, err := consumer.DataKey(ctx, "orders", sub, false); err != nil {
+	if _, err := consumer.DataKey(ctx, "orders", sub); err != nil {
 		t.Fatalf("the other topic's key went too: %v", err)
 	}
 	if topics, _ := relay.Delete(ctx, sub, ""); len(topics) != 1 || topics[0] != "orders" {
@@ -219,7 +219,7 @@ func TestCacheBounds(t *testing.T) {
 	defer s.Close()
 	for i := range 10 {
 		sub, _ := s.SubjectHash([]byte{byte(i)})
-		if _, err := s.DataKey(ctx, "t", sub, true); err != nil {
+		if _, _, err := s.SealKey(ctx, "t", sub, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -279,7 +279,7 @@ func TestKMSKEK(t *testing.T) {
 		t.Fatal(err)
 	}
 	sub, _ := s.SubjectHash([]byte("kms-subject"))
-	a, err := s.DataKey(ctx, "customers", sub, true)
+	a, _, err := s.SealKey(ctx, "customers", sub, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestKMSKEK(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer again.Close()
-	b, err := again.DataKey(ctx, "customers", sub, false)
+	b, err := again.DataKey(ctx, "customers", sub)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,13 @@ type cacheKey struct {
 	sub   envelope.Subject
 }
 
-type cached struct{ aead tink.AEAD } // nil: erased
+// cached is a key, or its absence (aead nil). sealing: read by SealKey,
+// with erasedAt, the subject's latest erasure then (zero: none).
+type cached struct {
+	aead     tink.AEAD
+	sealing  bool
+	erasedAt time.Time
+}
 
 // Associated data of the wrapped keysets.
 var (
@@ -99,6 +105,12 @@ func Open(ctx context.Context, dsn string, kek *KEK, opts Options) (*Store, erro
 	if err := s.openRoot(ctx); err != nil {
 		s.pool.Close()
 		return nil, err
+	}
+	if !opts.ReadOnly { // a writer reads the erasures before it creates a key (SealKey)
+		if _, err := s.pool.Exec(ctx, "SELECT FROM deltabus.erased_subjects LIMIT 0"); err != nil {
+			s.pool.Close()
+			return nil, s.tableError("read", "deltabus.erased_subjects", err)
+		}
 	}
 	return s, nil
 }
@@ -215,7 +227,7 @@ func (s *Store) tableError(verb, table string, err error) error {
 		case "42P01", "3F000": // undefined_table, invalid_schema_name
 			return usererr.New(err, "the key table %s is missing in %s: run `relay migrate` (with DELTABUS_KEYS set to that database when it is not the source)", table, s.where)
 		case "42501": // insufficient_privilege
-			return usererr.New(err, "the key table %s in %s: permission denied to %s it: grant the role what deploy/sql/roles.sql grants (relay: SELECT, INSERT; consumers: SELECT; erase: SELECT, DELETE)", table, s.where, verb)
+			return usererr.New(err, "the key table %s in %s: permission denied to %s it: grant the role what deploy/sql/roles.sql grants (relay: SELECT, INSERT on the keys, SELECT on erased_subjects; consumers: SELECT; erase: SELECT, DELETE on the keys, SELECT, INSERT, UPDATE on erased_subjects)", table, s.where, verb)
 		}
 	}
 	if pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
@@ -296,8 +297,12 @@ func (s *subscription) commit(ctx context.Context, next Checkpoint, apply func(c
 // SchemaVersion is still the writer's). A field whose envelope does not
 // open is delivered as null and listed in Event.Unreadable, never a
 // failed batch: only a key table or registry out of reach fails it.
+//
+// Dead letters are left as stored: the relay redacts their personal fields
+// instead of encrypting them (pii.Protector.DeadLetter), and a redacted
+// field there says so.
 func (s *subscription) reveal(ctx context.Context) error {
-	if s.o.Reveal == nil {
+	if s.o.Reveal == nil || s.topic == outbox.DeadLetterTopic {
 		return nil
 	}
 	for i := range s.batch {

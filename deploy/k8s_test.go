@@ -265,6 +265,18 @@ func TestK8sRelay(t *testing.T) {
 			t.Errorf("relay %s probe %+v; want GET /healthz on the metrics port with a timeout", name, p)
 		}
 	}
+	// The page and /api/status ask for a token, from a Secret that must
+	// exist (not optional: a relay must not serve them open by mistake).
+	tok := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "DELTABUS_STATUS_TOKEN" })
+	if tok < 0 || c.Env[tok].ValueFrom == nil || c.Env[tok].ValueFrom.SecretKeyRef == nil ||
+		(c.Env[tok].ValueFrom.SecretKeyRef.Optional != nil && *c.Env[tok].ValueFrom.SecretKeyRef.Optional) {
+		t.Errorf("relay: DELTABUS_STATUS_TOKEN not from a required Secret; the operator's page would be open")
+	} else {
+		secret := get[*corev1.Secret](t, objs, "Secret/"+c.Env[tok].ValueFrom.SecretKeyRef.Name)
+		if len(secret.StringData["DELTABUS_STATUS_TOKEN"]) < 32 {
+			t.Errorf("Secret %s: the example token is shorter than the relay accepts", secret.Name)
+		}
+	}
 	ann := d.Spec.Template.Annotations
 	if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != "9464" || ann["prometheus.io/path"] != "/metrics" {
 		t.Errorf("relay pod annotations %v; want prometheus.io scrape/port/path", ann)

@@ -41,6 +41,9 @@ func cmdRun(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
+	if err := f.auth.load(env); err != nil {
+		return fail(env, exitUsage, err)
+	}
 	uc, ucTarget, err := ucFromEnv(env)
 	if err != nil {
 		return fail(env, exitUsage, err)
@@ -96,6 +99,7 @@ type runOptions struct {
 	refresh              time.Duration // --status-refresh
 	checkDSNs, checkMats stringList
 	pprof                bool
+	auth                 statusAuth // --status-token-file, --metrics-token
 }
 
 // runFlags registers relay run's flags; parsing fills the options.
@@ -138,6 +142,7 @@ func runFlags(env *cliEnv) (*flag.FlagSet, *runOptions) {
 	fs.Var(&f.checkDSNs, "check-checkpoint", "for the operator's page: a PostgreSQL database holding consumer checkpoints (repeatable; as relay check consumers --checkpoint)")
 	fs.Var(&f.checkMats, "check-materialized", "for the operator's page: GROUP:SCHEMA.TABLE:COLUMN[:FIELD], a group that materialises its topic (repeatable; as relay check consumers --materialized)")
 	fs.BoolVar(&f.pprof, "pprof", false, "also serve /debug/pprof/ on --metrics-addr (exposes internals: keep the address private)")
+	f.auth.register(fs, env)
 	return fs, f
 }
 
@@ -239,11 +244,12 @@ func startSlotMonitor(ctx context.Context, r *relay.Relay, full relay.Config, re
 // serveMetrics serves /metrics, the health checks, the operator's page and
 // (--pprof) /debug/pprof/ on --metrics-addr; stop closes the server.
 func serveMetrics(f *runOptions, r *relay.Relay, page *statuspage.Collector, tel *telemetry.Telemetry, log *slog.Logger) (stop func(), err error) {
-	addr, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: f.metricsAddr, Gatherer: tel.Gatherer, Ready: r.Ready, Pprof: f.pprof, Log: log, Page: page.Handler()})
+	addr, stop, err := daemon.Serve(daemon.HTTPOptions{Addr: f.metricsAddr, Gatherer: tel.Gatherer, Ready: r.Ready, Pprof: f.pprof, Log: log, Page: page.Handler(),
+		Token: f.auth.token, MetricsToken: f.auth.metrics})
 	if err != nil {
 		return nil, err
 	}
-	log.Info("metrics", "addr", addr, "pprof", f.pprof)
+	log.Info("metrics", "addr", addr, "pprof", f.pprof, "status_token", f.auth.token != "", "metrics_token", f.auth.metrics)
 	return stop, nil
 }
 

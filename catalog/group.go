@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -113,26 +114,44 @@ func (g Group) Matches(topic string) bool {
 	return false
 }
 
-// WriteGroup stores a new group. A group of the same name with the same
-// patterns is left as it is; with other patterns it is an error: topics
-// already placed by it would not move, so a changed pattern would say
-// something untrue of them.
+// WriteGroup stores a new group, with the store's conditional write: of
+// two creators of one name at once exactly one writes, and the other
+// reads what won. A group of the same name with the same patterns and
+// commit interval is left as it is (a retry, or the same definition twice);
+// with others it is an error naming what is there: topics already placed
+// by it would not move, so a changed pattern would say something untrue of
+// them.
 func WriteGroup(ctx context.Context, store storage.Store, g Group) error {
 	if err := g.Check(); err != nil {
 		return err
+	}
+	key, err := Key(KindGroup, g.Name)
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	b, err := json.MarshalIndent(g, "", "  ")
+	if err != nil {
+		return err
+	}
+	err = store.PutIfAbsent(ctx, key, append(b, '\n'))
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, storage.ErrExists) {
+		return fmt.Errorf("write %s: %w", key, err)
 	}
 	old, ok, err := ReadGroup(ctx, store, g.Name)
 	if err != nil {
 		return err
 	}
-	if ok {
-		if strings.Join(old.Topics, "\x00") == strings.Join(g.Topics, "\x00") && old.CommitInterval == g.CommitInterval {
-			return nil
-		}
-		return fmt.Errorf("group %q exists with topics %s (commit interval %q); a group's definition is fixed once created: create another group for other topics",
-			g.Name, strings.Join(old.Topics, ","), old.CommitInterval)
+	if !ok {
+		return fmt.Errorf("group %q: %s exists but cannot be read back; try again", g.Name, key)
 	}
-	return writeJSON(ctx, store, g, KindGroup, g.Name)
+	if strings.Join(old.Topics, "\x00") == strings.Join(g.Topics, "\x00") && old.CommitInterval == g.CommitInterval {
+		return nil
+	}
+	return fmt.Errorf("group %q exists with topics %s (commit interval %q); a group's definition is fixed once created: create another group for other topics",
+		g.Name, strings.Join(old.Topics, ","), old.CommitInterval)
 }
 
 // ReadGroup reads one group; ok=false when absent.

@@ -3,8 +3,13 @@ package catalog
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/deltabus/deltabus/storage"
 )
 
 func TestGroupCheck(t *testing.T) {
@@ -184,5 +189,45 @@ func TestListTables(t *testing.T) {
 	got, err := ListTables(ctx, st)
 	if err != nil || strings.Join(got, ",") != "_group.m,orders" {
 		t.Fatalf("ListTables = %q, %v", got, err)
+	}
+}
+
+// TestWriteGroupRace: two operators create one group with different
+// patterns at once, each having read that it did not exist: exactly one
+// wins, the other is told what is there, and the group is the winner's.
+func TestWriteGroupRace(t *testing.T) {
+	ctx := context.Background()
+	st := storage.NewFaulty(newStore(t))
+	st.DelayNth(storage.OpGet, 1, 300*time.Millisecond) // both reads see no group yet
+	st.DelayNth(storage.OpGet, 2, 300*time.Millisecond)
+	defs := []Group{{Name: "m", Topics: []string{"metrics.*"}}, {Name: "m", Topics: []string{"audit.*"}}}
+	errs := make([]error, len(defs))
+	var wg sync.WaitGroup
+	for i, g := range defs {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = WriteGroup(ctx, st, g) }()
+	}
+	wg.Wait()
+	won := slices.IndexFunc(errs, func(err error) bool { return err == nil })
+	if won < 0 || slices.ContainsFunc(errs[won+1:], func(err error) bool { return err == nil }) {
+		t.Fatalf("errors %v: want exactly one creator to win", errs)
+	}
+	lost := errs[1-won]
+	if !strings.Contains(lost.Error(), "exists with topics "+defs[won].Topics[0]) {
+		t.Fatalf("the loser is told %v", lost)
+	}
+	g, ok, err := ReadGroup(ctx, st, "m")
+	if err != nil || !ok || !slices.Equal(g.Topics, defs[won].Topics) {
+		t.Fatalf("stored %+v %v %v, want the winner's", g, ok, err)
+	}
+	// An ambiguous write (it landed, the caller saw an error) retried is
+	// the same group, not a conflict.
+	amb := storage.NewFaulty(newStore(t))
+	amb.FailAfterNth(storage.OpPutIfAbsent, 1, nil)
+	if err := WriteGroup(ctx, amb, defs[0]); err == nil {
+		t.Fatal("the injected fault was not reported")
+	}
+	if err := WriteGroup(ctx, amb, defs[0]); err != nil {
+		t.Fatalf("retry after an ambiguous write: %v", err)
 	}
 }

@@ -223,8 +223,7 @@ func sameRead(a, b []byte) bool {
 }
 
 // same answers a registration of a version that exists: a no-op when its
-// schema is equal to reg's, read in the same draft (the mode is still
-// set), else a refusal. A legacy version (registered without "$schema",
+// schema is equal to reg's, read in the same draft, else a refusal. A legacy version (registered without "$schema",
 // read as LegacyDraft) is equal to the same schema given again without
 // one, unless another draft is asked for: a pipeline that registers every
 // version again on each run goes on passing.
@@ -241,14 +240,7 @@ func (r *Registry) same(ctx context.Context, reg Registration, old, stored []byt
 		return Outcome{}, usererr.New(nil, "version %d of %s/%s is registered as JSON Schema %s, not %s, and contracts are immutable: register the change as a new version",
 			reg.Version, reg.Topic, reg.Type, DraftName(out.Draft), DraftName(asked))
 	}
-	return out, r.writeMode(ctx, reg, out, write)
-}
-
-func (r *Registry) writeMode(ctx context.Context, reg Registration, out Outcome, write bool) error {
-	if !write || reg.Mode == "" || reg.Mode == out.PrevMode {
-		return nil
-	}
-	return r.SetMode(ctx, reg.Topic, reg.Type, reg.Mode)
+	return out, nil // a registration never changes the type's mode (judge)
 }
 
 // Contract returns a registered version (the latest when v is 0)

@@ -72,9 +72,12 @@ type Registration struct {
 	Topic, Type string
 	Version     int32
 	Schema      []byte
-	// Mode, when set, becomes the type's compatibility mode, and the
-	// schema is judged under it; "" keeps the type's mode (DefaultMode if
-	// it has none).
+	// Mode, when set, is the mode the registrant expects: the mode of a
+	// type registered for the first time (DefaultMode when ""), and for a
+	// type that has versions or a mode it must be that mode, else the
+	// registration is refused (ErrModeDiffers): registering never changes
+	// an existing type's mode, so naming a weaker one cannot get a schema
+	// past the type's rules. Changing it is SetMode's own act.
 	Mode compat.Mode
 	// Draft is the draft a schema without "$schema" is read in (one of the
 	// Draft constants; "" is DefaultDraft, draft-07). The schema is stored
@@ -82,6 +85,10 @@ type Registration struct {
 	// "$schema" names another draft is refused.
 	Draft string
 }
+
+// ErrModeDiffers refuses a registration that names another mode than its
+// type's (Registration.Mode).
+var ErrModeDiffers = errors.New("the registration names another compatibility mode than its type's")
 
 // Outcome is what Register did.
 type Outcome struct {
@@ -192,6 +199,10 @@ func (r *Registry) judge(ctx context.Context, reg Registration, write bool) (Out
 	if !sub.ModeSet {
 		out.PrevMode = ""
 	}
+	newType := !sub.ModeSet && len(sub.Versions) == 0
+	if reg.Mode != "" && reg.Mode != sub.Mode && !newType {
+		return Outcome{}, modeDiffers(reg, sub.Mode)
+	}
 	if reg.Mode != "" {
 		out.Mode = reg.Mode
 	}
@@ -235,6 +246,11 @@ func (r *Registry) judge(ctx context.Context, reg Registration, write bool) (Out
 	if !write {
 		return out, nil
 	}
+	if newType && reg.Mode != "" {
+		if err := r.createMode(ctx, reg); err != nil {
+			return Outcome{}, err
+		}
+	}
 	key, _ := catalog.Key(catalog.KindContract, reg.Topic, reg.Type, itoa(reg.Version))
 	if err := r.store.PutIfAbsent(ctx, key, stored); err != nil {
 		if !errors.Is(err, storage.ErrExists) {
@@ -248,7 +264,39 @@ func (r *Registry) judge(ctx context.Context, reg Registration, write bool) (Out
 		out.New = false
 		return r.same(ctx, reg, old, stored, out, write)
 	}
-	return out, r.writeMode(ctx, reg, out, write)
+	return out, nil
+}
+
+// createMode writes the mode a new type's first registration names, before
+// its schema, with the store's conditional write: of two first
+// registrations naming different modes at once, one mode is the type's
+// and the other registration is refused.
+func (r *Registry) createMode(ctx context.Context, reg Registration) error {
+	key, _ := catalog.Key(catalog.KindContractMode, reg.Topic, reg.Type)
+	b, err := json.MarshalIndent(modeObject{Compatibility: reg.Mode, Changed: time.Now().UTC()}, "", "  ")
+	if err != nil {
+		return err
+	}
+	err = r.store.PutIfAbsent(ctx, key, append(b, '\n'))
+	if !errors.Is(err, storage.ErrExists) {
+		if err != nil {
+			return fmt.Errorf("write %s: %w", key, err)
+		}
+		return nil
+	}
+	var m modeObject
+	if err := r.readJSON(ctx, key, &m); err != nil {
+		return err
+	}
+	if m.Compatibility != reg.Mode {
+		return modeDiffers(reg, m.Compatibility)
+	}
+	return nil
+}
+
+func modeDiffers(reg Registration, mode compat.Mode) error {
+	return usererr.New(ErrModeDiffers, "%s/%s is judged under %s, not %s: registering never changes a type's compatibility mode; change it first, as its own act, with "+
+		"`relay contract mode --topic %s --type %s --compatibility %s`, or register without --compatibility", reg.Topic, reg.Type, mode, reg.Mode, reg.Topic, reg.Type, reg.Mode)
 }
 
 func outcomeOf(out Outcome, err error) string {
@@ -291,6 +339,8 @@ type Version struct {
 
 type modeObject struct {
 	Compatibility compat.Mode `json:"compatibility"`
+	Previous      compat.Mode `json:"previous,omitempty"` // the mode it replaced
+	Changed       time.Time   `json:"changed,omitzero"`
 }
 
 func (r *Registry) subject(ctx context.Context, topic, typ string) (Subject, error) {
@@ -386,16 +436,22 @@ func (r *Registry) versionOrLatest(ctx context.Context, topic, typ string, v int
 }
 
 // SetMode sets a type's compatibility mode (the next registrations are
-// judged under it).
-func (r *Registry) SetMode(ctx context.Context, topic, typ string, mode compat.Mode) error {
+// judged under it): the only way an existing type's mode changes. The
+// mode object records the mode it replaced and when; it returns that
+// previous mode (DefaultMode when none was set).
+func (r *Registry) SetMode(ctx context.Context, topic, typ string, mode compat.Mode) (compat.Mode, error) {
 	if err := CheckSubject(topic, typ, 1); err != nil {
-		return err
+		return "", err
 	}
 	if _, err := compat.ParseMode(string(mode)); err != nil {
-		return usererr.New(err, "%v", err)
+		return "", usererr.New(err, "%v", err)
+	}
+	sub, err := r.subject(ctx, topic, typ)
+	if err != nil {
+		return "", err
 	}
 	key, _ := catalog.Key(catalog.KindContractMode, topic, typ)
-	return r.writeJSON(ctx, key, modeObject{Compatibility: mode})
+	return sub.Mode, r.writeJSON(ctx, key, modeObject{Compatibility: mode, Previous: sub.Mode, Changed: time.Now().UTC()})
 }
 
 // Policy returns a topic's policy (the zero Policy when none is set).

@@ -154,7 +154,7 @@ func cmdContractRegister(ctx context.Context, env *cliEnv, args []string) int {
 	version := fs.String("version", "", "version of the type's schema: 1 for the first, then the latest plus one")
 	schema := fs.String("schema", "", "JSON Schema file (draft-07 unless its $schema or --draft names another)")
 	draftFlag := fs.String("draft", "", draftFlagUsage)
-	mode := fs.String("compatibility", "", "set the type's compatibility mode and judge under it: BACKWARD (the default of a new type), BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL, FULL_TRANSITIVE or NONE (default: keep the type's)")
+	mode := fs.String("compatibility", "", "the mode of a new type: BACKWARD (the default), BACKWARD_TRANSITIVE, FORWARD, FORWARD_TRANSITIVE, FULL, FULL_TRANSITIVE or NONE; for a type that exists it must be its mode (registering never changes it: relay contract mode does)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -198,7 +198,7 @@ func cmdContractRegister(ctx context.Context, env *cliEnv, args []string) int {
 	var ie *contract.IncompatibleError
 	if errors.As(err, &ie) {
 		printDifferences(env.stdout, ie.Differences)
-		return fail(env, exitFailure, fmt.Errorf("version %d of %s/%s is incompatible under %s: %d differences above; nothing registered (a breaking change needs a new type, or --compatibility NONE if every consumer agrees)",
+		return fail(env, exitFailure, fmt.Errorf("version %d of %s/%s is incompatible under %s: %d differences above; nothing registered (a breaking change needs a new type, or `relay contract mode --compatibility NONE` first if every consumer agrees)",
 			ie.Version, ie.Topic, ie.Type, ie.Mode, len(ie.Differences)))
 	}
 	if err != nil {
@@ -216,9 +216,6 @@ func cmdContractRegister(ctx context.Context, env *cliEnv, args []string) int {
 	if out.New && !out.Declared && draft == "" && out.PrevDraft != "" && out.Draft != out.PrevDraft {
 		fmt.Fprintf(env.stdout, "note: v%d of %s/%s has no $schema and is read as JSON Schema %s, the default; v%d is read as %s%s. To register a version in %s, give --draft %s or name it in $schema\n",
 			v, *topic, *typ, contract.DraftName(out.Draft), v-1, contract.DraftName(out.PrevDraft), legacyNote(out.PrevLegacy), contract.DraftName(out.PrevDraft), contract.DraftName(out.PrevDraft))
-	}
-	if m != "" && out.PrevMode != "" && m != out.PrevMode {
-		fmt.Fprintf(env.stdout, "compatibility of %s/%s changed from %s to %s\n", *topic, *typ, out.PrevMode, m)
 	}
 	return exitOK
 }
@@ -471,7 +468,7 @@ func cmdContractMode(ctx context.Context, env *cliEnv, args []string) int {
 	rf.register(fs, false)
 	topic := fs.String("topic", "", "topic")
 	typ := fs.String("type", "", "event type")
-	mode := fs.String("compatibility", "", "set the mode the type's next versions are judged under")
+	mode := fs.String("compatibility", "", "set the mode the type's next versions are judged under (recorded in the registry with the mode it replaced, and logged)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -487,8 +484,12 @@ func cmdContractMode(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitUsage, err)
 	}
 	if m != "" {
-		if err := reg.SetMode(ctx, *topic, *typ, m); err != nil {
+		prev, err := reg.SetMode(ctx, *topic, *typ, m)
+		if err != nil {
 			return contractFail(env, err)
+		}
+		if prev != m {
+			fmt.Fprintf(env.stdout, "compatibility of %s/%s changed from %s to %s\n", *topic, *typ, prev, m)
 		}
 	}
 	subs, err := reg.Subjects(ctx, *topic)

@@ -146,7 +146,8 @@ func TestContractsEndToEnd(t *testing.T) {
 	if ids := topicIDsSoFar(t, store, "held"); len(ids) != 0 {
 		t.Fatalf("held topic received %v while held", ids)
 	}
-	cli(0, "contract", "register", "--topic", "held", "--type", "Thing", "--version", "2", "--schema", file("thing2.json", thingV2), "--compatibility", "NONE")
+	cli(0, "contract", "mode", "--topic", "held", "--type", "Thing", "--compatibility", "NONE")
+	cli(0, "contract", "register", "--topic", "held", "--type", "Thing", "--version", "2", "--schema", file("thing2.json", thingV2))
 	eventually(t, time.Minute, "held resumes after v2 is registered", func() bool {
 		return slices.Equal(topicIDsSoFar(t, store, "held"), []string{held1, held2})
 	})

@@ -3,6 +3,12 @@
 // the metrics, and serves the health and metrics endpoints. The CLI, the
 // demo and the end-to-end tests build their relays here, so they run what
 // users run.
+//
+// With a status token (HTTPOptions.Token), the operator's page,
+// /api/status and /debug/pprof/ answer only requests that carry it
+// (bearer, or basic authentication's password), compared in constant
+// time, and never log it; /healthz and /readyz always answer, and
+// /metrics does unless HTTPOptions.MetricsToken (auth.go says why).
 package daemon
 
 import (

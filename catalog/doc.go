@@ -42,6 +42,10 @@
 //	  claims/<table>/<appId>.json     Claim: which table (its Delta id) holds that source's
 //	                                  progress of each topic of the table, and up to where
 //	  consumers/<group>/<topic>.json  a consumer group's checkpoint (package subscribe)
+//	  members/<group>/<topic>/        a group served to parallel members (package subscribe/members):
+//	    log/NNNNNNNNNNNNNNNNNNNN.json   its state changes, written put-if-absent, in order
+//	    snapshots/NNNN....json          its state after an entry
+//	    protect.json, hold.json         retention that waits for it, and the hold maintenance keeps
 //	  probes/<name>                   written and deleted by the relay's preflight
 //	  topicmeta/<topic>.json          TopicMeta: a topic's owner and description
 //	                                  (relay topics describe; package topicmeta)

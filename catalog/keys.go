@@ -79,8 +79,10 @@ func arity(k Kind) int {
 	switch k {
 	case KindRebuildRecord, KindRebuildState, KindConsumer, KindContractMode, KindFork, KindClaim:
 		return 2
-	case KindIntent, KindContract:
+	case KindIntent, KindContract, KindMemberEntry, KindMemberSnapshot:
 		return 3
+	case KindMemberProtect, KindMemberHold:
+		return 2
 	}
 	return 1
 }
@@ -91,11 +93,15 @@ func arity(k Kind) int {
 // (intent), the group and the topic (consumer), the table and the appId
 // (claim), the topic and the event
 // type (contract mode), the topic, the event type and the version
-// (contract). It panics on a wrong count and returns an error for an
+// (contract), the group, the topic and, for an entry or a snapshot, its
+// sequence number (the member kinds). It panics on a wrong count and returns an error for an
 // invalid name, so a hostile name can never address another object.
 func Key(kind Kind, names ...string) (string, error) {
 	if len(names) != arity(kind) {
 		panic(fmt.Sprintf("catalog.Key(%s): %d names, want %d", kind, len(names), arity(kind)))
+	}
+	if isMemberKind(kind) {
+		return memberKey(kind, names)
 	}
 	var typeSeg, version string
 	for i, n := range names {
@@ -162,6 +168,15 @@ func Parse(key string) (kind Kind, names []string, ok bool) {
 		return "", nil, false
 	}
 	parts := strings.Split(rest, "/")
+	if parts[0] == "members" {
+		if kind, names, ok = parseMemberKey(parts); !ok {
+			return "", nil, false
+		}
+		if k, err := Key(kind, names...); err != nil || k != key {
+			return "", nil, false
+		}
+		return kind, names, true
+	}
 	json := func(s string) (string, bool) { return strings.CutSuffix(s, ".json") }
 	switch {
 	case len(parts) == 2 && parts[0] == "topics":

@@ -7,7 +7,7 @@ import (
 )
 
 var kinds = []Kind{KindTopic, KindMarker, KindRebuildRecord, KindRebuildState, KindIntent, KindConsumer, KindProbe, KindLease, KindTopicMeta, KindRegistration, KindGroup, KindFork, KindResolved, KindClaim,
-	KindContractPolicy, KindContractMode, KindContract}
+	KindContractPolicy, KindContractMode, KindContract, KindMemberEntry, KindMemberSnapshot, KindMemberProtect, KindMemberHold}
 
 // keyOf builds a key of kind k from raw fuzz names (an intent's appId is
 // its second name with "-a" appended, its id the third; a contract's
@@ -19,6 +19,8 @@ func keyOf(k Kind, a, b string) (string, []string, bool) {
 		names[1] = b + "-a"
 	case KindContract:
 		names[2] = "1"
+	case KindMemberEntry, KindMemberSnapshot:
+		names[2] = "7"
 	}
 	key, err := Key(k, names...)
 	return key, names, err == nil
@@ -47,6 +49,10 @@ func TestKeyLayout(t *testing.T) {
 		{KindContract, []string{"orders", "order.placed", "12"}, "_deltabus/contracts/orders/order.placed/0000000012.json"},
 		{KindContract, []string{"orders", "a/b_c d", "1"}, "_deltabus/contracts/orders/a_-2fb__c_-20d/0000000001.json"},
 		{KindContract, []string{"orders", "..", "1"}, "_deltabus/contracts/orders/_-2e./0000000001.json"},
+		{KindMemberEntry, []string{"billing", "orders", "12"}, "_deltabus/members/billing/orders/log/00000000000000000012.json"},
+		{KindMemberSnapshot, []string{"billing", "orders", "0"}, "_deltabus/members/billing/orders/snapshots/00000000000000000000.json"},
+		{KindMemberProtect, []string{"billing", "orders"}, "_deltabus/members/billing/orders/protect.json"},
+		{KindMemberHold, []string{"billing", "orders"}, "_deltabus/members/billing/orders/hold.json"},
 		{KindContract, []string{"orders", "policy.json", "2147483647"}, "_deltabus/contracts/orders/policy.json/2147483647.json"},
 	} {
 		got, err := Key(c.kind, c.names...)

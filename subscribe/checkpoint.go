@@ -20,6 +20,11 @@ import (
 // of the same group, or a Reset, moved it. Nothing was committed.
 var ErrCheckpointMoved = errors.New("subscribe: checkpoint moved by someone else (another consumer of this group, or a reset)")
 
+// ErrTableReplaced is wrapped by the error of a subscription whose topic
+// table is not the one its position refers to (deleted and created again,
+// or replaced): its versions mean something else now; reset the group.
+var ErrTableReplaced = errors.New("the topic's table was replaced")
+
 // Checkpoint is the position of a consumer group in a topic table.
 type Checkpoint struct {
 	Group    string

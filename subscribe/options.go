@@ -106,6 +106,12 @@ func FromTime(t time.Time) Start { return Start{at: t} }
 // now on.
 func FromLatest() Start { return Start{latest: true} }
 
+// Version returns the version a FromVersion start names; ok is false for
+// the other starts.
+func (s Start) Version() (v int64, ok bool) {
+	return s.version, !s.latest && s.at.IsZero()
+}
+
 func (s Start) String() string {
 	switch {
 	case s.latest:

@@ -25,8 +25,8 @@ func (s *subscription) dataAdds(v int64, acts []delta.Action) ([]delta.Add, erro
 			s.proto = *a.Protocol
 		case a.Metadata != nil:
 			if a.Metadata.ID != s.tableID {
-				return nil, fmt.Errorf("topic %q version %d: metaData id %s replaces table %s: the table was replaced; reset the group",
-					s.topic, v, a.Metadata.ID, s.tableID)
+				return nil, fmt.Errorf("topic %q version %d: metaData id %s replaces table %s: %w; reset the group",
+					s.topic, v, a.Metadata.ID, s.tableID, ErrTableReplaced)
 			}
 			s.meta = *a.Metadata
 		case a.Add != nil && a.Add.DataChange:

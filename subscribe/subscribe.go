@@ -140,9 +140,9 @@ func (s *subscription) open(ctx context.Context) error {
 	}
 	if ok {
 		if cp.TableID != "" && cp.TableID != s.tableID {
-			return fmt.Errorf("group %q topic %q: the topic's table was replaced (table id %s, the checkpoint was taken on %s): "+
+			return fmt.Errorf("group %q topic %q: %w (table id %s, the checkpoint was taken on %s): "+
 				"its versions mean something else now; reset the group (relay consume --topic %s --group %s --from-version 0)",
-				s.group, s.topic, s.tableID, cp.TableID, s.topic, s.group)
+				s.group, s.topic, ErrTableReplaced, s.tableID, cp.TableID, s.topic, s.group)
 		}
 		s.cp, s.from, s.pos = &cp, cp.Position, cp.Position
 		return nil
@@ -220,8 +220,8 @@ func (s *subscription) checkGuard(view *LogView) error {
 	if ok && obj.Size == s.guard.Size && obj.ModTime.Equal(s.guard.ModTime) {
 		return nil
 	}
-	return fmt.Errorf("topic %q: commit version %d, already read, changed or vanished: the table was deleted or replaced; "+
-		"check `relay status`, then reset the group (relay consume --topic %s --group %s --from-version 0)", s.topic, v, s.topic, s.group)
+	return fmt.Errorf("topic %q: commit version %d, already read, changed or vanished (%w, or deleted); "+
+		"check `relay status`, then reset the group (relay consume --topic %s --group %s --from-version 0)", s.topic, v, ErrTableReplaced, s.topic, s.group)
 }
 
 // settle flushes the pending batch and waits for the checkpoint writes.
@@ -305,16 +305,32 @@ func (s *subscription) reveal(ctx context.Context) error {
 	if s.o.Reveal == nil || s.topic == outbox.DeadLetterTopic {
 		return nil
 	}
-	for i := range s.batch {
-		ev := &s.batch[i]
-		r, err := s.o.Reveal.Reveal(ctx, &ev.Event)
+	if err := RevealEvents(ctx, s.o.Reveal, s.topic, s.batch, s.log); err != nil {
+		return fmt.Errorf("group %q topic %q: %w", s.group, s.topic, err)
+	}
+	return nil
+}
+
+// RevealEvents decrypts the personal fields of events of topic in place,
+// as Options.Reveal does for a subscription (see reveal): an erased
+// subject's fields come back as null, listed in Event.Erased; a field
+// whose envelope does not open is null and listed in Event.Unreadable
+// (logged to log). Dead letters are left as stored. For handing events
+// over by other means (package subscribe/members).
+func RevealEvents(ctx context.Context, r *pii.Revealer, topic string, evs []Event, log *slog.Logger) error {
+	if topic == outbox.DeadLetterTopic {
+		return nil
+	}
+	for i := range evs {
+		ev := &evs[i]
+		res, err := r.Reveal(ctx, &ev.Event)
 		if err != nil {
-			return fmt.Errorf("group %q topic %q: %w", s.group, s.topic, err)
+			return err
 		}
-		ev.Payload, ev.Erased, ev.Unreadable = r.Payload, r.Erased, r.Unreadable
-		if r.Unreadable != nil {
-			s.o.Logger.Warn("subscribe: personal fields whose envelope does not open under its key (altered, or copied from another event or field) are delivered as null",
-				"group", s.group, "topic", s.topic, "event_id", ev.ID, "position", ev.Position.String(), "fields", r.Unreadable)
+		ev.Payload, ev.Erased, ev.Unreadable = res.Payload, res.Erased, res.Unreadable
+		if res.Unreadable != nil && log != nil {
+			log.Warn("subscribe: personal fields whose envelope does not open under its key (altered, or copied from another event or field) are delivered as null",
+				"topic", topic, "event_id", ev.ID, "position", ev.Position.String(), "fields", res.Unreadable)
 		}
 	}
 	return nil

@@ -74,6 +74,18 @@ func (u *Upcasters) check() error {
 	return nil
 }
 
+// Apply converts the events of evs in place, as a subscription does
+// before each batch: for handing events over by other means (package
+// subscribe/members).
+func (u *Upcasters) Apply(evs []Event) error {
+	if u != nil {
+		if err := u.check(); err != nil {
+			return err
+		}
+	}
+	return u.apply(evs)
+}
+
 // apply converts the events of evs in place.
 func (u *Upcasters) apply(evs []Event) error {
 	if u == nil {

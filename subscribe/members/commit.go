@@ -96,7 +96,7 @@ func (g *Group) commitBatch(ctx context.Context, batch []*intent) {
 			batch = rest
 			continue
 		}
-		data, err := json.Marshal(e)
+		data, err := marshalEntry(e)
 		if err != nil {
 			panic(err) // an entry always encodes
 		}
@@ -130,6 +130,8 @@ func (g *Group) commitBatch(ctx context.Context, batch []*intent) {
 		}
 	}
 }
+
+func marshalEntry(e *entry) ([]byte, error) { return json.Marshal(e) }
 
 func failAll(batch []*intent, err error) {
 	for _, it := range batch {

@@ -19,10 +19,11 @@ import (
 // gives each put at most putTimeout. confirmFor + putTimeout <
 // logRetain, with room for the store's own delays.
 const (
-	logRetain  = 60 * time.Second
 	confirmFor = 3 * time.Second
 	putTimeout = 20 * time.Second
 )
+
+var logRetain = 60 * time.Second // a variable for tests
 
 // maxEntryBytes bounds what a reader takes for an entry or a snapshot:
 // anything larger is not ours (a snapshot of 100,000 events in flight is

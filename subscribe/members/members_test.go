@@ -1,6 +1,7 @@
 package members_test
 
 import (
+	"context"
 	"os"
 	"testing"
 	"time"
@@ -29,4 +30,16 @@ func openGroups(t *testing.T, root storage.Store) (members.Source, func()) {
 // TestGroupsConform: the in-process groups pass the suite on local disk.
 func TestGroupsConform(t *testing.T) {
 	memberstest.Run(t, localRoot, openGroups)
+}
+
+// TestGroupsConformOnS3: the same suite against a real S3 server.
+func TestGroupsConformOnS3(t *testing.T) {
+	memberstest.Run(t, func(t *testing.T) storage.Store {
+		b := s3test.NewBucket(t)
+		root, err := storage.Open(context.Background(), b.URL("bus"), b.Options())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return root
+	}, openGroups)
 }

@@ -242,20 +242,20 @@ func (s *state) apply(seq int64, e *entry) {
 
 // snapshotJSON is a snapshot's form in the store.
 type snapshotJSON struct {
-	Format      int                  `json:"format"`
-	Group       string               `json:"group"`
-	Topic       string               `json:"topic"`
-	Seq         int64                `json:"seq"`
-	Epoch       int64                `json:"epoch"`
-	TableID     string               `json:"table_id"`
-	Low         Position             `json:"low"`
+	Format      int                   `json:"format"`
+	Group       string                `json:"group"`
+	Topic       string                `json:"topic"`
+	Seq         int64                 `json:"seq"`
+	Epoch       int64                 `json:"epoch"`
+	TableID     string                `json:"table_id"`
+	Low         Position              `json:"low"`
 	Acked       map[string][][2]int64 `json:"acked"`
-	Flight      []flightJSON         `json:"flight"`
-	Delivered   int64                `json:"delivered"`
-	Redelivered int64                `json:"redelivered"`
-	AckedCount  int64                `json:"acked_count"`
-	Skipped     int64                `json:"skipped"`
-	Created     int64                `json:"created"`
+	Flight      []flightJSON          `json:"flight"`
+	Delivered   int64                 `json:"delivered"`
+	Redelivered int64                 `json:"redelivered"`
+	AckedCount  int64                 `json:"acked_count"`
+	Skipped     int64                 `json:"skipped"`
+	Created     int64                 `json:"created"`
 }
 
 type flightJSON struct {

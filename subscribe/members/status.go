@@ -19,11 +19,11 @@ type Status struct {
 	InFlight int `json:"in_flight"`
 	Waiting  int `json:"waiting"`
 	// Counters since the group was created (its first entry).
-	Delivered   int64   `json:"delivered"`
-	Redelivered int64   `json:"redelivered"`
-	Acked       int64   `json:"acked"`
-	Skipped     int64   `json:"duplicates_skipped"`
-	AckRate     float64 `json:"acked_per_second"` // over the last minute
+	Delivered   int64          `json:"delivered"`
+	Redelivered int64          `json:"redelivered"`
+	Acked       int64          `json:"acked"`
+	Skipped     int64          `json:"duplicates_skipped"`
+	AckRate     float64        `json:"acked_per_second"` // over the last minute
 	Members     []MemberStatus `json:"members"`
 	// Oldest is the oldest event not acknowledged: its key is the one
 	// that holds the group's position back.

@@ -112,6 +112,10 @@ func (s Start) Version() (v int64, ok bool) {
 	return s.version, !s.latest && s.at.IsZero()
 }
 
+// Time returns the time a FromTime start names; ok is false for the
+// other starts.
+func (s Start) Time() (t time.Time, ok bool) { return s.at, !s.at.IsZero() }
+
 func (s Start) String() string {
 	switch {
 	case s.latest:

@@ -137,64 +137,24 @@ func checkpoints(ctx context.Context, cfg Config) (subscribe.Checkpoints, func()
 	return s, pool.Close, nil
 }
 
-// line is the JSON form of one event.
+// line is the JSON form of one event: subscribe.EventJSON, and the
+// contract violation --validate found.
 type line struct {
-	EventID       string          `json:"event_id"`
-	Topic         string          `json:"topic"`
-	Key           string          `json:"key"`
-	Type          string          `json:"type"`
-	SchemaVersion int32           `json:"schema_version"`
-	Payload       json.RawMessage `json:"payload"`
-	Headers       json.RawMessage `json:"headers"`
-	OccurredAt    string          `json:"occurred_at"`
-	CommitLSN     int64           `json:"commit_lsn"`
-	Seq           int32           `json:"seq"`
-	Xid           int64           `json:"xid"`
-	CommitTime    string          `json:"commit_time"`
-	Source        string          `json:"source,omitempty"`
-	Version       int64           `json:"version"`
-	Offset        int64           `json:"offset"`
+	subscribe.EventJSON
 	// ContractViolation is set by --validate for an event its contract
 	// refuses.
-	ContractViolation string   `json:"contract_violation,omitempty"`
-	Erased            []string `json:"erased,omitempty"`     // pointers of fields whose subject was erased (null in payload)
-	Unreadable        []string `json:"unreadable,omitempty"` // pointers of fields whose envelope does not open (null in payload)
+	ContractViolation string `json:"contract_violation,omitempty"`
 }
 
-// WriteLine writes e as one JSON line. Payload and headers are nested JSON
-// (headers null when absent); text that is not valid JSON (the table holds
-// what the relay wrote, but the store is not trusted) is written as a JSON
-// string instead.
+// WriteLine writes e as one JSON line (subscribe.EventJSON).
 func WriteLine(w io.Writer, e *subscribe.Event) error { return writeLine(w, e, "") }
 
 func writeLine(w io.Writer, e *subscribe.Event, violation string) error {
-	headers := json.RawMessage("null")
-	if e.Headers != nil {
-		headers = nested(*e.Headers)
-	}
-	b, err := json.Marshal(line{EventID: e.ID, Topic: e.Topic, Key: e.Key, Type: e.Type, SchemaVersion: e.SchemaVersion,
-		Payload: nested(e.Payload), Headers: headers, OccurredAt: stamp(e.OccurredAt), CommitLSN: e.CommitLSN,
-		Seq: e.Seq, Xid: e.Xid, CommitTime: stamp(e.CommitTime), Source: e.Source, Version: e.Version, Offset: e.Offset,
-		Erased: e.Erased, Unreadable: e.Unreadable, ContractViolation: violation})
+	b, err := json.Marshal(line{EventJSON: subscribe.NewEventJSON(e), ContractViolation: violation})
 	if err != nil {
 		return fmt.Errorf("encode event %s: %w", e.ID, err)
 	}
 	b = append(b, '\n')
 	_, err = w.Write(b)
 	return err
-}
-
-func nested(s string) json.RawMessage {
-	if json.Valid([]byte(s)) {
-		return json.RawMessage(s)
-	}
-	q, _ := json.Marshal(s)
-	return q
-}
-
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
 }

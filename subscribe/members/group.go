@@ -272,9 +272,21 @@ func (e *storeError) Error() string {
 }
 func (e *storeError) Unwrap() error { return e.err }
 
-// IsUnavailable reports whether err is the store failing (a retry may
-// succeed), not the request.
+// IsUnavailable reports whether err is the store or the server failing
+// (a retry may succeed), not the request.
 func IsUnavailable(err error) bool {
-	var se *storeError
-	return errors.As(err, &se) || errors.Is(err, errClosed) || errors.Is(err, errContention)
+	var (
+		se *storeError
+		ue *unavailableError
+	)
+	return errors.As(err, &se) || errors.As(err, &ue) || errors.Is(err, errClosed) || errors.Is(err, errContention)
 }
+
+// Unavailable marks err as a failure a retry may cure (a Source over the
+// network: the server down or answering 5xx).
+func Unavailable(err error) error { return &unavailableError{err} }
+
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string { return e.err.Error() }
+func (e *unavailableError) Unwrap() error { return e.err }

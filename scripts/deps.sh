@@ -8,7 +8,7 @@
 # browser test) and promtool (apt, Debian's prometheus package: the alert
 # rules' check). Idempotent.
 #
-#   bash scripts/deps.sh [postgres] [pgversions] [versitygw] [localkms] [duckdb] [chromium] [promtool]   (none = all)
+#   bash scripts/deps.sh [postgres] [pgversions] [versitygw] [localkms] [duckdb] [typescript] [chromium] [promtool]   (none = all)
 #   source scripts/deps.sh                                  (functions only)
 set -euo pipefail
 
@@ -111,6 +111,15 @@ ensure_node() {
   apt_install nodejs npm
 }
 
+# ensure_typescript: the TypeScript compiler that builds the member
+# example examples/members/consumer.ts (npm, cached); python3 runs the
+# Python one.
+ensure_typescript() {
+  ensure_node
+  if ! command -v python3 >/dev/null 2>&1; then apt_install python3; fi
+  sh scripts/install-typescript.sh
+}
+
 ensure_duckdb() {
   if [ -n "${DELTABUS_SKIP_DUCKDB:-}" ]; then return; fi
   ensure_node
@@ -119,7 +128,7 @@ ensure_duckdb() {
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   cd "$(dirname "$0")/.."
-  for dep in "${@:-postgres pgversions versitygw localkms duckdb chromium promtool}"; do
+  for dep in "${@:-postgres pgversions versitygw localkms duckdb typescript chromium promtool}"; do
     for d in $dep; do "ensure_$d"; done
   done
 fi

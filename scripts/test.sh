@@ -18,6 +18,7 @@ ensure_pgversions
 ensure_versitygw
 ensure_localkms
 ensure_duckdb
+ensure_typescript
 ensure_chromium
 ensure_promtool
 export DELTABUS_PG_ROOT=$PG_ROOT # where pgcluster finds the other majors

@@ -40,10 +40,16 @@ type CleanupOptions struct {
 	Retention time.Duration // 0 = delta.logRetentionDuration (default 30 days)
 	DryRun    bool          // list what would be deleted, delete nothing
 	Logger    *slog.Logger  // nil = slog.Default()
+	// KeepFrom > 0 keeps every commit from this version on whatever its
+	// age: a reader still needs them (a protected consumer group).
+	KeepFrom int64
 }
 
 // CleanupResult says what CleanupLog kept and deleted.
 type CleanupResult struct {
+	// HeldBack: KeepFrom kept commits the retention alone would have
+	// expired.
+	HeldBack   bool
 	Horizon    time.Time // commits last written at or before it are expired
 	Checkpoint int64     // the kept checkpoint everything older was deleted before; -1 when nothing could be deleted
 	Earliest   int64     // the earliest version readable afterwards
@@ -123,7 +129,11 @@ func CleanupLog(ctx context.Context, store storage.Store, opts CleanupOptions) (
 		}
 	}
 	res.Horizon = cleanupHorizon(opts.Now, retention)
-	cp, err := keptCheckpoint(ctx, store, l, expiredThrough(l, res.Horizon))
+	through := expiredThrough(l, res.Horizon)
+	if opts.KeepFrom > 0 && through >= opts.KeepFrom {
+		through, res.HeldBack = opts.KeepFrom-1, true
+	}
+	cp, err := keptCheckpoint(ctx, store, l, through)
 	if err != nil || cp < 0 {
 		return res, err
 	}

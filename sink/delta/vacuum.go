@@ -24,8 +24,13 @@ type VacuumOptions struct {
 	// was written at or after it, whatever its age: another writer's files
 	// uploaded but not committed yet (catalog.Lease).
 	InFlightSince time.Time
-	DryRun        bool         // list what would be deleted, delete nothing
-	Logger        *slog.Logger // nil = slog.Default()
+	// KeepRemovedSince, if set, keeps every file removed at or after it
+	// (by its remove's deletionTimestamp; one without counts as recent),
+	// whatever the retention: a reader of the versions from then on still
+	// needs the files (a protected consumer group).
+	KeepRemovedSince time.Time
+	DryRun           bool         // list what would be deleted, delete nothing
+	Logger           *slog.Logger // nil = slog.Default()
 	// SweepTemp, when set, is called once with the table's root prefix ("")
 	// and the horizon, after the data files: the storage layer's sweep of
 	// hidden temporary files left by killed writers (storage.Sweeper), which
@@ -35,6 +40,7 @@ type VacuumOptions struct {
 
 // VacuumResult says what Vacuum found and deleted.
 type VacuumResult struct {
+	HeldBack     int       // removed files kept only for VacuumOptions.KeepRemovedSince
 	Horizon      time.Time // files removed, or written, at or before it are expired
 	Version      int64     // the snapshot judged against
 	Active       int       // files the snapshot references (kept)
@@ -93,6 +99,12 @@ func Vacuum(ctx context.Context, store storage.Store, opts VacuumOptions) (Vacuu
 		if v == expired && !opts.InFlightSince.IsZero() && !o.ModTime.Before(opts.InFlightSince) {
 			if _, removed := snap.Tombstones[o.Key]; !removed {
 				v = keepRetained // not removed by anyone: maybe a lease holder's uncommitted file
+			}
+		}
+		if v == expired && !opts.KeepRemovedSince.IsZero() {
+			if r, ok := snap.Tombstones[o.Key]; ok && (r.DeletionTimestamp == nil || *r.DeletionTimestamp >= opts.KeepRemovedSince.UnixMilli()) {
+				v = keepRetained
+				res.HeldBack++
 			}
 		}
 		switch v {

@@ -13,14 +13,14 @@ import (
 
 // Metrics are the maintenance counters. A nil *Metrics records nothing.
 type Metrics struct {
-	runs, errors, compacted, logDeleted, filesDeleted metric.Int64Counter
-	lastRun                                           metric.Float64Gauge
+	runs, errors, compacted, logDeleted, filesDeleted, releases metric.Int64Counter
+	lastRun                                                     metric.Float64Gauge
 }
 
 // NewMetrics creates the maintenance instruments from mp.
 func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	meter := mp.Meter("github.com/deltabus/deltabus/maintain")
-	var errs [6]error
+	var errs [7]error
 	c := func(i int, name, help string) metric.Int64Counter {
 		var ctr metric.Int64Counter
 		ctr, errs[i] = meter.Int64Counter("deltabus_maintenance_"+name, metric.WithDescription(help))
@@ -32,6 +32,8 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		compacted:    c(2, "files_compacted_total", "Small data files rewritten into larger ones."),
 		logDeleted:   c(3, "log_files_deleted_total", "Expired log files deleted."),
 		filesDeleted: c(4, "data_files_deleted_total", "Unreferenced data files deleted by VACUUM."),
+		releases: c(6, "consumer_releases_total",
+			"Protected consumer groups released past their maximum hold: what they had not acknowledged is deleted as the retention says."),
 	}
 	m.lastRun, errs[5] = meter.Float64Gauge("deltabus_maintenance_last_run_timestamp_seconds",
 		metric.WithDescription("Unix time the last maintenance run ended."), metric.WithUnit("s"))
@@ -46,11 +48,12 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 
 func (m *Metrics) add(r Report) {
 	ctx := context.Background()
-	var errs, compacted, logs, files int
+	var errs, compacted, logs, files, released int
 	for _, t := range r.Tables {
 		errs, compacted = errs+len(t.Errors), compacted+t.Compacted
-		logs, files = logs+t.LogDeleted, files+t.FilesDeleted
+		logs, files, released = logs+t.LogDeleted, files+t.FilesDeleted, released+len(t.Released)
 	}
+	m.releases.Add(ctx, int64(released))
 	m.errors.Add(ctx, int64(errs))
 	m.compacted.Add(ctx, int64(compacted))
 	m.logDeleted.Add(ctx, int64(logs))

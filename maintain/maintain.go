@@ -38,6 +38,7 @@ import (
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/subscribe/members"
 )
 
 // Options choose what a run does. The zero value compacts, cleans the log
@@ -64,19 +65,23 @@ type Options struct {
 
 // TableReport is what one run did to one table.
 type TableReport struct {
-	Table          string        `json:"table"`             // its folder under the store root
-	Topic          string        `json:"topic,omitempty"`   // a topic's own table: the topic
-	Group          string        `json:"group,omitempty"`   // a group's table: the group
-	Topics         []string      `json:"topics,omitempty"`  // a group's table: its registered topics
-	Skipped        string        `json:"skipped,omitempty"` // why nothing was done
-	Compacted      int           `json:"filesCompacted"`    // input files rewritten
-	Written        int           `json:"filesWritten"`
-	LogDeleted     int           `json:"logFilesDeleted"`
-	Earliest       int64         `json:"earliestVersion"`
-	FilesDeleted   int           `json:"dataFilesDeleted"`
-	BytesDeleted   int64         `json:"dataBytesDeleted"`
-	TempSwept      int           `json:"tempFilesSwept"`
-	ActiveFiles    int           `json:"activeFiles"`
+	Table        string   `json:"table"`             // its folder under the store root
+	Topic        string   `json:"topic,omitempty"`   // a topic's own table: the topic
+	Group        string   `json:"group,omitempty"`   // a group's table: the group
+	Topics       []string `json:"topics,omitempty"`  // a group's table: its registered topics
+	Skipped      string   `json:"skipped,omitempty"` // why nothing was done
+	Compacted    int      `json:"filesCompacted"`    // input files rewritten
+	Written      int      `json:"filesWritten"`
+	LogDeleted   int      `json:"logFilesDeleted"`
+	Earliest     int64    `json:"earliestVersion"`
+	FilesDeleted int      `json:"dataFilesDeleted"`
+	BytesDeleted int64    `json:"dataBytesDeleted"`
+	TempSwept    int      `json:"tempFilesSwept"`
+	ActiveFiles  int      `json:"activeFiles"`
+	// HeldFor lists the protected consumer groups clean-up and VACUUM
+	// kept versions for; Released those released past their maximum hold.
+	HeldFor        []string      `json:"heldFor,omitempty"`
+	Released       []string      `json:"released,omitempty"`
 	Errors         []string      `json:"errors,omitempty"`
 	Took           time.Duration `json:"tookNs"`
 	compactVersion []int64
@@ -125,11 +130,15 @@ func Run(ctx context.Context, root storage.Store, opts Options) (rep Report, err
 		return Report{}, err
 	}
 	leases := &leaseCache{root: root}
+	protected, err := protectedGroups(ctx, root)
+	if err != nil {
+		return Report{}, fmt.Errorf("read the protected consumer groups: %w", err)
+	}
 	for _, t := range tables {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		tr := maintainTable(ctx, root, t, opts, leases)
+		tr := maintainTable(ctx, root, t, opts, leases, protected)
 		if t.unplaced && tr.Skipped == skipNoTable {
 			continue // a group no topic was placed in yet
 		}
@@ -164,7 +173,7 @@ func (c *leaseCache) get(ctx context.Context) ([]catalog.Lease, error) {
 	return l, nil
 }
 
-func maintainTable(ctx context.Context, root storage.Store, t target, opts Options, leases *leaseCache) (tr TableReport) {
+func maintainTable(ctx context.Context, root storage.Store, t target, opts Options, leases *leaseCache, protected map[string][]*members.Stored) (tr TableReport) {
 	start := time.Now()
 	tr = t.report()
 	ctx, span := opts.startSpan(ctx, ".table", attribute.String("deltabus.table", t.table), attribute.String("deltabus.group", t.group))
@@ -194,15 +203,27 @@ func maintainTable(ctx context.Context, root storage.Store, t target, opts Optio
 		tr.Skipped = skipNoTable
 		return tr
 	}
-	run := tableRun{opts: opts, t: t, table: table, tr: &tr}
+	run := tableRun{opts: opts, t: t, root: root, table: table, tr: &tr}
 	if !opts.SkipCompact && !opts.DryRun {
 		run.compact(ctx)
 	}
+	if opts.SkipCleanup && opts.SkipVacuum {
+		return tr
+	}
+	h, err := run.holdsFor(ctx, protected)
+	if err != nil { // what protected groups need is unknown: delete nothing
+		run.fail("read what protected consumer groups need", err)
+		return tr
+	}
+	var heldBack bool
 	if !opts.SkipCleanup {
-		run.cleanup(ctx)
+		heldBack = run.cleanup(ctx, h)
 	}
 	if !opts.SkipVacuum {
-		run.vacuum(ctx, leases)
+		heldBack = run.vacuum(ctx, leases, h) || heldBack
+	}
+	if err := run.recordHolds(ctx, h, heldBack); err != nil {
+		run.fail("record the consumer groups' holds", err)
 	}
 	return tr
 }
@@ -212,6 +233,7 @@ func maintainTable(ctx context.Context, root storage.Store, t target, opts Optio
 type tableRun struct {
 	opts  Options
 	t     target
+	root  storage.Store
 	table storage.Store
 	tr    *TableReport
 }
@@ -234,23 +256,41 @@ func (r tableRun) compact(ctx context.Context) {
 	}
 }
 
-func (r tableRun) cleanup(ctx context.Context) {
+// cleanup deletes expired log entries, except what protected groups (h)
+// need; heldBack says they kept something the retention would delete.
+func (r tableRun) cleanup(ctx context.Context, h consumerHold) (heldBack bool) {
 	o := r.opts
 	ctx, span := o.startSpan(ctx, ".cleanup")
-	res, err := delta.CleanupLog(ctx, r.table, delta.CleanupOptions{Now: o.Now(), Retention: o.LogRetention, DryRun: o.DryRun, Logger: o.Logger})
+	co := delta.CleanupOptions{Now: o.Now(), Retention: o.LogRetention, DryRun: o.DryRun, Logger: o.Logger, KeepFrom: max(h.keepFrom, 0)}
+	if h.keepFrom == 0 {
+		co.DryRun = true // a group at version 0 needs the whole log: only see whether it holds something
+	}
+	res, err := delta.CleanupLog(ctx, r.table, co)
+	if h.keepFrom == 0 {
+		res.HeldBack, res.Deleted, res.Earliest = len(res.Deleted) > 0, nil, 0
+	}
 	endSpan(span, err, attribute.Int("deltabus.log_files_deleted", len(res.Deleted)), attribute.Int64("deltabus.earliest_version", res.Earliest))
 	if err != nil {
 		r.fail("clean up the log", err)
 	}
 	r.tr.LogDeleted, r.tr.Earliest = len(res.Deleted), res.Earliest
+	return res.HeldBack
 }
 
-func (r tableRun) vacuum(ctx context.Context, leases *leaseCache) {
+// vacuum deletes unreferenced data files, except what protected groups
+// (h) need; heldBack says they kept something the retention would delete.
+func (r tableRun) vacuum(ctx context.Context, leases *leaseCache, h consumerHold) (heldBack bool) {
 	o := r.opts
 	vo := delta.VacuumOptions{Now: o.Now(), Retention: o.FileRetention, DryRun: o.DryRun, Logger: o.Logger}
+	if h.keepFrom >= 0 {
+		vo.KeepRemovedSince = h.keepSince
+		if vo.KeepRemovedSince.IsZero() {
+			vo.KeepRemovedSince = time.Unix(0, 1) // the group's version is gone: keep every removed file
+		}
+	}
 	if leases, err := leases.get(ctx); err != nil {
 		r.fail("vacuum", fmt.Errorf("read the writers' leases: %w", err))
-		return
+		return false
 	} else if since, ok := inFlightSince(leases, r.t, time.Now()); ok {
 		vo.InFlightSince = since
 	}
@@ -271,4 +311,5 @@ func (r tableRun) vacuum(ctx context.Context, leases *leaseCache) {
 		r.fail("vacuum", err)
 	}
 	r.tr.FilesDeleted, r.tr.BytesDeleted, r.tr.ActiveFiles = len(res.Deleted), res.DeletedBytes, res.Active
+	return res.HeldBack > 0
 }

@@ -185,7 +185,7 @@ func (c *Collector) consumerRows(ctx context.Context, now time.Time, st *Status)
 	out := make([]Consumer, 0, len(rows))
 	for _, r := range rows {
 		cr := Consumer{Group: r.Group, Topic: r.Topic, Checkpoints: r.Checkpoints, LagVersions: r.LagVersions, LagSeconds: r.LagSeconds,
-			HeadroomVersions: r.HeadroomVersions, HeadroomSeconds: r.HeadroomSeconds, Breaches: r.Breaches, Error: r.Error}
+			HeadroomVersions: r.HeadroomVersions, HeadroomSeconds: r.HeadroomSeconds, Breaches: r.Breaches, Error: r.Error, Members: r.Members}
 		if r.Completeness != nil {
 			ratio, dup := r.Completeness.Ratio, r.Completeness.DuplicateRate
 			cr.Completeness, cr.DuplicateRate = &ratio, &dup

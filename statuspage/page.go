@@ -24,6 +24,7 @@ var page = sync.OnceValue(func() *template.Template {
 		"bytes":   fmtBytes,
 		"secs":    fmtSecs,
 		"ago":     fmtAgo,
+		"since":   func(t time.Time) string { return fmtSecs(time.Since(t).Seconds()) + " ago" },
 		"pct":     func(p *float64) string { return fmtPct(p) },
 		"ms":      func(d time.Duration) int64 { return d.Milliseconds() },
 		"utc":     func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },

@@ -18,6 +18,7 @@
 package statuspage
 
 import (
+	"github.com/deltabus/deltabus/subscribe/check"
 	"time"
 
 	"github.com/deltabus/deltabus/governance"
@@ -146,6 +147,10 @@ type Consumer struct {
 	DuplicateRate    *float64 `json:"duplicateRate,omitempty"`
 	Breaches         []string `json:"breaches,omitempty"`
 	Error            string   `json:"error,omitempty"`
+	// Members is set for a group served to parallel members (relay
+	// serve): events in flight, members, the oldest event not
+	// acknowledged and its key, throughput, and the retention it holds.
+	Members *check.MembersInfo `json:"members,omitempty"`
 }
 
 // DeadLetters counts the dead letters committed since Since, by reason.

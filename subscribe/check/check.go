@@ -49,6 +49,7 @@ import (
 	"github.com/deltabus/deltabus/pgsource"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
+	"github.com/deltabus/deltabus/subscribe/members"
 	"github.com/deltabus/deltabus/subscribe/pgcheckpoint"
 )
 
@@ -130,15 +131,18 @@ type Row struct {
 	Sources []SourceRead `json:"sources"`
 
 	Completeness *Completeness `json:"completeness,omitempty"`
-	Breaches     []string      `json:"breaches,omitempty"`
-	Error        string        `json:"error,omitempty"`
+	// Members is set for a group served to parallel members (relay serve).
+	Members  *MembersInfo `json:"members,omitempty"`
+	Breaches []string     `json:"breaches,omitempty"`
+	Error    string       `json:"error,omitempty"`
 }
 
 // source is one group's checkpoint with where it lives.
 type source struct {
-	cp   subscribe.Checkpoint
-	name string
-	dsn  string
+	cp      subscribe.Checkpoint
+	name    string
+	dsn     string
+	members *members.Stored // a members group (relay serve)
 }
 
 // Run checks every consumer group found in the store and in the
@@ -216,6 +220,11 @@ func sources(ctx context.Context, cfg Config) ([]source, error) {
 	for _, c := range cps {
 		out = append(out, source{cp: c, name: "store"})
 	}
+	ms, err := membersSources(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, ms...)
 	for _, dsn := range cfg.CheckpointDSNs {
 		list, name, err := listPG(ctx, dsn)
 		if err != nil {
@@ -264,6 +273,9 @@ func (ts *topicState) row(ctx context.Context, s source, now time.Time, database
 	}
 	if err := ts.sourceReads(ctx, &r, databases); err != nil {
 		r.Error = err.Error()
+	}
+	if s.members != nil {
+		membersRow(&r, s.members, now)
 	}
 	return r
 }
@@ -331,6 +343,7 @@ func (th Thresholds) breaches(r Row) []string {
 	if r.HeadroomVersions < 0 {
 		add("retention passed this group's position (version %d, earliest %d)", r.Version, r.EarliestVersion)
 	}
+	out = append(out, membersBreaches(r)...)
 	if th.MaxLagVersions > 0 && r.LagVersions > th.MaxLagVersions {
 		add("lag %d versions > %d", r.LagVersions, th.MaxLagVersions)
 	}

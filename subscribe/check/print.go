@@ -49,6 +49,12 @@ func WriteText(w io.Writer, rows []Row) error {
 		return err
 	}
 	for _, r := range rows {
+		if m := r.Members; m != nil {
+			fmt.Fprintf(w, "MEMBERS %s/%s: %d in flight to %d members, %d unacknowledged, %d redelivered; protection: %s\n",
+				r.Group, r.Topic, m.InFlight, len(m.Members), m.Unacked, m.Redelivered, m.Protection)
+		}
+	}
+	for _, r := range rows {
 		if len(r.Breaches) > 0 {
 			fmt.Fprintf(w, "BREACH %s/%s: %s\n", r.Group, r.Topic, strings.Join(r.Breaches, "; "))
 		}

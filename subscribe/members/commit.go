@@ -290,9 +290,13 @@ func (g *Group) snapshot(ctx context.Context) {
 		g.mu.Unlock()
 		return
 	}
-	data, err := g.st.marshal(g.name, g.topic)
 	seq := g.st.Seq
 	g.snapping = true
+	g.mu.Unlock()
+	st := g.status()
+	view := &View{At: g.now().UTC(), Members: st.Members, Waiting: st.Waiting, AckRate: st.AckRate, Oldest: st.Oldest, Buffered: st.Buffered}
+	g.mu.Lock()
+	data, err := g.st.marshal(g.name, g.topic, view)
 	g.mu.Unlock()
 	if err != nil {
 		panic(err) // a state always encodes

@@ -105,6 +105,10 @@ type Stored struct {
 	Acked        int64
 	Protection   *Protection
 	Hold         *Hold
+	// View is what the server that wrote the newest snapshot saw then
+	// (members, waits, the oldest event not acknowledged and its key,
+	// throughput); nil before the first snapshot.
+	View *View
 }
 
 // List reads every group of the store that has a log, a protection or a
@@ -166,7 +170,7 @@ func (s *Stored) load(ctx context.Context, store storage.Store, now time.Time) e
 	if err != nil {
 		return fmt.Errorf("read group %q topic %q: %w", s.Group, s.Topic, err)
 	}
-	s.Epoch, s.TableID, s.Position = st.Epoch, st.TableID, st.Low
+	s.Epoch, s.TableID, s.Position, s.View = st.Epoch, st.TableID, st.Low, st.view
 	s.Delivered, s.Redelivered, s.Acked = st.Delivered, st.Redelivered, st.Acked
 	seen := map[string]bool{}
 	for _, f := range st.flight {

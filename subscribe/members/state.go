@@ -38,6 +38,7 @@ type state struct {
 	// Counters since the group was created, for throughput and alerts.
 	Delivered, Redelivered, Acked, Skipped int64
 	Created                                time.Time
+	view                                   *View // of the snapshot it was read from, if any
 }
 
 // flight is an event handed out and not acknowledged: leased to Member
@@ -256,6 +257,19 @@ type snapshotJSON struct {
 	AckedCount  int64                 `json:"acked_count"`
 	Skipped     int64                 `json:"skipped"`
 	Created     int64                 `json:"created"`
+	// View is what the writing server saw when it wrote the snapshot, for
+	// pages and checks that read the store (not part of the state).
+	View *View `json:"view,omitempty"`
+}
+
+// View is a server's live view of a group, kept with each snapshot.
+type View struct {
+	At       time.Time      `json:"at"`
+	Members  []MemberStatus `json:"members"`
+	Waiting  int            `json:"waiting"`
+	AckRate  float64        `json:"acked_per_second"`
+	Oldest   *Oldest        `json:"oldest,omitempty"`
+	Buffered int            `json:"buffered"`
 }
 
 type flightJSON struct {
@@ -269,10 +283,10 @@ type flightJSON struct {
 
 const snapshotFormat = 1
 
-func (s *state) marshal(group, topic string) ([]byte, error) {
+func (s *state) marshal(group, topic string, view *View) ([]byte, error) {
 	j := snapshotJSON{Format: snapshotFormat, Group: group, Topic: topic, Seq: s.Seq, Epoch: s.Epoch, TableID: s.TableID,
 		Low: s.Low, Acked: make(map[string][][2]int64, len(s.acked)), Flight: make([]flightJSON, 0, len(s.flight)),
-		Delivered: s.Delivered, Redelivered: s.Redelivered, AckedCount: s.Acked, Skipped: s.Skipped, Created: ms(s.Created)}
+		Delivered: s.Delivered, Redelivered: s.Redelivered, AckedCount: s.Acked, Skipped: s.Skipped, Created: ms(s.Created), View: view}
 	for v, rs := range s.acked {
 		j.Acked[fmt.Sprint(v)] = rs
 	}
@@ -296,7 +310,7 @@ func unmarshalState(data []byte, group, topic string) (*state, error) {
 		return nil, fmt.Errorf("snapshot of group %q topic %q", j.Group, j.Topic)
 	}
 	s := newState()
-	s.Seq, s.Epoch, s.TableID, s.Low = j.Seq, j.Epoch, j.TableID, j.Low
+	s.Seq, s.Epoch, s.TableID, s.Low, s.view = j.Seq, j.Epoch, j.TableID, j.Low, j.View
 	s.Delivered, s.Redelivered, s.Acked, s.Skipped, s.Created = j.Delivered, j.Redelivered, j.AckedCount, j.Skipped, fromMS(j.Created)
 	for k, rs := range j.Acked {
 		var v int64

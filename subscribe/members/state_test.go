@@ -52,7 +52,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	s.apply(2, &entry{At: ms(now), Lease: []leaseOp{{posOp: posOp{2, 0}, D: 1, M: "m1", Until: ms(now.Add(time.Minute))},
 		{posOp: posOp{2, 1}, D: 1, M: "m2", Until: ms(now.Add(time.Minute))}}})
 	s.apply(3, &entry{At: ms(now), Ack: []posOp{{2, 1}}, Nack: []nackOp{{posOp: posOp{2, 0}, NotBefore: ms(now.Add(time.Second))}}})
-	data, err := s.marshal("g", "orders")
+	data, err := s.marshal("g", "orders", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestCleanUpKeepsTheStateReadable(t *testing.T) {
 		want.apply(seq, e)
 		if seq%10 == 0 {
 			time.Sleep(10 * time.Millisecond) // distinct modification times
-			snap, _ := want.marshal("g", "orders")
+			snap, _ := want.marshal("g", "orders", nil)
 			if err := lg.writeSnapshot(ctx, seq, snap); err != nil {
 				t.Fatal(err)
 			}

@@ -55,6 +55,7 @@ func init() {
 		"janitor":   {"delete outbox rows older than the retention that the relay has made durable, in small batches", cmdJanitor},
 		"consume":   {"read a topic as a consumer group, checkpointed, as JSON lines (--follow to keep reading)", cmdConsume},
 		"serve":     {"serve consumer groups to parallel members in any language over HTTP: receive, ack, nack, per-key order", cmdServe},
+		"members":   {"list groups served to parallel members; protect one against retention (`members protect --group G --topic T --max-hold 168h`)", cmdMembers},
 		"check":     {"check consumers: lag, retention headroom, completeness and duplicates per group and topic", cmdCheck},
 		"contract":  {"event contracts: register, compat, list, show, check, policy, mode (JSON Schemas per topic and type)", cmdContract},
 

@@ -25,11 +25,17 @@ import (
 // versions in order, then commit order), with a checkpoint kept in memory.
 func topicEvents(t testing.TB, store storage.Store, topic string) []subscribe.Event {
 	t.Helper()
+	return topicEventsFrom(t, store, topic, 0)
+}
+
+// topicEventsFrom reads a topic's events from a version on.
+func topicEventsFrom(t testing.TB, store storage.Store, topic string, from int64) []subscribe.Event {
+	t.Helper()
 	var out []subscribe.Event
 	err := subscribe.Subscribe(context.Background(), store, topic, "truth", func(_ context.Context, b *subscribe.Batch) error {
 		out = append(out, b.Events...)
 		return nil
-	}, subscribe.Options{Checkpoints: &memCheckpoints{}})
+	}, subscribe.Options{Checkpoints: &memCheckpoints{}, Start: subscribe.FromVersion(from)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,7 @@ func Run(t *testing.T, newRoot func(t *testing.T) storage.Store, open Open) {
 		{"TwoServersOneGroup", twoServers},
 		{"DuplicatesAreDropped", duplicates},
 		{"BadRequestsAreRefused", badRequests},
+		{"ConsumeRunsMembers", consumeMembers},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.f(t, newRoot(t), open) })
 	}
@@ -353,5 +354,56 @@ func badRequests(t *testing.T, root storage.Store, open Open) {
 	}
 	if _, err := src.Receive(ctx, "g", "../x", members.ReceiveRequest{Member: "m"}); !isRequestError(err) {
 		t.Errorf("an invalid topic name: %v; want a request error", err)
+	}
+}
+
+// consumeMembers: three members.Consume members whose handler fails the
+// first delivery of some events handle every event, each key's events in
+// commit order, the failed ones again after their retry.
+func consumeMembers(t *testing.T, root storage.Store, open Open) {
+	tp := NewTopic(t, root, "orders")
+	for range 3 {
+		tp.CommitKeyed(100, 12)
+	}
+	src, stop := open(t, root)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	handled := map[string][]string{} // key -> event ids handled successfully, in order
+	count, failed := 0, 0
+	h := func(_ context.Context, m *members.Message) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if m.Delivery == 1 && m.Event.ID[len(m.Event.ID)-1] == '7' {
+			failed++
+			return errors.New("injected failure")
+		}
+		handled[m.Event.Key] = append(handled[m.Event.Key], m.Event.ID)
+		if count++; count == len(tp.Order) {
+			cancel()
+		}
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for i := range 3 {
+		g.Go(func() error {
+			return members.Consume(gctx, src, "g", "orders", h, members.ConsumeOptions{Member: fmt.Sprintf("m%d", i),
+				Max: 7, Wait: 200 * time.Millisecond, RetryAfter: 50 * time.Millisecond})
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if count != len(tp.Order) || failed == 0 {
+		t.Fatalf("handled %d of %d events (%d failures injected)", count, len(tp.Order), failed)
+	}
+	next := map[string]int{}
+	for _, id := range tp.Order {
+		k := tp.Keys[id]
+		if got := handled[k]; next[k] >= len(got) || got[next[k]] != id {
+			t.Fatalf("key %s: handled %v; want its events once each in commit order", k, got)
+		}
+		next[k]++
 	}
 }

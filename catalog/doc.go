@@ -46,6 +46,7 @@
 //	    log/NNNNNNNNNNNNNNNNNNNN.json   its state changes, written put-if-absent, in order
 //	    snapshots/NNNN....json          its state after an entry
 //	    protect.json, hold.json         retention that waits for it, and the hold maintenance keeps
+//	  upcasts/<topic>/<type>/<v>.json  a JSON Patch turning version v of an event type into v+1 (members)
 //	  probes/<name>                   written and deleted by the relay's preflight
 //	  topicmeta/<topic>.json          TopicMeta: a topic's owner and description
 //	                                  (relay topics describe; package topicmeta)

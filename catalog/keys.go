@@ -79,7 +79,7 @@ func arity(k Kind) int {
 	switch k {
 	case KindRebuildRecord, KindRebuildState, KindConsumer, KindContractMode, KindFork, KindClaim:
 		return 2
-	case KindIntent, KindContract, KindMemberEntry, KindMemberSnapshot:
+	case KindIntent, KindContract, KindMemberEntry, KindMemberSnapshot, KindUpcast:
 		return 3
 	case KindMemberProtect, KindMemberHold:
 		return 2
@@ -168,7 +168,7 @@ func Parse(key string) (kind Kind, names []string, ok bool) {
 		return "", nil, false
 	}
 	parts := strings.Split(rest, "/")
-	if parts[0] == "members" {
+	if parts[0] == "members" || parts[0] == "upcasts" {
 		if kind, names, ok = parseMemberKey(parts); !ok {
 			return "", nil, false
 		}

@@ -7,7 +7,7 @@ import (
 )
 
 var kinds = []Kind{KindTopic, KindMarker, KindRebuildRecord, KindRebuildState, KindIntent, KindConsumer, KindProbe, KindLease, KindTopicMeta, KindRegistration, KindGroup, KindFork, KindResolved, KindClaim,
-	KindContractPolicy, KindContractMode, KindContract, KindMemberEntry, KindMemberSnapshot, KindMemberProtect, KindMemberHold}
+	KindContractPolicy, KindContractMode, KindContract, KindMemberEntry, KindMemberSnapshot, KindMemberProtect, KindMemberHold, KindUpcast}
 
 // keyOf builds a key of kind k from raw fuzz names (an intent's appId is
 // its second name with "-a" appended, its id the third; a contract's
@@ -21,6 +21,8 @@ func keyOf(k Kind, a, b string) (string, []string, bool) {
 		names[2] = "1"
 	case KindMemberEntry, KindMemberSnapshot:
 		names[2] = "7"
+	case KindUpcast:
+		names[2] = "3"
 	}
 	key, err := Key(k, names...)
 	return key, names, err == nil
@@ -53,6 +55,7 @@ func TestKeyLayout(t *testing.T) {
 		{KindMemberSnapshot, []string{"billing", "orders", "0"}, "_deltabus/members/billing/orders/snapshots/00000000000000000000.json"},
 		{KindMemberProtect, []string{"billing", "orders"}, "_deltabus/members/billing/orders/protect.json"},
 		{KindMemberHold, []string{"billing", "orders"}, "_deltabus/members/billing/orders/hold.json"},
+		{KindUpcast, []string{"orders", "OrderPlaced", "1"}, "_deltabus/upcasts/orders/_order_placed/0000000001.json"},
 		{KindContract, []string{"orders", "policy.json", "2147483647"}, "_deltabus/contracts/orders/policy.json/2147483647.json"},
 	} {
 		got, err := Key(c.kind, c.names...)

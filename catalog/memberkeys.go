@@ -16,7 +16,15 @@ const (
 	KindMemberSnapshot Kind = "member-snapshot" // members/<group>/<topic>/snapshots/<seq, 20 digits>.json
 	KindMemberProtect  Kind = "member-protect"  // members/<group>/<topic>/protect.json
 	KindMemberHold     Kind = "member-hold"     // members/<group>/<topic>/hold.json
+	// KindUpcast is a declarative upcaster: a JSON Patch turning a
+	// payload of (topic, event type) from a version into the next, applied
+	// for members that read the newer one. Names: topic, type (encoded by
+	// EncodeType), version.
+	KindUpcast Kind = "upcast" // upcasts/<topic>/<type>/<from version, 10 digits>.json
 )
+
+// UpcastsPrefix is the folder of every declarative upcaster.
+const UpcastsPrefix = Prefix + "upcasts/"
 
 // MembersPrefix is the folder of every members group's state.
 const MembersPrefix = Prefix + "members/"
@@ -45,11 +53,25 @@ const (
 )
 
 func isMemberKind(k Kind) bool {
-	return k == KindMemberEntry || k == KindMemberSnapshot || k == KindMemberProtect || k == KindMemberHold
+	return k == KindMemberEntry || k == KindMemberSnapshot || k == KindMemberProtect || k == KindMemberHold || k == KindUpcast
 }
 
 // memberKey is Key for the member kinds.
 func memberKey(kind Kind, names []string) (string, error) {
+	if kind == KindUpcast {
+		if err := CheckName("topic", names[0]); err != nil {
+			return "", err
+		}
+		typ, err := EncodeType(names[1])
+		if err != nil {
+			return "", err
+		}
+		v, err := versionSegment(names[2])
+		if err != nil {
+			return "", err
+		}
+		return UpcastsPrefix + names[0] + "/" + typ + "/" + v + ".json", nil
+	}
 	dir, err := MemberDir(names[0], names[1])
 	if err != nil {
 		return "", err
@@ -71,9 +93,24 @@ func memberKey(kind Kind, names []string) (string, error) {
 	return fmt.Sprintf("%s%s%0*d.json", dir, sub, seqDigits, n), nil
 }
 
-// parseMemberKey is Parse for keys under MembersPrefix (parts are the key's
-// segments after Prefix).
+// parseMemberKey is Parse for keys under MembersPrefix and UpcastsPrefix
+// (parts are the key's segments after Prefix).
 func parseMemberKey(parts []string) (Kind, []string, bool) {
+	if parts[0] == "upcasts" {
+		if len(parts) != 4 {
+			return "", nil, false
+		}
+		typ, err := DecodeType(parts[2])
+		n, ok := strings.CutSuffix(parts[3], ".json")
+		if err != nil || !ok || len(n) != versionDigits {
+			return "", nil, false
+		}
+		v, err := strconv.ParseInt(n, 10, 32)
+		if err != nil {
+			return "", nil, false
+		}
+		return KindUpcast, []string{parts[1], typ, strconv.FormatInt(v, 10)}, true
+	}
 	switch {
 	case len(parts) == 4 && parts[3] == "protect.json":
 		return KindMemberProtect, parts[1:3], true

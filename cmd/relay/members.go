@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -17,8 +18,9 @@ import (
 // groups served to parallel members (relay serve), and their protection
 // against retention.
 func cmdMembers(ctx context.Context, env *cliEnv, args []string) int {
-	if len(args) == 0 || (args[0] != "list" && args[0] != "protect" && args[0] != "unprotect") {
-		fmt.Fprintln(env.stderr, "relay members: want `relay members list`, `relay members protect --group G --topic T --max-hold 168h` or `relay members unprotect --group G --topic T`")
+	if len(args) == 0 || (args[0] != "list" && args[0] != "protect" && args[0] != "unprotect" && args[0] != "upcast") {
+		fmt.Fprintln(env.stderr, "relay members: want `relay members list`, `relay members protect --group G --topic T --max-hold 168h`, "+
+			"`relay members unprotect --group G --topic T` or `relay members upcast --topic T --type X --from N --patch FILE`")
 		return exitUsage
 	}
 	sub := args[0]
@@ -26,11 +28,17 @@ func cmdMembers(ctx context.Context, env *cliEnv, args []string) int {
 	storeURL := fs.String("store", env.getenv("DELTABUS_STORE"), "store URL: file:///path or s3://bucket/prefix (env DELTABUS_STORE)")
 	group := fs.String("group", "", "consumer group")
 	topic := fs.String("topic", "", "topic")
+	typ := fs.String("type", "", "upcast: the event type")
+	from := fs.Int("from", 0, "upcast: the version the patch turns into the next")
+	patch := fs.String("patch", "", "upcast: a file holding a JSON Patch (RFC 6902) from version --from to --from+1")
 	maxHold := fs.Duration("max-hold", 7*24*time.Hour, "protect: keep what the group has not acknowledged up to this long past the table's retention; then release it with an alert")
 	if code, ok := parseFlags(fs, args[1:]); !ok {
 		return code
 	}
-	if sub != "list" && (*group == "" || *topic == "") {
+	if sub == "upcast" && (*topic == "" || *typ == "" || *from < 1 || *patch == "") {
+		return fail(env, exitUsage, errors.New("--topic, --type, --from and --patch are required, e.g. relay members upcast --topic orders --type OrderPlaced --from 1 --patch v1-to-v2.json"))
+	}
+	if sub != "list" && sub != "upcast" && (*group == "" || *topic == "") {
 		return fail(env, exitUsage, errors.New("--group and --topic are required, e.g. relay members protect --group billing --topic orders --max-hold 168h"))
 	}
 	log := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -43,6 +51,12 @@ func cmdMembers(ctx context.Context, env *cliEnv, args []string) int {
 		err = members.Protect(ctx, store, *group, *topic, *maxHold)
 	case "unprotect":
 		err = members.Unprotect(ctx, store, *group, *topic)
+	case "upcast":
+		var data []byte
+		if data, err = os.ReadFile(*patch); err != nil {
+			return fail(env, exitUsage, fmt.Errorf("--patch: %w", err))
+		}
+		err = members.SetUpcast(ctx, store, *topic, *typ, int32(*from), data)
 	default:
 		return listMembers(ctx, env, store)
 	}

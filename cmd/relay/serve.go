@@ -79,6 +79,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 		return fail(env, exitUsage, err)
 	}
 	defer flush()
+	o.Upcasts = members.NewStoreUpcasts(store) // for members declaring want_version
 	gs := members.New(store, o)
 	defer gs.Close()
 	if err := serve.RegisterMetrics(tel.Meter, gs); err != nil {

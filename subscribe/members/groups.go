@@ -189,9 +189,17 @@ func (gs *Groups) housekeep(ctx context.Context) {
 	if gs.o.Reveal != nil {
 		erasures = pii.NewErasureWatcher(gs.root, gs.o.Reveal.Keys(), gs.o.Logger)
 	}
+	refresher, _ := gs.o.Upcasts.(interface{ Refresh(context.Context) error })
+	var refreshed time.Time
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
+		if refresher != nil && time.Since(refreshed) >= 10*time.Second {
+			if err := refresher.Refresh(ctx); err != nil && ctx.Err() == nil {
+				gs.o.Logger.Warn("members: reading the store's upcasters failed; the ones read before stay", "err", err)
+			}
+			refreshed = time.Now()
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -1,16 +1,20 @@
 package serve_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/deltabus/deltabus/subscribe/members"
 	"github.com/deltabus/deltabus/subscribe/members/memberstest"
 	"github.com/deltabus/deltabus/subscribe/serve"
 )
@@ -152,5 +156,51 @@ func TestTokens(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), all) {
 			t.Errorf("token file %q: %v; want an error that does not print the token", bad, err)
 		}
+	}
+}
+
+// TestWantVersion: a member that declares the version it reads gets
+// older events converted by the store's JSON Patch upcasters, and is not
+// handed newer ones (another member is) unless it passes them.
+func TestWantVersion(t *testing.T) {
+	root := localRoot(t)
+	tp := memberstest.NewTopic(t, root, "orders")
+	tp.Commit(memberstest.Event{ID: "old", Key: "a", Type: "Placed", Version: 1, Payload: `{"amount":5}`},
+		memberstest.Event{ID: "new", Key: "b", Type: "Placed", Version: 3, Payload: `{"total":7,"currency":"EUR"}`})
+	ctx := context.Background()
+	if err := members.SetUpcast(ctx, root, "orders", "Placed", 1, []byte(`[{"op":"move","from":"/amount","path":"/total"}]`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := members.SetUpcast(ctx, root, "orders", "Placed", 2, []byte(`[{"op":"add","path":"/currency","value":"EUR"}]`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := members.SetUpcast(ctx, root, "orders", "Placed", 3, []byte(`{"op":"oops"}`)); err == nil {
+		t.Fatal("a patch that is not a JSON Patch was stored")
+	}
+	ups := members.NewStoreUpcasts(root)
+	if err := ups.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gs := members.New(root, members.Options{PollInterval: 20 * time.Millisecond, Upcasts: ups})
+	defer gs.Close()
+	srv := httptest.NewServer(serve.New(serve.Config{Groups: gs}))
+	defer srv.Close()
+	url := srv.URL + "/v1/groups/g/topics/orders/receive"
+	code, out := post(t, url, "", `{"member":"v2","max":10,"wait_ms":2000,"want_version":{"Placed":2}}`)
+	msgs, _ := out["messages"].([]any)
+	if code != 200 || len(msgs) != 1 {
+		t.Fatalf("a member reading version 2: %d %v; want the old event alone, converted", code, out)
+	}
+	ev := msgs[0].(map[string]any)["event"].(map[string]any)
+	if ev["event_id"] != "old" || ev["schema_version"] != float64(2) || ev["writer_version"] != float64(1) {
+		t.Fatalf("converted event: %v", ev)
+	}
+	if p, _ := json.Marshal(ev["payload"]); string(p) != `{"total":5}` {
+		t.Fatalf("converted payload: %s", p)
+	}
+	code, out = post(t, url, "", `{"member":"v3","max":10,"wait_ms":2000,"want_version":{"Placed":3}}`)
+	msgs, _ = out["messages"].([]any)
+	if code != 200 || len(msgs) != 1 || msgs[0].(map[string]any)["event"].(map[string]any)["event_id"] != "new" {
+		t.Fatalf("a member reading version 3: %d %v; want the new event", code, out)
 	}
 }

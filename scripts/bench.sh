@@ -6,7 +6,8 @@
 # end-to-end latency and many sources into shared topics on versitygw
 # (relay bench --only fanin; on local disk it is part of relay bench), S3 requests and their cost per topic
 # (BenchmarkTopicCost) and of 100 topics in a topic group (BenchmarkGroupCost), a 40-topic bootstrap against COPY (FORMAT binary)
-# (BenchmarkBootstrap) and memory with many topics (BenchmarkManyTopics).
+# (BenchmarkBootstrap), memory with many topics (BenchmarkManyTopics) and consumer group members over HTTP
+# (BenchmarkMembers).
 #
 # Every figure is also kept in machine-readable form in
 # $DELTABUS_BENCH_RESULTS (default bin/bench-results): relay bench's JSON
@@ -97,6 +98,10 @@ DELTABUS_COST_SECONDS=${DELTABUS_COST_SECONDS:-30} gobench group_cost.txt -bench
 echo "# bootstrap of 1M rows over 40 topics against COPY (SELECT * FROM outbox) TO STDOUT (FORMAT binary)"
 DELTABUS_BENCH_TOPICS=40 DELTABUS_BENCH_ROWS=${DELTABUS_BENCH_ROWS:-1000000} gobench bootstrap.txt \
   -bench 'BenchmarkBootstrap$' -benchtime 3x -timeout 20m ./bootstrap
+
+echo "# consumer group members with a 5 ms handler: events/s with 1, 2, 4, 8 members over HTTP (relay serve) and with the Go SDK,"
+echo "# goal 0.8 x members x 200 ev/s; CPU per event of relay serve against relay consume; memory with 10,000 in flight over 100,000 keys"
+gobench members.txt -bench 'BenchmarkMembers$' -timeout 20m ./subscribe/serve
 
 echo "# memory of one batch over many topics, local disk (BenchmarkManyTopics)"
 gobench many_topics.txt -bench 'BenchmarkManyTopics/.*/local' -timeout 20m ./sink/deltasink

@@ -32,7 +32,9 @@ func protectedGroups(ctx context.Context, root storage.Store) (map[string][]*mem
 	}
 	out := map[string][]*members.Stored{}
 	for i := range all {
-		if all[i].Protection != nil && all[i].Exists {
+		// A group whose protection or state cannot be read is taken as
+		// protected: its tables are left alone, with the error, until it reads.
+		if (all[i].Protection != nil && all[i].Exists) || all[i].Err != nil {
 			out[all[i].Topic] = append(out[all[i].Topic], &all[i])
 		}
 	}
@@ -53,6 +55,9 @@ func (r tableRun) holdsFor(ctx context.Context, protected map[string][]*members.
 	now := r.opts.Now()
 	for _, name := range r.t.topics {
 		for _, g := range protected[name] {
+			if g.Err != nil {
+				return h, fmt.Errorf("consumer group %q of topic %q: %w", g.Group, g.Topic, g.Err)
+			}
 			if g.Hold != nil && !g.Hold.Released.IsZero() {
 				if g.Position.Version <= g.Hold.Version {
 					continue // released: not waited for

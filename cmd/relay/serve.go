@@ -29,6 +29,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	var o members.Options
 	fs.DurationVar(&o.PollInterval, "poll-interval", members.DefaultPollInterval, "wait between looks at a topic's log once a group read everything")
 	fs.IntVar(&o.MaxBuffered, "max-buffered", members.DefaultMaxBuffered, "events a group holds from its position on (bounds memory, and how far other keys run ahead of a stalled one)")
+	maxMB := fs.Int64("max-buffered-mb", members.DefaultMaxBufferedMB, "the same bound in MiB of events (about)")
 	fs.IntVar(&o.Dedup, "dedup", members.DefaultDedup, "event ids each group remembers to drop duplicates by (negative: off)")
 	logFormat := fs.String("log-format", envOr(env, "DELTABUS_LOG_FORMAT", "text"), "log format (stderr): text or json")
 	logLevel := fs.String("log-level", envOr(env, "DELTABUS_LOG_LEVEL", "info"), "log level: debug, info, warn, error")
@@ -41,7 +42,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	if err != nil {
 		return fail(env, exitUsage, err)
 	}
-	o.Logger = log
+	o.Logger, o.MaxBufferedBytes = log, *maxMB<<20
 	cfg := serve.Config{Logger: log}
 	if *tokenFile != "" {
 		if cfg.Tokens, err = serve.LoadTokens(*tokenFile); err != nil {

@@ -42,7 +42,7 @@ func membersSources(ctx context.Context, cfg Config) ([]source, error) {
 	var out []source
 	for i := range list {
 		s := &list[i]
-		if !s.Exists {
+		if !s.Exists && s.Err == nil {
 			continue
 		}
 		out = append(out, source{cp: subscribe.Checkpoint{Group: s.Group, Topic: s.Topic, Position: s.Position, TableID: s.TableID},
@@ -75,6 +75,9 @@ func membersRow(r *Row, s *members.Stored, now time.Time) {
 		}
 	}
 	r.Members = m
+	if s.Err != nil {
+		r.Error = s.Err.Error()
+	}
 }
 
 // membersBreaches: a released group is a breach.

@@ -22,6 +22,7 @@ type record struct {
 	key   *keyQueue
 	ev    *subscribe.Event // nil once acknowledged
 	dup   bool             // its event_id was read before (deduplication)
+	size  int64            // bytes held for the event, counted in index.bytes
 	acked bool
 	next  *record // the key's next unacknowledged record
 	gen   uint32
@@ -76,6 +77,17 @@ type index struct {
 	nextN  int64
 	readTo Position // after the last event the reader delivered
 	unread int      // records not acknowledged
+	bytes  int64    // held by the records' events (about)
+}
+
+// eventBytes is about what an event held in the index costs: its strings
+// and the structures around them.
+func eventBytes(ev *subscribe.Event) int64 {
+	n := len(ev.ID) + len(ev.Key) + len(ev.Type) + len(ev.Payload) + len(ev.Source) + 400
+	if ev.Headers != nil {
+		n += len(*ev.Headers)
+	}
+	return int64(n)
 }
 
 func newIndex(dedup int, from Position) *index {
@@ -96,8 +108,9 @@ func (x *index) add(ev *subscribe.Event, st *state, now time.Time) {
 	if st.isAcked(p) {
 		return
 	}
-	r := &record{pos: p, n: x.nextN, ev: ev, dup: dup}
+	r := &record{pos: p, n: x.nextN, ev: ev, dup: dup, size: eventBytes(ev)}
 	x.nextN++
+	x.bytes += r.size
 	x.buf = append(x.buf, r)
 	x.byPos[p] = r
 	x.unread++
@@ -206,6 +219,7 @@ func (x *index) acked(p Position, st *state, now time.Time) {
 	r.acked, r.ev = true, nil
 	r.gen++
 	x.unread--
+	x.bytes -= r.size
 	q := r.key
 	if q.head == r {
 		q.head = r.next

@@ -2,7 +2,9 @@ package members_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,4 +44,40 @@ func TestGroupsConformOnS3(t *testing.T) {
 		}
 		return root
 	}, openGroups)
+}
+
+// TestSmallBufferStillDelivers: a group whose buffer holds only a few
+// events (by count and by bytes) still hands every event out, in key
+// order, reading on as the oldest are acknowledged.
+func TestSmallBufferStillDelivers(t *testing.T) {
+	root := localRoot(t)
+	tp := memberstest.NewTopic(t, root, "orders")
+	big := `{"pad":"` + strings.Repeat("x", 4000) + `"}`
+	for c := range 4 {
+		evs := make([]memberstest.Event, 50)
+		for i := range evs {
+			evs[i] = memberstest.Event{ID: fmt.Sprintf("e%d-%d", c, i), Key: fmt.Sprintf("k%d", i%7), Payload: big}
+		}
+		tp.Commit(evs...)
+	}
+	gs := members.New(root, members.Options{PollInterval: 10 * time.Millisecond, MaxBuffered: 30, MaxBufferedBytes: 20_000})
+	defer gs.Close()
+	rec := memberstest.NewRecorder()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- memberstest.Member(ctx, gs, "g", "orders", "m", rec, memberstest.MemberOptions{Max: 100})
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for rec.Count() < len(tp.Order) && time.Now().Before(deadline) {
+		if st := gs.Status(); len(st) == 1 && st[0].Buffered > 30 {
+			t.Fatalf("the group holds %d events, over its bound of 30", st[0].Buffered)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	rec.Check(t, tp.Order, tp.Keys, true)
 }

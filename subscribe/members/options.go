@@ -18,6 +18,7 @@ const (
 	DefaultPollInterval  = 100 * time.Millisecond
 	DefaultSyncInterval  = 200 * time.Millisecond
 	DefaultMaxBuffered   = 100_000
+	DefaultMaxBufferedMB = 128
 	DefaultDedup         = 100_000
 	DefaultSnapshotEvery = 1000
 	DefaultIdleClose     = 5 * time.Minute
@@ -49,6 +50,10 @@ type Options struct {
 	// its oldest events are acknowledged. It bounds memory, and how far a
 	// stalled key lets the others run ahead.
 	MaxBuffered int
+	// MaxBufferedBytes bounds the same events by their size (default
+	// 128 MiB, about: strings plus a fixed cost per event); a group holds
+	// at least one event whatever its size.
+	MaxBufferedBytes int64
 	// Dedup is how many event ids each group remembers to drop
 	// duplicates by (source, event_id) (default 100,000; negative: off).
 	Dedup int
@@ -92,6 +97,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBuffered <= 0 {
 		o.MaxBuffered = DefaultMaxBuffered
+	}
+	if o.MaxBufferedBytes <= 0 {
+		o.MaxBufferedBytes = DefaultMaxBufferedMB << 20
 	}
 	if o.Dedup == 0 {
 		o.Dedup = DefaultDedup

@@ -109,6 +109,9 @@ type Stored struct {
 	// (members, waits, the oldest event not acknowledged and its key,
 	// throughput); nil before the first snapshot.
 	View *View
+	// Err says why the group's state, protection or hold could not be
+	// read; the rest is then partial.
+	Err error
 }
 
 // List reads every group of the store that has a log, a protection or a
@@ -134,28 +137,20 @@ func List(ctx context.Context, store storage.Store) ([]Stored, error) {
 		}
 		switch kind {
 		case catalog.KindMemberProtect:
-			p, err := readProtection(ctx, store, o.Key, k)
-			if err != nil {
-				return nil, err
-			}
-			out[i].Protection = p
+			out[i].Protection, err = readProtection(ctx, store, o.Key, k)
 		case catalog.KindMemberHold:
-			h, err := readHold(ctx, store, o.Key)
-			if err != nil {
-				return nil, err
-			}
-			out[i].Hold = h
+			out[i].Hold, err = readHold(ctx, store, o.Key)
 		case catalog.KindMemberEntry, catalog.KindMemberSnapshot:
 			out[i].Exists = true
+		}
+		if err != nil && out[i].Err == nil {
+			out[i].Err = err
 		}
 	}
 	now := time.Now()
 	for i := range out {
-		if !out[i].Exists {
-			continue
-		}
-		if err := out[i].load(ctx, store, now); err != nil {
-			return nil, err
+		if out[i].Exists && out[i].Err == nil {
+			out[i].Err = out[i].load(ctx, store, now)
 		}
 	}
 	return out, nil

@@ -14,7 +14,7 @@ import (
 // on, into the index: every server of a group reads the same events at
 // the same positions (subscribe's positions are the table's), so their
 // indexes agree on what lies between Low and what they have read. It
-// waits while the index holds MaxBuffered events.
+// waits while the index holds MaxBuffered events or MaxBufferedBytes.
 
 // startReaderLocked starts reading from the index's readTo (the state's
 // Low for a new index), stopping the reader before.
@@ -79,7 +79,7 @@ func (g *Group) addBatch(ctx context.Context, ix *index, b *subscribe.Batch) err
 				g.mu.Unlock()
 				return context.Canceled // a reset replaced the index
 			}
-			if ix.buffered() < g.o.MaxBuffered {
+			if ix.buffered() == 0 || (ix.buffered() < g.o.MaxBuffered && ix.bytes < g.o.MaxBufferedBytes) {
 				ix.add(&ev, g.st, g.now())
 				g.readErr = nil
 				g.notifyLocked()

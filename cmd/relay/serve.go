@@ -68,12 +68,12 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	if pf.kek != "" { // personal fields decrypted for tokens granted reveal
 		pf.source = env.getenv("DELTABUS_SOURCE")
-		ks, err := pii.OpenKeys(ctx, pf.config(), true)
+		r, err := pii.OpenRevealer(ctx, pf.configFor(store))
 		if err != nil {
 			return fail(env, exitUsage, err)
 		}
-		defer ks.Close()
-		o.Reveal, cfg.Reveal = pii.NewRevealer(ks), true
+		defer r.Keys().Close()
+		o.Reveal, cfg.Reveal = r, true
 	}
 	tel, flush, err := startTelemetry(ctx, "deltabus-serve", true, 10*time.Second, log)
 	if err != nil {

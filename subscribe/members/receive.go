@@ -138,7 +138,7 @@ func (g *Group) finish(ctx context.Context, req *ReceiveRequest, msgs []Message)
 		if g.o.Reveal == nil {
 			return nil, badRequest("personal fields cannot be revealed: this server has no key-encryption key (relay serve --kek)")
 		}
-		if err := subscribe.RevealEvents(ctx, g.o.Reveal, g.topic, evs); err != nil {
+		if err := subscribe.RevealEvents(ctx, g.o.Reveal, g.topic, evs, g.logger); err != nil {
 			return nil, fmt.Errorf("group %q topic %q: %w", g.name, g.topic, err)
 		}
 	}

@@ -27,7 +27,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	tlsCert := fs.String("tls-cert", env.getenv("DELTABUS_SERVE_TLS_CERT"), "serve HTTPS with this certificate (PEM; env DELTABUS_SERVE_TLS_CERT)")
 	tlsKey := fs.String("tls-key", env.getenv("DELTABUS_SERVE_TLS_KEY"), "and this private key (PEM; env DELTABUS_SERVE_TLS_KEY)")
 	var o members.Options
-	fs.DurationVar(&o.PollInterval, "poll-interval", members.DefaultPollInterval, "wait between looks at a topic's log once a group read everything")
+	fs.DurationVar(&o.PollInterval, "poll-interval", 0, "wait between looks at a topic's log once a group read everything (default 100ms on local disk, 1s on S3: each look is a LIST)")
 	fs.IntVar(&o.MaxBuffered, "max-buffered", members.DefaultMaxBuffered, "events a group holds from its position on (bounds memory, and how far other keys run ahead of a stalled one)")
 	maxMB := fs.Int64("max-buffered-mb", members.DefaultMaxBufferedMB, "the same bound in MiB of events (about)")
 	fs.IntVar(&o.Dedup, "dedup", members.DefaultDedup, "event ids each group remembers to drop duplicates by (negative: off)")

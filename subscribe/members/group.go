@@ -129,13 +129,14 @@ func (g *Group) run(ctx context.Context) {
 
 var errClosed = errors.New("the group was closed on this server: try again")
 
-// syncDue: other servers' entries are read every tick while members wait
-// or another server was seen writing in the last 30 s, every ten ticks
-// otherwise (a server that appears is met at its first write: the put of
-// the next entry fails and the committer reads).
+// syncDue: other servers' entries are read every tick while another
+// server was seen writing in the last 30 s, every ten ticks otherwise (a
+// server that appears is met at its first write, or its entries at the
+// next put, which then fails and the committer reads). A single server
+// needs no reading: it applies its own entries as it writes them.
 func (g *Group) syncDue(now, last time.Time) bool {
 	g.mu.Lock()
-	busy := g.waiting > 0 || now.Sub(g.foreignAt) < 30*time.Second
+	busy := now.Sub(g.foreignAt) < 30*time.Second
 	g.mu.Unlock()
 	return busy || now.Sub(last) >= 10*g.o.SyncInterval
 }

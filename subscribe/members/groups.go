@@ -40,7 +40,7 @@ type opening struct {
 
 // New returns the groups of the store root. Close it to stop them.
 func New(root storage.Store, o Options) *Groups {
-	o = o.withDefaults()
+	o = o.withDefaults(root)
 	ctx, stop := context.WithCancel(context.Background())
 	gs := &Groups{root: root, o: o, open: map[groupKey]*opening{}, stop: stop, done: make(chan struct{})}
 	go gs.housekeep(ctx)

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/deltabus/deltabus/pii"
+	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
 )
 
@@ -38,12 +39,13 @@ const (
 type Options struct {
 	Logger *slog.Logger
 	// PollInterval is the wait between two looks at the topic's log once
-	// the group read everything (default 100 ms).
+	// the group read everything (default 100 ms on local disk, 1 s on S3,
+	// where each look is a LIST request).
 	PollInterval time.Duration
 	// SyncInterval is the wait between two looks at the group's own log
-	// for entries other servers wrote, while members wait or other
-	// servers are seen writing (default 200 ms; every ten times that
-	// otherwise).
+	// for entries other servers wrote, while other servers are seen
+	// writing (default 200 ms on local disk, 1 s on S3; every ten times
+	// that otherwise).
 	SyncInterval time.Duration
 	// MaxBuffered bounds the events a group holds from its Low on, acked
 	// or not (default 100,000): past it the group reads no further until
@@ -85,15 +87,22 @@ type Upcasts interface {
 	Step(topic, typ string, from int32) (f subscribe.Upcaster, ok bool)
 }
 
-func (o Options) withDefaults() Options {
+func (o Options) withDefaults(root storage.Store) Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	s3 := storage.IsS3(root.String())
 	if o.PollInterval <= 0 {
 		o.PollInterval = DefaultPollInterval
+		if s3 {
+			o.PollInterval = time.Second
+		}
 	}
 	if o.SyncInterval <= 0 {
 		o.SyncInterval = DefaultSyncInterval
+		if s3 {
+			o.SyncInterval = time.Second
+		}
 	}
 	if o.MaxBuffered <= 0 {
 		o.MaxBuffered = DefaultMaxBuffered

@@ -26,6 +26,9 @@ func (g *Group) receive(ctx context.Context, req ReceiveRequest) ([]Message, err
 		}
 		g.mu.Lock()
 		g.members[req.Member], g.lastUsed = now, now
+		if len(g.members) > maxMembersSeen {
+			g.forgetMembersLocked(now)
+		}
 		readErr, ch := g.readErr, g.changed
 		ready := created && g.ix.hasReady(g.st, now)
 		next := g.ix.nextDue()
@@ -271,3 +274,16 @@ func (scratchCheckpoints) Commit(context.Context, *subscribe.Checkpoint, subscri
 }
 
 func (scratchCheckpoints) List(context.Context) ([]subscribe.Checkpoint, error) { return nil, nil }
+
+// maxMembersSeen bounds the members a group remembers between two looks
+// at its status (members named afresh at every start would grow it).
+const maxMembersSeen = 10_000
+
+// forgetMembersLocked drops the members not seen within memberWindow.
+func (g *Group) forgetMembersLocked(now time.Time) {
+	for name, at := range g.members {
+		if now.Sub(at) > memberWindow {
+			delete(g.members, name)
+		}
+	}
+}

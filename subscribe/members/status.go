@@ -67,11 +67,8 @@ func (g *Group) status() Status {
 			per[f.Member]++
 		}
 	}
+	g.forgetMembersLocked(now)
 	for name, at := range g.members {
-		if now.Sub(at) > memberWindow {
-			delete(g.members, name)
-			continue
-		}
 		s.Members = append(s.Members, MemberStatus{Name: name, LastSeen: at.UTC(), InFlight: per[name]})
 	}
 	sort.Slice(s.Members, func(i, j int) bool { return s.Members[i].Name < s.Members[j].Name })

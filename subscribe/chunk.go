@@ -108,6 +108,7 @@ func (c *chunk) fill(evs []Event, k int, pos Position, vt time.Time) {
 		if e.Erased != nil || e.Unreadable != nil { // set by Options.Reveal, per delivery
 			e.Erased, e.Unreadable = nil, nil
 		}
+		e.Phantom = false // set per delivery (Phantoms)
 	}
 }
 
@@ -117,7 +118,7 @@ func (c *chunk) fillEvents(evs []Event, k int, pos Position, vt time.Time) {
 		evs[j].Event = c.events[k+j]
 		evs[j].WriterVersion = evs[j].SchemaVersion
 		evs[j].Position, evs[j].VersionTime = Position{Version: pos.Version, Offset: pos.Offset + int64(j)}, vt
-		evs[j].Erased, evs[j].Unreadable = nil, nil
+		evs[j].Erased, evs[j].Unreadable, evs[j].Phantom = nil, nil, false
 	}
 }
 

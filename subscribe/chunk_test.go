@@ -36,8 +36,8 @@ func TestChunkEventSetsEveryField(t *testing.T) {
 // TestChunkFillSetsEveryField: fill assigns every field of a reused batch
 // slot, the position and version time included.
 func TestChunkFillSetsEveryField(t *testing.T) {
-	if n := reflect.TypeFor[Event]().NumField(); n != 6 {
-		t.Fatalf("Event has %d fields, chunk.fill sets 6 (Event, Position, VersionTime, WriterVersion, Erased, Unreadable): update chunk.fill", n)
+	if n := reflect.TypeFor[Event]().NumField(); n != 7 {
+		t.Fatalf("Event has %d fields, chunk.fill sets 7 (Event, Position, VersionTime, WriterVersion, Erased, Unreadable, Phantom): update chunk.fill", n)
 	}
 	c := &chunk{n: 2, headers: []string{"", ""}}
 	for i := range eventColumns {
@@ -47,7 +47,7 @@ func TestChunkFillSetsEveryField(t *testing.T) {
 	h := "stale"
 	stale := Event{Event: outbox.Event{ID: "stale", Topic: "stale", Key: "stale", Type: "stale", SchemaVersion: 9, Payload: "stale",
 		Headers: &h, OccurredAt: time.Now(), CommitLSN: 9, Seq: 9, Xid: 9, CommitTime: time.Now()},
-		Position: Position{Version: 9, Offset: 9}, VersionTime: time.Now(), WriterVersion: 9, Erased: []string{"/stale"}, Unreadable: []string{"/stale"}}
+		Position: Position{Version: 9, Offset: 9}, VersionTime: time.Now(), WriterVersion: 9, Erased: []string{"/stale"}, Unreadable: []string{"/stale"}, Phantom: true}
 	evs := []Event{stale, stale, stale}
 	vt := time.UnixMilli(1234).UTC()
 	c.fill(evs[1:], 0, Position{Version: 4, Offset: 7}, vt)

@@ -44,6 +44,10 @@ type Event struct {
 	// another event or field): they read as null too (Options.Reveal). The
 	// event is delivered all the same. Nil when none was.
 	Unreadable []string
+	// Phantom: a fork record names the event as published from a
+	// timeline its source abandoned at a failover (Phantoms): its state
+	// change was lost with the old primary.
+	Phantom bool
 }
 
 // Batch is what a Handler receives. Events are in delivery order. The

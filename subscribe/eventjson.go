@@ -34,6 +34,9 @@ type EventJSON struct {
 	WriterVersion int32    `json:"writer_version,omitempty"`
 	Erased        []string `json:"erased,omitempty"`     // pointers of fields whose subject was erased (null in payload)
 	Unreadable    []string `json:"unreadable,omitempty"` // pointers of fields whose envelope does not open (null in payload)
+	// Phantom: published from a timeline the source abandoned at a
+	// failover; its state change was lost with the old primary.
+	Phantom bool `json:"phantom,omitempty"`
 }
 
 // NewEventJSON returns e's JSON form. Payload and headers that are not
@@ -47,7 +50,7 @@ func NewEventJSON(e *Event) EventJSON {
 	j := EventJSON{EventID: e.ID, Topic: e.Topic, Key: e.Key, Type: e.Type, SchemaVersion: e.SchemaVersion,
 		Payload: nestedJSON(e.Payload), Headers: headers, OccurredAt: stamp(e.OccurredAt), CommitLSN: e.CommitLSN,
 		Seq: e.Seq, Xid: e.Xid, CommitTime: stamp(e.CommitTime), Source: e.Source, Version: e.Version,
-		Offset: e.Offset, Erased: e.Erased, Unreadable: e.Unreadable}
+		Offset: e.Offset, Erased: e.Erased, Unreadable: e.Unreadable, Phantom: e.Phantom}
 	if e.WriterVersion != 0 && e.WriterVersion != e.SchemaVersion {
 		j.WriterVersion = e.WriterVersion
 	}
@@ -58,7 +61,7 @@ func NewEventJSON(e *Event) EventJSON {
 func (j *EventJSON) Event() (Event, error) {
 	e := Event{Event: outbox.Event{ID: j.EventID, Topic: j.Topic, Key: j.Key, Type: j.Type, SchemaVersion: j.SchemaVersion,
 		Payload: string(j.Payload), CommitLSN: j.CommitLSN, Seq: j.Seq, Xid: j.Xid, Source: j.Source},
-		Position: Position{Version: j.Version, Offset: j.Offset}, WriterVersion: j.WriterVersion, Erased: j.Erased, Unreadable: j.Unreadable}
+		Position: Position{Version: j.Version, Offset: j.Offset}, WriterVersion: j.WriterVersion, Erased: j.Erased, Unreadable: j.Unreadable, Phantom: j.Phantom}
 	if e.WriterVersion == 0 {
 		e.WriterVersion = e.SchemaVersion
 	}

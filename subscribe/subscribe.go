@@ -26,6 +26,7 @@ type subscription struct {
 	h            Handler
 	o            Options
 	erasures     *pii.ErasureWatcher // with Options.Reveal
+	phantoms     *Phantoms
 	cps          Checkpoints
 	log          *slog.Logger
 
@@ -71,7 +72,7 @@ func Subscribe(ctx context.Context, store storage.Store, topic, group string, h 
 	if o.Checkpoints == nil {
 		o.Checkpoints = NewStoreCheckpoints(store)
 	}
-	s := &subscription{root: store, topic: topic, group: group, h: h, o: o,
+	s := &subscription{root: store, topic: topic, group: group, h: h, o: o, phantoms: NewPhantoms(store),
 		cps: o.Checkpoints, log: o.Logger.With("topic", topic, "group", group), seen: newWindow(o.Dedup)}
 	if o.Reveal != nil {
 		if o.Columns {
@@ -166,6 +167,9 @@ func (s *subscription) round(ctx context.Context) (progressed bool, err error) {
 	if err := s.checkPlacement(ctx); err != nil {
 		return false, err
 	}
+	if err := s.phantoms.Poll(ctx); err != nil {
+		return false, fmt.Errorf("group %q topic %q: %w", s.group, s.topic, err)
+	}
 	view, err := ListLog(ctx, s.tbl, max(s.pos.Version-1, 0))
 	if err != nil {
 		return false, err
@@ -253,6 +257,7 @@ func (s *subscription) flush(ctx context.Context) error {
 		if err := s.reveal(ctx); err != nil {
 			return err
 		}
+		s.phantoms.Mark(s.batch)
 		apply = func(ctx context.Context, tx pgx.Tx) error {
 			b.Tx = tx
 			if err := s.o.Upcasters.apply(b.Events); err != nil {

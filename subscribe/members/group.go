@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/subscribe"
 )
 
 // Group is one server's handle of a (group, topic): the state read from
@@ -23,6 +24,7 @@ type Group struct {
 	o           Options
 	log         *groupLog
 	logger      *slog.Logger
+	phantoms    *subscribe.Phantoms
 
 	mu        sync.Mutex
 	st        *state
@@ -58,7 +60,7 @@ func openGroup(ctx context.Context, root storage.Store, group, topic string, o O
 	if err != nil {
 		return nil, err
 	}
-	g := &Group{name: group, topic: topic, root: root, o: o, log: lg, st: st, confirmed: confirmed,
+	g := &Group{name: group, topic: topic, root: root, o: o, log: lg, st: st, confirmed: confirmed, phantoms: subscribe.NewPhantoms(root),
 		logger: o.Logger.With("group", group, "topic", topic), changed: make(chan struct{}),
 		members: map[string]time.Time{}, lastUsed: o.Now(), snapSeq: st.Seq, snapAt: o.Now(),
 		kick: make(chan struct{}, 1), done: make(chan struct{})}

@@ -145,6 +145,10 @@ func (g *Group) finish(ctx context.Context, req *ReceiveRequest, msgs []Message)
 			return nil, fmt.Errorf("group %q topic %q: %w", g.name, g.topic, err)
 		}
 	}
+	if err := g.phantoms.Poll(ctx); err != nil {
+		return nil, fmt.Errorf("group %q topic %q: %w", g.name, g.topic, err)
+	}
+	g.phantoms.Mark(evs)
 	for i := range msgs {
 		msgs[i].Event = evs[i]
 	}

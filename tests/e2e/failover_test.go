@@ -177,10 +177,13 @@ func TestFailoverToLaggingStandby(t *testing.T) {
 	waitDrained(t, newPrimary, "deltabus", 2*time.Minute)
 	phantoms := checkFailedOver(t, newPrimary, store, true)
 	checkPhantomsShown(t, env, addr, len(phantoms))
+	checkPhantomsConsumed(t, env, store)
+	// Beside the running relay, which confirms the WAL reconcile samples
+	// (a stopped one leaves the server's later records unconfirmed).
+	checkReconcileNames(t, env, phantoms)
 	if err := p.stop(time.Minute); err != nil {
 		t.Fatalf("relay did not stop: %v\n%s", err, p.tail())
 	}
-	checkReconcileNames(t, env, phantoms)
 }
 
 // checkPhantomsShown wants n phantoms in `relay status --json`, in the
@@ -259,12 +262,12 @@ func TestFailoverToCaughtUpStandby(t *testing.T) {
 	if _, lines, _ := runDoctor(t, env); !strings.HasPrefix(strings.Join(lines["database"], ""), "ok") {
 		t.Fatalf("relay doctor with the HA DSN after the failover: %q", lines["database"])
 	}
-	if err := p.stop(time.Minute); err != nil {
-		t.Fatalf("relay did not stop: %v\n%s", err, p.tail())
-	}
 	checkFailedOver(t, newPrimary, store, false)
 	if code, stdout, stderr := runCLI(t, env, reconcileRecent...); code != 0 {
 		t.Fatalf("reconcile after a clean failover: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if err := p.stop(time.Minute); err != nil {
+		t.Fatalf("relay did not stop: %v\n%s", err, p.tail())
 	}
 }
 
@@ -392,6 +395,42 @@ func waitSynced(t *testing.T, dsn, slot string) {
 	t.Helper()
 	waitTrue(t, dsn, 2*time.Minute, "the standby synchronises slot "+slot,
 		`SELECT coalesce(bool_or(synced AND NOT temporary), false) FROM pg_replication_slots WHERE slot_name = $1`, slot)
+}
+
+// checkPhantomsConsumed reads every topic with phantoms through `relay
+// consume` and wants "phantom": true on exactly the events the fork record
+// names.
+func checkPhantomsConsumed(t *testing.T, env []string, store storage.Store) {
+	t.Helper()
+	forks, err := catalog.ListForks(context.Background(), store)
+	if err != nil || len(forks) != 1 {
+		t.Fatalf("fork records: %v %v", forks, err)
+	}
+	for tp, ph := range forks[0].Phantoms {
+		code, stdout, stderr := runCLI(t, env, "consume", "--topic", tp, "--group", "audit")
+		if code != 0 {
+			t.Fatalf("relay consume --topic %s: exit %d\n%s", tp, code, stderr)
+		}
+		var marked []string
+		for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+			var ev struct {
+				ID      string `json:"event_id"`
+				Phantom bool   `json:"phantom"`
+			}
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("relay consume --topic %s: %v: %q", tp, err, line)
+			}
+			if ev.Phantom {
+				marked = append(marked, ev.ID)
+			}
+		}
+		want := slices.Clone(ph.IDs)
+		slices.Sort(want)
+		slices.Sort(marked)
+		if !slices.Equal(marked, want) {
+			t.Fatalf("relay consume --topic %s marks %d events phantom, the fork record names %d", tp, len(marked), len(want))
+		}
+	}
 }
 
 // getJSON decodes the JSON a GET of url answers.

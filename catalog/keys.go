@@ -31,6 +31,8 @@ const (
 	KindFork          Kind = "fork"           // forks/<appId>/<timeline>.json
 	KindResolved      Kind = "resolved"       // resolved/<appId>.json
 	KindClaim         Kind = "claim"          // claims/<table>/<appId>.json
+	KindRelease       Kind = "release"        // rebuilds/<topic>/<appId>/release.json
+	KindRepublish     Kind = "republish"      // republish/<id>.json
 	// Event contracts (package contract): the names are the topic, the
 	// event type (any text, encoded by EncodeType) and the version.
 	KindContractPolicy Kind = "contract-policy" // contracts/<topic>/policy.json
@@ -77,7 +79,7 @@ func truncate(s string) string {
 // arity is the number of names a key of kind k takes.
 func arity(k Kind) int {
 	switch k {
-	case KindRebuildRecord, KindRebuildState, KindConsumer, KindContractMode, KindFork, KindClaim:
+	case KindRebuildRecord, KindRebuildState, KindConsumer, KindContractMode, KindFork, KindClaim, KindRelease:
 		return 2
 	case KindIntent, KindContract, KindMemberEntry, KindMemberSnapshot, KindUpcast:
 		return 3
@@ -107,7 +109,7 @@ func Key(kind Kind, names ...string) (string, error) {
 	for i, n := range names {
 		var err error
 		switch {
-		case kind == KindIntent && i == 2:
+		case kind == KindIntent && i == 2, kind == KindRepublish:
 			err = CheckID(n)
 		case (kind == KindContract || kind == KindContractMode) && i == 1:
 			typeSeg, err = EncodeType(n)
@@ -155,6 +157,10 @@ func Key(kind Kind, names ...string) (string, error) {
 		return Prefix + "resolved/" + names[0] + ".json", nil
 	case KindClaim:
 		return Prefix + "claims/" + names[0] + "/" + names[1] + ".json", nil
+	case KindRelease:
+		return Prefix + "rebuilds/" + names[0] + "/" + names[1] + "/release.json", nil
+	case KindRepublish:
+		return Prefix + "republish/" + names[0] + ".json", nil
 	}
 	panic("catalog.Key: unknown kind " + string(kind))
 }
@@ -189,7 +195,7 @@ func Parse(key string) (kind Kind, names []string, ok bool) {
 			return "", nil, false
 		}
 		kind, names = KindLease, []string{n}
-	case len(parts) == 2 && (parts[0] == "topicmeta" || parts[0] == "unitycatalog" || parts[0] == "groups" || parts[0] == "resolved"):
+	case len(parts) == 2 && (parts[0] == "topicmeta" || parts[0] == "unitycatalog" || parts[0] == "groups" || parts[0] == "resolved" || parts[0] == "republish"):
 		n, sfx := json(parts[1])
 		if !sfx {
 			return "", nil, false
@@ -202,6 +208,8 @@ func Parse(key string) (kind Kind, names []string, ok bool) {
 			kind = KindGroup
 		case "resolved":
 			kind = KindResolved
+		case "republish":
+			kind = KindRepublish
 		}
 	case len(parts) == 2 && parts[0] == "relays":
 		n, sfx := json(parts[1])
@@ -213,6 +221,8 @@ func Parse(key string) (kind Kind, names []string, ok bool) {
 		kind, names = KindRebuildRecord, []string{parts[1], parts[2]}
 	case len(parts) == 4 && parts[0] == "rebuilds" && parts[3] == "state.json":
 		kind, names = KindRebuildState, []string{parts[1], parts[2]}
+	case len(parts) == 4 && parts[0] == "rebuilds" && parts[3] == "release.json":
+		kind, names = KindRelease, []string{parts[1], parts[2]}
 	case len(parts) == 5 && parts[0] == "rebuilds" && parts[3] == "intents":
 		n, sfx := json(parts[4])
 		if !sfx {

@@ -7,7 +7,8 @@ import (
 )
 
 var kinds = []Kind{KindTopic, KindMarker, KindRebuildRecord, KindRebuildState, KindIntent, KindConsumer, KindProbe, KindLease, KindTopicMeta, KindRegistration, KindGroup, KindFork, KindResolved, KindClaim,
-	KindContractPolicy, KindContractMode, KindContract, KindMemberEntry, KindMemberSnapshot, KindMemberProtect, KindMemberHold, KindUpcast}
+	KindContractPolicy, KindContractMode, KindContract, KindMemberEntry, KindMemberSnapshot, KindMemberProtect, KindMemberHold, KindUpcast,
+	KindRelease, KindRepublish}
 
 // keyOf builds a key of kind k from raw fuzz names (an intent's appId is
 // its second name with "-a" appended, its id the third; a contract's
@@ -46,6 +47,8 @@ func TestKeyLayout(t *testing.T) {
 		{KindFork, []string{"deltabus-1-s", "2"}, "_deltabus/forks/deltabus-1-s/2.json"},
 		{KindResolved, []string{"deltabus-7-s"}, "_deltabus/resolved/deltabus-7-s.json"},
 		{KindClaim, []string{"_group.metrics", "deltabus-1-s"}, "_deltabus/claims/_group.metrics/deltabus-1-s.json"},
+		{KindRelease, []string{"orders", "deltabus-7-s"}, "_deltabus/rebuilds/orders/deltabus-7-s/release.json"},
+		{KindRepublish, []string{"0123abcd"}, "_deltabus/republish/0123abcd.json"},
 		{KindContractPolicy, []string{"orders"}, "_deltabus/contracts/orders/policy.json"},
 		{KindContractMode, []string{"orders", "OrderPlaced"}, "_deltabus/contracts/orders/_order_placed/mode.json"},
 		{KindContract, []string{"orders", "order.placed", "12"}, "_deltabus/contracts/orders/order.placed/0000000012.json"},

@@ -30,7 +30,10 @@ type TopicLast struct {
 	Missing    int64     `json:"missing"`
 	Duplicates int64     `json:"duplicates"`
 	Unexpected int64     `json:"unexpected"`
-	Error      string    `json:"error,omitempty"`
+	// Repaired is how many missing events the run's repair published
+	// (relay reconcile --repair).
+	Repaired int64  `json:"repaired,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // LastResults returns, per topic, the verdict of the newest recorded run
@@ -84,6 +87,7 @@ func LastResults(ctx context.Context, root storage.Store, maxFiles int) (map[str
 			cur.Missing += r.Missing
 			cur.Duplicates += r.Duplicates
 			cur.Unexpected += r.Unexpected
+			cur.Repaired += r.Repaired
 			if rank[r.Status] > rank[cur.Status] {
 				cur.Status = r.Status
 			}
@@ -103,6 +107,7 @@ type recorded struct {
 	RunAt                           time.Time
 	Status                          Status
 	Missing, Duplicates, Unexpected int64
+	Repaired                        int64
 }
 
 func readRecorded(ctx context.Context, data []byte) ([]recorded, error) {
@@ -117,6 +122,9 @@ func readRecorded(ctx context.Context, data []byte) ([]recorded, error) {
 		if idx[i] = pf.MetaData().Schema.ColumnIndexByName(n); idx[i] < 0 {
 			return nil, fmt.Errorf("no column %s", n)
 		}
+	}
+	if i := pf.MetaData().Schema.ColumnIndexByName("repaired"); i >= 0 { // rows of later releases
+		idx = append(idx, i)
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
 	if err != nil {
@@ -146,6 +154,7 @@ func readRecorded(ctx context.Context, data []byte) ([]recorded, error) {
 		dups, _ := col("duplicates").(*array.Int64)
 		unexp, _ := col("unexpected").(*array.Int64)
 		errs, _ := col("error").(*array.String)
+		repaired, _ := col("repaired").(*array.Int64)
 		if runID == nil || runAt == nil || topic == nil || status == nil || missing == nil || dups == nil || unexp == nil || errs == nil {
 			return nil, fmt.Errorf("unexpected column types")
 		}
@@ -154,6 +163,9 @@ func readRecorded(ctx context.Context, data []byte) ([]recorded, error) {
 				RunAt: time.UnixMicro(int64(runAt.Value(i))).UTC(), Missing: missing.Value(i), Duplicates: dups.Value(i), Unexpected: unexp.Value(i)}
 			if errs.IsValid(i) {
 				r.Error = errs.Value(i)
+			}
+			if repaired != nil && repaired.IsValid(i) {
+				r.Repaired = repaired.Value(i)
 			}
 			out = append(out, r)
 		}

@@ -63,6 +63,9 @@ func writeDetails(w io.Writer, res Result, sample int) {
 		}
 		fmt.Fprintf(w, "  %s duplicated in the log (%d extra): %s\n", head, res.DuplicateCount, sampleIDs(parts, sample))
 	}
+	if res.Repaired > 0 {
+		fmt.Fprintf(w, "  %s repaired: %d missing events published from their outbox rows (run %s)\n", head, res.Repaired, res.RepairID)
+	}
 	list("dead-lettered (in _dead_letter, not an error)", 0, res.DeadLettered)
 	list("committed after the lateness allowance (not an error)", 0, res.LateCommits)
 	for _, u := range res.Unreadable {

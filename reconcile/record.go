@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -51,6 +52,10 @@ var recColumns = []recCol{
 	{"sample_duplicates", "string", arrow.BinaryTypes.String, false}, // JSON array
 	{"sample_unexpected", "string", arrow.BinaryTypes.String, false}, // JSON array
 	{"error", "string", arrow.BinaryTypes.String, true},              // error or unreadable files
+	// Added later, nullable at the end: tables recorded before gain them
+	// (upgradeRecTable) and their older rows read NULL.
+	{"repaired", "long", arrow.PrimitiveTypes.Int64, true},  // missing events `reconcile --repair` published
+	{"repair_id", "string", arrow.BinaryTypes.String, true}, // the republish run that did
 }
 
 func recSchemaString() string {
@@ -95,12 +100,17 @@ func Record(ctx context.Context, root storage.Store, rep *Report) (int64, error)
 	add := delta.Add{Path: name, PartitionValues: map[string]*string{}, Size: int64(len(data)),
 		ModificationTime: time.Now().UnixMilli(), DataChange: true, Stats: recStats(rep)}
 	create := newRecTable()
-	if err := delta.CreateTable(ctx, st, *create[1].Metadata, *create[0].Protocol, nil); err != nil {
+	// A table an earlier release created has fewer columns: it exists,
+	// and is upgraded below.
+	if err := delta.CreateTable(ctx, st, *create[1].Metadata, *create[0].Protocol, nil); err != nil && !errors.Is(err, delta.ErrTableExists) {
 		return -1, fmt.Errorf("create %s: %w", ReconciliationTable, err)
 	}
 	tbl, err := delta.OpenTable(ctx, st, delta.Options{EngineInfo: "deltabus-reconcile"})
 	if err != nil {
 		return -1, fmt.Errorf("open %s: %w", ReconciliationTable, err)
+	}
+	if err := upgradeRecTable(ctx, tbl); err != nil {
+		return -1, err
 	}
 	// delta.Table.Commit retries lost races and writes checkpoints at the
 	// table's interval, so the history of checks stays cheap to read.
@@ -252,6 +262,32 @@ func appendResult(rb *array.RecordBuilder, rep *Report, r Result) {
 	} else {
 		str(17, errText)
 	}
+	if r.Repaired == 0 {
+		rb.Field(18).AppendNull()
+		rb.Field(19).AppendNull()
+	} else {
+		i64(18, r.Repaired)
+		str(19, r.RepairID)
+	}
+}
+
+// upgradeRecTable adds the columns this release records to a table an
+// earlier one created (nullable, at the end: delta.UpdateMetadata).
+func upgradeRecTable(ctx context.Context, tbl *delta.Table) error {
+	if strings.Contains(tbl.Metadata().SchemaString, `"repair_id"`) {
+		return nil
+	}
+	_, err := tbl.UpdateMetadata(ctx, delta.MetadataChange{Operation: "ADD COLUMNS",
+		Update: func(m *delta.Metadata) error {
+			if !strings.Contains(m.SchemaString, `"repair_id"`) {
+				m.SchemaString = recSchemaString()
+			}
+			return nil
+		}})
+	if err != nil {
+		return fmt.Errorf("add this release's columns to %s: %w", ReconciliationTable, err)
+	}
+	return nil
 }
 
 func jsonList(ids []string) string {

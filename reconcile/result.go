@@ -64,6 +64,11 @@ type Result struct {
 	// failover, lost with its old primary. They stay in Unexpected and
 	// count as a divergence: consumers may have acted on them.
 	Phantoms []string `json:"phantoms,omitempty"`
+	// Repaired is how many of the missing events `relay reconcile
+	// --repair` published from their outbox rows, by run RepairID (whose
+	// record, and the _republished table, list each one).
+	Repaired int64  `json:"repaired,omitempty"`
+	RepairID string `json:"repairId,omitempty"`
 	// Narrowed lists the ranges diffed id by id after bisection.
 	Narrowed   []Window `json:"narrowed,omitempty"`
 	Unreadable []string `json:"unreadable,omitempty"`

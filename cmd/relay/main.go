@@ -59,6 +59,8 @@ func init() {
 		"check":     {"check consumers: lag, retention headroom, completeness and duplicates per group and topic", cmdCheck},
 		"contract":  {"event contracts: register, compat, list, show, check, policy, mode (JSON Schemas per topic and type)", cmdContract},
 
+		"deadletter": {"dead letters: list, show, redrive those their topic now admits, release a topic its circuit breaker holds", cmdDeadletter},
+
 		"compact":   {"bin-pack small files of the tables, a group's into files of one topic each (commits that change no data)", cmdCompact},
 		"vacuum":    {"delete expired log entries and data files no reader within the retention needs", cmdVacuum},
 		"retention": {"show or set a topic's or a topic group's log and file retention", cmdRetention},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/deltabus/deltabus/reconcile"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/telemetry"
+	"github.com/deltabus/deltabus/usererr"
 )
 
 const reconcileHelp = `[--from T --to T | --last 24h] [--window 1h] [--topic T ...] [--json] [flags]
@@ -34,7 +36,14 @@ Schedule it beside the relay, e.g. hourly with cron (the DSN without its
 password in DELTABUS_SOURCE, the password in ~/.pgpass or PGPASSFILE):
   5 * * * * relay reconcile --store s3://bucket/topics --last 3h --json >> /var/log/deltabus-reconcile.json
 or as a Kubernetes CronJob (schedule "5 * * * *", args [reconcile, --last, 3h, --json]),
-or in-process: relay reconcile --every 1h --metrics-addr 127.0.0.1:9465`
+or in-process: relay reconcile --every 1h --metrics-addr 127.0.0.1:9465
+
+With --repair, every event a closed window misses is published into its
+topic from its outbox row, exactly once (safe beside the running relay and
+another repair), then the windows are checked again: the exit code is the
+second check's. Each repair is recorded (its run, and one _republished row
+per event) and the _reconciliation rows of the first check say how many of
+their missing events it published. Scheduled: relay reconcile --every 1h --repair`
 
 // stringList is a repeatable flag.
 type stringList []string
@@ -57,6 +66,9 @@ type reconcileFlags struct {
 	every            time.Duration
 	metricsAddr      string
 	sample           int
+	repair, dryRun   bool
+	actor            string
+	rt               *republishEnv // with --repair
 	opts             reconcile.Options
 }
 
@@ -80,6 +92,9 @@ func (f *reconcileFlags) register(fs *flag.FlagSet, env *cliEnv) {
 	fs.BoolVar(&f.noRecord, "no-record", false, "do not append the results to the _reconciliation table")
 	fs.DurationVar(&f.every, "every", 0, "run again every D until stopped (0 = once)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "with --every, serve /metrics here (last result per topic)")
+	fs.BoolVar(&f.repair, "repair", false, "publish every missing event from its outbox row (exactly once), then check again")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "with --repair: find and judge the missing events, publish nothing")
+	fs.StringVar(&f.actor, "actor", "", "with --repair: who runs it, for the repair's record (default: the OS user)")
 }
 
 // options completes Options from the parsed flags.
@@ -147,6 +162,17 @@ func cmdReconcile(ctx context.Context, env *cliEnv, args []string) int {
 	}
 	defer flush()
 	opts.Tracer = tel.Tracer
+	if f.dryRun && !f.repair {
+		return fail(env, exitUsage, usererr.New(nil, "--dry-run goes with --repair"))
+	}
+	if f.repair {
+		rt, code, ok := withRegistry(ctx, env, &f.sf, store, log, opts.Mappings)
+		if !ok {
+			return code
+		}
+		defer rt.close()
+		f.rt = rt
+	}
 	if f.every <= 0 {
 		return reconcileOnce(ctx, env, &f, store, opts, log, nil)
 	}
@@ -177,20 +203,23 @@ func reconcileLoop(ctx context.Context, env *cliEnv, f *reconcileFlags, store st
 }
 
 func reconcileOnce(ctx context.Context, env *cliEnv, f *reconcileFlags, store storage.Store, opts reconcile.Options, log *slog.Logger, m *reconcile.Metrics) int {
+	if f.repair {
+		return repairOnce(ctx, env, f, store, opts, log, m)
+	}
 	rep, err := reconcile.Run(ctx, f.sf.source, store, opts, log)
 	if err != nil {
 		m.ObserveFailure()
 		return fail(env, reconcile.ExitCannotRun, err)
 	}
-	if !f.noRecord {
-		v, err := reconcile.Record(ctx, store, rep)
-		if err != nil {
-			log.Error("record results in _reconciliation", "err", err)
-		} else if v >= 0 {
-			rep.RecordedAt = &v
-		}
-	}
+	return reportRun(env, f, store, rep, log, m)
+}
+
+// reportRun records a check's results (unless --no-record), observes them
+// and prints the report; the exit code is the report's.
+func reportRun(env *cliEnv, f *reconcileFlags, store storage.Store, rep *reconcile.Report, log *slog.Logger, m *reconcile.Metrics) int {
+	record(context.Background(), f, store, rep, log)
 	m.Observe(rep)
+	var err error
 	if f.asJSON {
 		err = rep.WriteJSON(env.stdout)
 	} else {
@@ -200,4 +229,74 @@ func reconcileOnce(ctx context.Context, env *cliEnv, f *reconcileFlags, store st
 		return fail(env, reconcile.ExitCannotRun, err)
 	}
 	return rep.ExitCode()
+}
+
+func record(ctx context.Context, f *reconcileFlags, store storage.Store, rep *reconcile.Report, log *slog.Logger) {
+	if f.noRecord || rep == nil {
+		return
+	}
+	v, err := reconcile.Record(ctx, store, rep)
+	if err != nil {
+		log.Error("record results in _reconciliation", "err", err)
+	} else if v >= 0 {
+		rep.RecordedAt = &v
+	}
+}
+
+// repairOnce checks, publishes what is missing and checks again. It
+// records both checks (the first with what the repair published) and
+// prints the repair, then the last check; with --json one object holds
+// the last check's report, and under "repair" the first one and the run.
+func repairOnce(ctx context.Context, env *cliEnv, f *reconcileFlags, store storage.Store, opts reconcile.Options, log *slog.Logger, m *reconcile.Metrics) int {
+	rt := f.rt
+	out, err := reconcile.Repair(ctx, f.sf.source, store, opts, reconcile.RepairOptions{Contracts: rt.contracts, Protector: rt.protector,
+		Actor: f.actor, DryRun: f.dryRun}, log)
+	if out == nil {
+		m.ObserveFailure()
+		return fail(env, reconcile.ExitCannotRun, err)
+	}
+	last := out.Found
+	if out.After != nil {
+		record(ctx, f, store, out.Found, log) // the gaps found, with what was repaired
+		last = out.After
+	}
+	if err != nil {
+		m.ObserveFailure()
+		if out.Publish != nil {
+			printRun(env, out.Publish, false, f.dryRun)
+		}
+		return fail(env, reconcile.ExitCannotRun, err)
+	}
+	record(ctx, f, store, last, log)
+	m.Observe(last)
+	if f.asJSON {
+		type repairJSON struct {
+			Found   *reconcile.Report `json:"found"`
+			Run     any               `json:"run,omitempty"`
+			Outcome any               `json:"outcomes,omitempty"`
+			DryRun  bool              `json:"dryRun"`
+		}
+		r := repairJSON{Found: out.Found, DryRun: f.dryRun}
+		if out.Publish != nil {
+			r.Run, r.Outcome = out.Publish.Run, out.Publish.Outcomes
+		}
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(struct {
+			*reconcile.Report
+			Repair repairJSON `json:"repair"`
+		}{last, r}); err != nil {
+			return fail(env, reconcile.ExitCannotRun, err)
+		}
+		return last.ExitCode()
+	}
+	if out.Publish != nil {
+		printRun(env, out.Publish, false, f.dryRun)
+	} else {
+		fmt.Fprintln(env.stdout, "repair: nothing missing")
+	}
+	if err := last.WriteText(env.stdout, f.sample); err != nil {
+		return fail(env, reconcile.ExitCannotRun, err)
+	}
+	return last.ExitCode()
 }

@@ -26,6 +26,12 @@ type CommitActions struct {
 	// OperationParameters are JSON-encoded strings, as delta-spark writes
 	// them; nil = defaults for the operation.
 	OperationParameters map[string]string
+	// Conflict, if set, judges each commit that won a version this commit
+	// tried (after the txn checks): an error stops the commit, which then
+	// writes nothing. A writer whose appends must not repeat rows another
+	// writer may have added meanwhile (package republish) reads the
+	// winners' files here.
+	Conflict func(version int64, winner []Action) error
 }
 
 // putRetries bounds re-sending the same bytes after an unknown outcome.
@@ -65,6 +71,9 @@ func (t *Table) Commit(ctx context.Context, ca CommitActions) (int64, error) {
 			if err := txnConflict(v, acts, &txns[i]); err != nil {
 				return err
 			}
+		}
+		if ca.Conflict != nil {
+			return ca.Conflict(v, acts)
 		}
 		return nil
 	}

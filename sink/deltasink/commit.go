@@ -366,6 +366,12 @@ func commitError(table string, pos int64, err error) error {
 // restores a topic into its group's current table. It fails with
 // sink.ErrFenced (wrapped) when the table is already at or past pos.
 func (s *Sink) CommitFiles(ctx context.Context, name string, adds []delta.Add, pos int64) (int64, error) {
+	return s.commitFiles(ctx, name, pos, delta.CommitActions{Adds: adds, Operation: "WRITE"})
+}
+
+// commitFiles is CommitFiles with the commit's other actions given: its
+// txn is set here.
+func (s *Sink) commitFiles(ctx context.Context, name string, pos int64, ca delta.CommitActions) (int64, error) {
 	p, err := s.locate(ctx, name)
 	if err != nil {
 		return -1, err
@@ -388,8 +394,8 @@ func (s *Sink) CommitFiles(ctx context.Context, name string, adds []delta.Add, p
 			return -1, err
 		}
 	}
-	v, err := t.Commit(ctx, delta.CommitActions{Adds: adds, Operation: "WRITE",
-		Txn: &delta.Txn{AppID: appID, Version: pos}})
+	ca.Txn = &delta.Txn{AppID: appID, Version: pos}
+	v, err := t.Commit(ctx, ca)
 	if err != nil {
 		return -1, commitError(name, pos, err)
 	}

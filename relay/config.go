@@ -92,6 +92,9 @@ type Config struct {
 	// never), so its slot advances even when that database writes nothing
 	// while others in the cluster do.
 	Heartbeat time.Duration
+	// Breaker is each topic's circuit breaker: past its rate of refused
+	// rows the topic holds instead of filling _dead_letter (breaker.go).
+	Breaker Breaker
 	// StopAt, when set, stops the relay gracefully once it has received
 	// everything the source wrote before this WAL position: what it
 	// received is committed and acknowledged (at or past StopAt), and Run
@@ -229,6 +232,9 @@ func (c Config) Validate() error {
 	}
 	if c.BatchMaxDelay < 0 {
 		errs = append(errs, errors.New("--batch-max-delay must not be negative (0, the default, commits a batch as soon as the committer is free)"))
+	}
+	if err := c.Breaker.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pglogrepl"
 
 	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/sink"
 )
 
@@ -34,6 +35,15 @@ func (h *holds) position() pglogrepl.LSN {
 		}
 	}
 	return p
+}
+
+// drops reports whether a row of the topic committed at lsn is held. A
+// circuit breaker's hold (breaker.go), restored when a session starts,
+// holds from its position only: rows before it, replayed after a crash,
+// are the topic's as usual.
+func (h *holds) drops(topic string, lsn pglogrepl.LSN) bool {
+	x := h.m[topic]
+	return x != nil && (x.id != catalog.HoldDeadLetterRate || lsn >= x.since)
 }
 
 func (h *holds) add(topic, id string, since pglogrepl.LSN) *hold {
@@ -140,6 +150,13 @@ func (s *session) warnHeld() {
 	}
 	s.holds.warned = time.Now()
 	for name, h := range s.holds.m {
+		if h.id == catalog.HoldDeadLetterRate {
+			if name != outbox.DeadLetterTopic {
+				s.r.log.Warn("topic held by its circuit breaker: the slot is kept at its hold and WAL accumulates; fix the cause, then `relay deadletter release --topic "+name+"`",
+					"topic", name, "held_at", h.since, "received", s.received, "held_wal_bytes", int64(s.received)-int64(h.since))
+			}
+			continue
+		}
 		s.r.log.Warn("topic held: the slot is kept at its hold and WAL accumulates; "+
 			"`relay rebuild --topic "+name+"` restores it (run it again if a rebuild died), `relay rebuild --topic "+name+" --abort` resumes it without one",
 			"topic", name, "why", h.id, "held_at", h.since, "received", s.received,

@@ -24,6 +24,7 @@ type Metrics struct {
 	batchSeconds    metric.Float64Histogram
 	stageSeconds    metric.Float64Histogram // a batch's time in each stage, by stage (batchStages)
 	latency         metric.Float64Histogram // source commit -> Delta commit, per batch's last transaction
+	breakerTrips    metric.Int64Counter     // by topic (breaker.go)
 
 	deadLetters, skippedEvents, reconnects, watermarksIgnored, races, streamTimeouts, txRecords atomic.Int64
 	durableLSN, receivedLSN                                                                     atomic.Uint64
@@ -55,7 +56,7 @@ type Metrics struct {
 func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	meter := mp.Meter("github.com/deltabus/deltabus/relay")
 	m := &Metrics{pausedAt: map[string]uint64{}}
-	var errs [21]error
+	var errs [22]error
 	m.events, errs[0] = meter.Int64Counter("deltabus_events_committed_total", metric.WithDescription("Events committed to Delta topic tables."))
 	m.commits, errs[1] = meter.Int64Counter("deltabus_delta_commits_total", metric.WithDescription("Delta commits, by topic."))
 	m.lastCommit, errs[2] = meter.Float64Gauge("deltabus_last_commit_timestamp_seconds", metric.WithDescription("Unix time of the last Delta commit, by topic."), metric.WithUnit("s"))
@@ -122,6 +123,8 @@ func NewMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		}, files, pace)
 	}
 	errs[19], errs[20] = m.registerTimeline(meter)
+	m.breakerTrips, errs[21] = meter.Int64Counter("deltabus_breaker_trips_total",
+		metric.WithDescription("Times a topic's circuit breaker tripped: too many of its rows were refused in a window, so the topic is held instead of filling _dead_letter, until `relay deadletter release`."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}

@@ -64,6 +64,9 @@ type Relay struct {
 	// contractHolds are the topics held for a refused event; they outlive
 	// a session (a hold that starts mid-transaction rewinds).
 	contractHolds map[string]*contractHold
+	// breaker counts each topic's refused rows and holds the topics that
+	// pass its rate (breaker.go); it outlives a session.
+	breaker *breaker
 	// Protector, if set before Run, encrypts the personal fields of every
 	// event whose contract marks them before it reaches a batch, and
 	// redacts dead letters of such topics (package pii). An event whose
@@ -112,7 +115,8 @@ func New(cfg Config, store storage.Store, sinkFor SinkFor, mappings outbox.Mappi
 		log = slog.Default()
 	}
 	r := &Relay{cfg: cfg, store: store, sinkFor: sinkFor, router: outbox.NewRouter(mappings), mappings: mappings,
-		log: log, metrics: m, tracer: tracerOf(nil), started: make(chan struct{}), contractHolds: map[string]*contractHold{}}
+		log: log, metrics: m, tracer: tracerOf(nil), started: make(chan struct{}), contractHolds: map[string]*contractHold{},
+		breaker: newBreaker(cfg.Breaker)}
 	r.health.stall = cfg.ReadyStall
 	appID := cfg.AppID
 	if appID == "" {
@@ -373,6 +377,10 @@ func (r *Relay) serve(ctx, hard context.Context, conn replicationConn, start pgl
 		limit = streamTimeout(r.cfg, 0)
 	}
 	s := newSession(r, conn, com, limit)
+	if err := s.restoreBreakerHolds(hard); err != nil {
+		com.close()
+		return err
+	}
 	s.resolved = newResolver(r)
 	go s.resolved.run(hard)
 	defer s.resolved.close()

@@ -29,7 +29,7 @@ func (s *session) route(ctx context.Context, row *decoding.Row) error {
 }
 
 func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.Event) error {
-	if s.holds.m[ev.Topic] != nil {
+	if s.holds.drops(ev.Topic, row.CommitLSN) {
 		s.countHeld(row)
 		s.r.metrics.skipped() // re-read once the hold is lifted
 		return nil
@@ -71,11 +71,20 @@ func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.
 		}
 	}
 	t.lastTx = row.CommitLSN
+	s.breakerAccept(t, row)
 	s.count(row, ev.Topic)
 	return s.cur.addEvent(s.pace, ev, t.Table)
 }
 
 func (s *session) deadLetter(ctx context.Context, row *decoding.Row, dl *outbox.DeadLetter) error {
+	if s.holds.drops(outbox.DeadLetterTopic, row.CommitLSN) { // a breaker holds (breaker.go)
+		s.countHeld(row)
+		s.r.metrics.skipped()
+		return nil
+	}
+	if held, err := s.breakerRefuse(ctx, row, dl); held || err != nil {
+		return err
+	}
 	t, err := s.topics.get(ctx, outbox.DeadLetterTopic)
 	if err != nil {
 		return err
@@ -94,5 +103,6 @@ func (s *session) deadLetter(ctx context.Context, row *decoding.Row, dl *outbox.
 			"event_id", dl.ID, "commit_lsn", pglogrepl.LSN(row.CommitLSN), "seq", row.Seq, "not_logged_since_last", n)
 	}
 	s.r.metrics.deadLetter()
+	s.r.breaker.lastDLTx = row.CommitLSN
 	return s.cur.addDeadLetter(s.pace, dl)
 }

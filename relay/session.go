@@ -134,6 +134,9 @@ func (s *session) stream(ctx context.Context, stop <-chan struct{}) error {
 		if err := s.recheckContractHolds(ctx); err != nil {
 			return err
 		}
+		if err := s.pollReleases(ctx); err != nil {
+			return err
+		}
 		due := s.now.Sub(s.lastStatus) >= s.r.cfg.StatusInterval
 		ask := s.live.askDue(s.now)
 		if due || ask || s.com.durableLSN() != s.ackedFrom {

@@ -24,6 +24,9 @@ type topicView struct {
 	// lastTx is the commit LSN of the last event of the topic put in a
 	// batch: a contract hold cannot start inside that transaction.
 	lastTx pglogrepl.LSN
+	// rate counts the topic's rows for its circuit breaker (breaker.go);
+	// nil when the breaker is off.
+	rate *rateWindow
 	// staleHold: the store records a contract hold of this topic that no
 	// pending hold explains (the relay restarted since): the first event
 	// that passes its contract clears it.
@@ -58,7 +61,7 @@ func (ts *topics) get(ctx context.Context, name string) (*topicView, error) {
 	if err := ts.readGroup(ctx, t.Table); err != nil {
 		return nil, err
 	}
-	v := &topicView{Topic: t, through: ts.r.positions.Through(t.Position)}
+	v := &topicView{Topic: t, through: ts.r.positions.Through(t.Position), rate: ts.r.breaker.rate(name)}
 	if err := ts.r.checkPosition(name, v); err != nil {
 		return nil, err
 	}

@@ -131,6 +131,9 @@ func (c *Collector) gather(ctx context.Context, now time.Time) *Status {
 		fail("dead letters", err)
 	}
 	st.DeadLetters = dl
+	if st.Republished, err = republishRuns(ctx, c.cfg.Store); err != nil {
+		fail("redrives and repairs", err)
+	}
 	return st
 }
 
@@ -154,7 +157,8 @@ func (c *Collector) topic(ctx context.Context, in topicmeta.Info, appID string, 
 	switch {
 	case err != nil:
 		t.Problem = err.Error()
-	case rs.Paused == catalog.HoldMissingTable || rs.Paused == catalog.HoldIncompatibleTable:
+	case rs.Paused == catalog.HoldMissingTable || rs.Paused == catalog.HoldIncompatibleTable ||
+		rs.Paused == catalog.HoldContract || rs.Paused == catalog.HoldDeadLetterRate:
 		t.Held, t.HeldWhy, t.HeldSince = true, rs.Paused+": "+rs.Last, rs.PausedAt
 	case rs.Paused != "":
 		t.Held, t.HeldWhy, t.HeldSince = true, "paused for rebuild "+rs.Paused, rs.PausedAt

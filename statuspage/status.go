@@ -41,6 +41,10 @@ type Status struct {
 	UnityCatalog *governance.UCStatus  `json:"unityCatalog,omitempty"`
 	// Errors are the parts that could not be read this time.
 	Errors []string `json:"errors,omitempty"`
+
+	// Republished are the newest dead-letter redrives and reconcile
+	// repairs (relay deadletter redrive, relay reconcile --repair).
+	Republished []Run `json:"republished"`
 }
 
 // Relay is the relay serving the page.

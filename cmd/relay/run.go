@@ -121,6 +121,9 @@ func runFlags(env *cliEnv) (*flag.FlagSet, *runOptions) {
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "on SIGTERM, how long to wait for the last commit before giving up (what was not committed is read again on the next start)")
 	fs.DurationVar(&cfg.Heartbeat, "heartbeat", time.Minute, "write a tiny logical message this often so the slot advances while this database is idle and others write (negative disables)")
 	fs.DurationVar(&cfg.StreamTimeout, "stream-timeout", 0, "declare the replication connection dead, close it and reconnect when PostgreSQL sends nothing this long, not even a reply it was asked for (a partition, a lost NAT entry, a frozen server); 0 = the server's wal_sender_timeout (twice its keepalive interval), at least 10s, 60s when that is disabled")
+	fs.Float64Var(&cfg.Breaker.Rate, "breaker-rate", relay.DefaultBreakerRate, "hold a topic instead of filling _dead_letter when more than this share of its rows in --breaker-window is refused (its contract, its mapping), once at least --breaker-min are; negative turns the breaker off; release with `relay deadletter release`")
+	fs.IntVar(&cfg.Breaker.Min, "breaker-min", relay.DefaultBreakerMin, "refused rows of a topic in --breaker-window before its breaker may trip")
+	fs.DurationVar(&cfg.Breaker.Window, "breaker-window", relay.DefaultBreakerWindow, "span of source commit time the breaker's rate is taken over")
 	fs.BoolVar(&cfg.Standby, "standby", false, "wait while another process holds the slot, then take over (default: exit with an error)")
 	fs.BoolFunc("failover-slot", failoverSlotUsage, func(v string) error { return setNoFailover(&cfg.NoFailoverSlot, v) })
 	fs.Func("stop-at", "stop gracefully once everything the source wrote before this WAL position (e.g. SELECT pg_current_wal_lsn()) is received, committed and acknowledged, then exit 0, like pg_recvlogical --endpos (default: run until stopped)", func(v string) error {

@@ -96,7 +96,7 @@ func statusTopicNames(ctx context.Context, store storage.Store, appID string) ([
 			if err != nil {
 				return nil, nil, err
 			}
-			if st.Paused == catalog.HoldContract {
+			if st.Paused == catalog.HoldContract || st.Paused == catalog.HoldDeadLetterRate {
 				names = append(names, n)
 			}
 		}
@@ -200,6 +200,8 @@ func holdStatus(ctx context.Context, store storage.Store, appID, n string, ts *t
 		ts.Problem = fmt.Sprintf("held since %s (slot held there): %s; register a contract version that admits it, or `relay contract policy --topic %s --on-violation dead-letter`", st.PausedAt, st.Last, n)
 	case catalog.HoldMissingTable, catalog.HoldIncompatibleTable:
 		ts.Problem = fmt.Sprintf("held since %s (slot held there): %s; `relay rebuild --topic %s` restores it", st.PausedAt, st.Last, n)
+	case catalog.HoldDeadLetterRate:
+		ts.Problem = fmt.Sprintf("held since %s (slot held there): %s; fix the cause, then `relay deadletter release --topic %s`", st.PausedAt, st.Last, n)
 	default:
 		ts.Problem = fmt.Sprintf("paused for rebuild %s since %s (slot held there)", st.Paused, st.PausedAt)
 	}

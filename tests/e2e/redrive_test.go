@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/deltabus/deltabus/republish"
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
+	"github.com/deltabus/deltabus/statuspage"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/verify"
 )
@@ -72,7 +75,8 @@ func TestRedriveAfterContractFix(t *testing.T) {
 	file, cli := fileWriter(t), cliRunner(t, env)
 	cli(0, "contract", "register", "--topic", "orders", "--type", "OrderPlaced", "--version", "1", "--schema", file("v1.json", placedV1))
 
-	p := startRelay(t, env, "--batch-max-delay", "20ms", "--contracts-poll", "500ms")
+	addr := freeAddr(t)
+	p := startRelay(t, env, "--batch-max-delay", "20ms", "--contracts-poll", "500ms", "--metrics-addr", addr, "--status-refresh", "100ms")
 	waitSlotActive(t, db.DSN, slot, p)
 	insert := func(version int, payload string) string {
 		t.Helper()
@@ -167,7 +171,45 @@ func TestRedriveAfterContractFix(t *testing.T) {
 	if err != nil || len(runs) != 4 || runs[2].ID != res.Run.ID || runs[2].Actor != "oncall" {
 		t.Fatalf("recorded runs %+v (%v)", runs, err)
 	}
+	// The operator's page and /api/status show the redrives.
+	time.Sleep(200 * time.Millisecond)
+	shown := pageRuns(t, addr)
+	i := slices.IndexFunc(shown, func(r statuspage.Run) bool { return r.ID == res.Run.ID })
+	if i < 0 || shown[i].Actor != "oncall" || shown[i].Republished != 5 || shown[i].Refused != 1 || shown[i].Kind != "redrive" {
+		t.Fatalf("/api/status shows runs %+v, want run %s by oncall", shown, res.Run.ID)
+	}
+	if html := pageHTML(t, addr); !strings.Contains(html, `id="republished"`) || !strings.Contains(html, res.Run.ID) || !strings.Contains(html, "oncall") {
+		t.Fatalf("the operator's page does not show redrive %s", res.Run.ID)
+	}
 	if err := p.stop(30 * time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.tail())
 	}
+}
+
+// pageRuns returns the redrives and repairs /api/status shows.
+func pageRuns(t testing.TB, addr string) []statuspage.Run {
+	t.Helper()
+	var st struct {
+		Republished []statuspage.Run `json:"republished"`
+	}
+	if err := json.Unmarshal([]byte(pageGet(t, "http://"+addr+"/api/status")), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Republished
+}
+
+func pageHTML(t testing.TB, addr string) string { return pageGet(t, "http://"+addr+"/") }
+
+func pageGet(t testing.TB, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v", url, resp.Status, err)
+	}
+	return string(b)
 }

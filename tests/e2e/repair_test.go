@@ -146,7 +146,8 @@ func TestRepairPublicationGap(t *testing.T) {
 	db := setup(t)
 	url, store := localStore(t)
 	env := []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + url}
-	p := startRelay(t, env)
+	addr := freeAddr(t)
+	p := startRelay(t, env, "--metrics-addr", addr, "--status-refresh", "100ms")
 	waitSlotActive(t, db.DSN, "deltabus", p)
 
 	gap := publicationGap(t, db, "orders", 50)
@@ -222,6 +223,16 @@ func TestRepairPublicationGap(t *testing.T) {
 		if marked[id] != republish.Republished {
 			t.Fatalf("event %s is not recorded as repaired by run %s: %q", id, run.ID, marked[id])
 		}
+	}
+
+	// The operator's page shows the repair.
+	time.Sleep(200 * time.Millisecond)
+	shown := pageRuns(t, addr)
+	if len(shown) == 0 || shown[0].ID != run.ID || shown[0].Kind != "repair" || shown[0].Republished != 50 {
+		t.Fatalf("/api/status shows runs %+v, want repair %s first", shown, run.ID)
+	}
+	if html := pageHTML(t, addr); !strings.Contains(html, run.ID) {
+		t.Fatalf("the operator's page does not show repair %s", run.ID)
 	}
 
 	// A second repair is a no-op: nothing missing, the table unchanged.

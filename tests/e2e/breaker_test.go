@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/tests/metricstest"
+)
+
+// TestBreakerHoldsAFloodAndIsReleased: a producer starts writing events
+// of a version that has no contract, 150 in one transaction and 60 more
+// in small ones. The topic's circuit breaker (20% of a minute's rows, at
+// least 20) trips: the topic is held instead of filling _dead_letter
+// (none of the flood is there), the relay says why in `relay status` and
+// a metric, stays ready, and another topic streams on. The hold survives
+// a SIGKILL. Once the version is registered, `relay deadletter release`
+// resumes the topic: every held event reaches it once, in commit order,
+// and none reaches _dead_letter. A second flood of events that still
+// fail, released with --disarm, goes to _dead_letter as before.
+func TestBreakerHoldsAFloodAndIsReleased(t *testing.T) {
+	ctx := context.Background()
+	db := setup(t)
+	url, store := localStore(t)
+	slot := fmt.Sprintf("breaker_%08x", rand.Uint32())
+	env := []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + url, "DELTABUS_SLOT=" + slot}
+	file, cli := fileWriter(t), cliRunner(t, env)
+	cli(0, "contract", "register", "--topic", "orders", "--type", "OrderPlaced", "--version", "1", "--schema", file("v1.json", placedV1))
+	addr := freeAddr(t)
+	args := []string{"--batch-max-delay", "20ms", "--contracts-poll", "500ms", "--breaker-min", "20", "--metrics-addr", addr}
+	p := startRelay(t, env, args...)
+	waitSlotActive(t, db.DSN, slot, p)
+
+	insert := func(topic string, version, n int) []string {
+		t.Helper()
+		rows, err := db.Conn(t).Query(ctx, fmt.Sprintf(`INSERT INTO outbox (topic, key, type, schema_version, payload)
+			SELECT '%s', 'k' || g, 'OrderPlaced', %d, json_build_object('order_id', g, 'currency', 'EUR') FROM generate_series(1, %d) g RETURNING id::text`, topic, version, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			_ = rows.Scan(&id)
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	valid := func(n int) []string {
+		t.Helper()
+		rows, err := db.Conn(t).Query(ctx, fmt.Sprintf(`INSERT INTO outbox (topic, key, type, schema_version, payload)
+			SELECT 'orders', 'k', 'OrderPlaced', 1, json_build_object('order_id', g) FROM generate_series(1, %d) g RETURNING id::text`, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			_ = rows.Scan(&id)
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	insert("orders", 1, 10) // a currency breaks the closed v1: a few refusals, below the breaker's minimum
+	before := valid(10)
+	waitDrained(t, db.DSN, slot, time.Minute)
+	deadBefore := len(storedDeadLetters(t, store))
+	if got := topicIDsSoFar(t, store, "orders"); !slices.Equal(got, before) || deadBefore != 10 {
+		t.Fatalf("before the flood: orders %d events, _dead_letter %d rows; want 10 and 10", len(before), deadBefore)
+	}
+
+	// The flood: version 2 has no contract yet.
+	flood := insert("orders", 2, 150)
+	for range 6 {
+		flood = append(flood, insert("orders", 2, 10)...)
+	}
+	other := insert("payments", 1, 5)
+	eventually(t, time.Minute, "payments streams while orders is held", func() bool {
+		return len(topicIDsSoFar(t, store, "payments")) == 5
+	})
+	eventually(t, time.Minute, "orders is held by its breaker", func() bool {
+		return heldState(ctx, store, "orders").Paused == catalog.HoldDeadLetterRate
+	})
+	st := heldState(ctx, store, "orders")
+	if !strings.Contains(st.Last, "circuit breaker") || !strings.Contains(st.Last, "no contract version 2") {
+		t.Fatalf("the hold does not say why: %+v", st)
+	}
+	if got := len(storedDeadLetters(t, store)); got != deadBefore {
+		t.Fatalf("_dead_letter went from %d to %d rows: the breaker let the flood in", deadBefore, got)
+	}
+	if got := topicIDsSoFar(t, store, "orders"); len(got) != 10 {
+		t.Fatalf("orders holds %d events while held", len(got))
+	}
+	if out := cli(0, "status", "--slot", slot); !strings.Contains(out, "circuit breaker") {
+		t.Fatalf("relay status does not show the breaker's hold:\n%s", out)
+	}
+	mfs, err := metricstest.Scrape("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := metricstest.Value(mfs["deltabus_breaker_trips_total"], "topic", "orders"); got < 1 {
+		t.Fatalf("deltabus_breaker_trips_total{topic=orders} = %v", got)
+	}
+	if resp, err := http.Get("http://" + addr + "/readyz"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/readyz while a topic is held by its breaker: %v %v", resp, err)
+	}
+
+	// The hold survives a crash: nothing of the flood is dead-lettered.
+	p.kill()
+	p = startRelay(t, env, args...)
+	waitSlotActive(t, db.DSN, slot, p)
+	held := valid(5) // valid events after the flood wait with it
+	time.Sleep(2 * time.Second)
+	if got := len(storedDeadLetters(t, store)); got != deadBefore {
+		t.Fatalf("after a restart _dead_letter went from %d to %d rows", deadBefore, got)
+	}
+	if heldState(ctx, store, "orders").Paused != catalog.HoldDeadLetterRate {
+		t.Fatal("the breaker's hold did not survive a restart")
+	}
+
+	// The fix, then the release: the held events arrive, once, in order.
+	cli(0, "contract", "register", "--topic", "orders", "--type", "OrderPlaced", "--version", "2", "--schema", file("v2.json", placedV2))
+	cli(0, "deadletter", "release", "--topic", "orders", "--actor", "oncall")
+	want := slices.Concat(before, flood, held)
+	eventually(t, time.Minute, "orders receives the held events", func() bool {
+		return len(topicIDsSoFar(t, store, "orders")) >= len(want)
+	})
+	if got := topicIDsSoFar(t, store, "orders"); !slices.Equal(got, want) {
+		t.Fatalf("orders after the release: %d events, want %d in commit order", len(got), len(want))
+	}
+	if st := heldState(ctx, store, "orders"); st.Paused != "" || !strings.Contains(st.Last, "released by oncall") {
+		t.Fatalf("state after the release: %+v", st)
+	}
+	if got := len(storedDeadLetters(t, store)); got != deadBefore {
+		t.Fatalf("_dead_letter went from %d to %d rows after the release", deadBefore, got)
+	}
+	checkOnce(t, store, "payments", other)
+
+	// Events that still fail, released with --disarm, are dead-lettered.
+	bad := insert("orders", 3, 60)
+	eventually(t, time.Minute, "orders is held again", func() bool {
+		return heldState(ctx, store, "orders").Paused == catalog.HoldDeadLetterRate
+	})
+	cli(0, "deadletter", "release", "--topic", "orders", "--disarm", "1h")
+	eventually(t, time.Minute, "the failing events reach _dead_letter", func() bool {
+		dl := storedDeadLetters(t, store)
+		return !slices.ContainsFunc(bad, func(id string) bool { _, ok := dl[id]; return !ok })
+	})
+	dl := storedDeadLetters(t, store)
+	if len(dl) != deadBefore+len(bad) {
+		t.Fatalf("_dead_letter holds %d rows, want %d", len(dl), deadBefore+len(bad))
+	}
+	for _, id := range bad {
+		if !strings.Contains(dl[id].Reason, "no contract version 3") || dl[id].Topic != "orders" {
+			t.Fatalf("dead letter %s: %+v", id, dl[id])
+		}
+	}
+	if err := p.stop(30 * time.Second); err != nil {
+		t.Fatalf("SIGTERM: %v\n%s", err, p.tail())
+	}
+}

@@ -377,7 +377,7 @@ func (r *Relay) serve(ctx, hard context.Context, conn replicationConn, start pgl
 		limit = streamTimeout(r.cfg, 0)
 	}
 	s := newSession(r, conn, com, limit)
-	if err := s.restoreBreakerHolds(hard); err != nil {
+	if err := s.prepare(hard); err != nil {
 		com.close()
 		return err
 	}

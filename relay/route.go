@@ -51,6 +51,11 @@ func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.
 		s.r.metrics.skipped()
 		return s.countReplayed(ctx, row, ev)
 	}
+	if int64(row.CommitLSN) <= s.deadThrough { // replayed: was it dead-lettered? (replay.go)
+		if dead, err := s.deadLettered(ctx, row); dead || err != nil {
+			return err
+		}
+	}
 	if s.r.Contracts != nil {
 		before := s.counted(row)
 		if handled, err := s.checkContract(ctx, row, ev, t); handled || err != nil {
@@ -82,17 +87,18 @@ func (s *session) deadLetter(ctx context.Context, row *decoding.Row, dl *outbox.
 		s.r.metrics.skipped()
 		return nil
 	}
-	if held, err := s.breakerRefuse(ctx, row, dl); held || err != nil {
-		return err
-	}
 	t, err := s.topics.get(ctx, outbox.DeadLetterTopic)
 	if err != nil {
 		return err
 	}
-	s.count(row, outbox.DeadLetterTopic)
 	if int64(row.CommitLSN) <= t.through {
+		s.count(row, outbox.DeadLetterTopic)
 		return nil
 	}
+	if held, err := s.breakerRefuse(ctx, row, dl); held || err != nil {
+		return err
+	}
+	s.count(row, outbox.DeadLetterTopic)
 	if p := s.r.Protector; p != nil {
 		if err := p.DeadLetter(ctx, dl); err != nil {
 			return fmt.Errorf("redact a dead letter of topic %q: %w", dl.Topic, err)

@@ -72,6 +72,13 @@ type session struct {
 	watermarks  []pendingWatermark
 	forged      rateLimit // warnings about ignored watermarks
 	deadLog     rateLimit // dead-letter log lines (the metric counts every one)
+
+	// replayFrom is where the session began reading; replayDead the keys
+	// of the dead letters _dead_letter holds from there on, read when a
+	// replayed event first needs them (replay.go).
+	replayFrom  pglogrepl.LSN
+	deadThrough int64 // _dead_letter's position when the session began
+	replayDead  map[deadLetterKey]bool
 }
 
 func newSession(r *Relay, conn replicationConn, com *committer, limit time.Duration) *session {

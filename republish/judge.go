@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"unsafe"
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/contract"
@@ -16,20 +15,19 @@ import (
 
 // judge decides, as the relay's stream does where a row becomes an event,
 // whether an event may enter its topic: a valid public topic name, a table
-// the relay could append to, its contract (contract.Cache.Check and the
-// topic's policy, as the relay checks every event), and its personal data
-// (pii.Protector.Event encrypts the marked fields, or refuses the event as
-// the stream would dead-letter it).
-//
-// The snapshot paths of package bootstrap judge events with
-// contract.Cache.Judge once that lands on every path; this is the same
-// Check, and moves to Judge with them.
+// its source's relay could append to (sink.Topic's status as that relay's
+// sink sees it, claims included), its contract (contract.Cache.Judge, the
+// one judgement of every path that writes events), and its personal data
+// (pii.Protector.Event encrypts the marked fields, or refuses the event
+// as the stream would dead-letter it). An event the contract refuses is
+// refused whatever the topic's policy: holding is the stream's answer, a
+// run reports it.
 type judge struct {
 	root      storage.Store
 	contracts *contract.Cache
 	protector *pii.Protector
 	scratch   pii.Scratch
-	topics    map[string]string // topic -> why its table takes no events ("" = it does)
+	tables    map[groupKey]string // (topic, source) -> why its table takes no events ("" = it does)
 }
 
 // refusal returns why ev may not enter its topic ("" when it may). ev's
@@ -39,16 +37,16 @@ func (j *judge) refusal(ctx context.Context, ev *outbox.Event) (string, error) {
 	if err := outbox.ValidTopic(ev.Topic); err != nil {
 		return fmt.Sprintf("invalid topic name %q: %v", ev.Topic, err), nil
 	}
-	if why, err := j.topic(ctx, ev.Topic); why != "" || err != nil {
+	if why, err := j.table(ctx, ev.Topic, ev.Source); why != "" || err != nil {
 		return why, err
 	}
 	if c := j.contracts; c != nil {
-		v, err := c.Check(ctx, ev.Topic, ev.Type, ev.SchemaVersion, bytesOf(ev.Payload))
+		v, err := c.Judge(ctx, ev)
 		if err != nil {
 			return "", fmt.Errorf("check event %s of topic %q against its contract: %w", ev.ID, ev.Topic, err)
 		}
-		if v != nil {
-			return v.Error(), nil
+		if !v.Passes() {
+			return v.Violation.Error(), nil
 		}
 	}
 	if p := j.protector; p != nil {
@@ -64,16 +62,18 @@ func (j *judge) refusal(ctx context.Context, ev *outbox.Event) (string, error) {
 	return "", nil
 }
 
-// topic returns why the topic's table takes no events now, once per topic.
-func (j *judge) topic(ctx context.Context, name string) (string, error) {
-	if why, ok := j.topics[name]; ok {
+// table returns why the topic's table takes no events of source now,
+// once per (topic, source).
+func (j *judge) table(ctx context.Context, name, source string) (string, error) {
+	k := groupKey{name, source}
+	if why, ok := j.tables[k]; ok {
 		return why, nil
 	}
-	why, err := tableRefusal(ctx, j.root, name)
+	why, err := tableRefusal(ctx, j.root, source, name)
 	if err != nil {
 		return "", err
 	}
-	j.topics[name] = why
+	j.tables[k] = why
 	return why, nil
 }
 
@@ -81,7 +81,7 @@ func (j *judge) topic(ctx context.Context, name string) (string, error) {
 // now: a table the relay would not write (missing although registered,
 // another writer's, changed incompatibly), or a rebuild in progress,
 // which copies the topic's events itself and holds them meanwhile.
-func tableRefusal(ctx context.Context, root storage.Store, name string) (string, error) {
+func tableRefusal(ctx context.Context, root storage.Store, source, name string) (string, error) {
 	states, err := catalog.ListRebuildStates(ctx, root, name)
 	if err != nil {
 		return "", err
@@ -91,7 +91,10 @@ func tableRefusal(ctx context.Context, root storage.Store, name string) (string,
 			return fmt.Sprintf("topic %q is paused for rebuild %s (relay %s): publish it again once the rebuild is committed", name, st.Paused, st.AppID), nil
 		}
 	}
-	t, err := openTopic(ctx, root, "", name)
+	if catalog.CheckName("relay", source) != nil {
+		return fmt.Sprintf("the event names no source relay (%q): it cannot be published as any source's", source), nil
+	}
+	t, err := openTopic(ctx, root, source, name)
 	if err != nil {
 		return "", err
 	}
@@ -103,6 +106,3 @@ func tableRefusal(ctx context.Context, root storage.Store, name string) (string,
 	}
 	return "", nil
 }
-
-// bytesOf returns s's bytes without a copy; they must not be written.
-func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -144,7 +144,7 @@ type groupKey struct{ topic, source string }
 
 func publish(ctx context.Context, opts Options, events []Event, res *Result) error {
 	res.Outcomes = make([]Outcome, len(events))
-	j := &judge{root: opts.Root, contracts: opts.Contracts, protector: opts.Protector, topics: map[string]string{}}
+	j := &judge{root: opts.Root, contracts: opts.Contracts, protector: opts.Protector, tables: map[groupKey]string{}}
 	groups := map[groupKey][]int{}
 	var order []groupKey
 	for i := range events {
@@ -215,17 +215,21 @@ func publishGroup(ctx context.Context, opts Options, res *Result, k groupKey, ev
 
 // publishOnce is one attempt of publishGroup; done=false asks for another.
 func publishOnce(ctx context.Context, opts Options, res *Result, k groupKey, evs []Event, idx []int) (done bool, err error) {
-	s := deltasink.New(opts.Root, deltasink.Options{AppID: catalog.RepublishAppID(k.source), Logger: opts.Log, SyncCheckpoints: true})
-	defer s.Close(context.WithoutCancel(ctx))
-	t, err := s.Open(ctx, k.topic)
+	why, err := tableRefusal(ctx, opts.Root, k.source, k.topic) // as the source's relay sees it now
 	if err != nil {
 		return false, err
 	}
-	if t.Status != sink.Ready && t.Status != sink.New {
+	if why != "" {
 		for _, x := range idx {
-			res.Outcomes[x].Status, res.Outcomes[x].Reason = Refused, fmt.Sprintf("topic %q: %s table: %s", k.topic, t.Status, t.Reason)
+			res.Outcomes[x].Status, res.Outcomes[x].Reason = Refused, why
 		}
 		return true, nil
+	}
+	s := deltasink.New(opts.Root, deltasink.Options{AppID: catalog.RepublishAppID(k.source), Logger: opts.Log, SyncCheckpoints: true})
+	defer s.Close(context.WithoutCancel(ctx))
+	t, err := s.Open(ctx, k.topic) // the table, and the source's republish counter in it
+	if err != nil {
+		return false, err
 	}
 	st := storage.Sub(opts.Root, t.Table)
 	set := newIDSet(k.topic, k.source, t.Table != k.topic, evs)
@@ -300,11 +304,12 @@ func deleteFiles(ctx context.Context, st storage.Store, adds []delta.Add) {
 	}
 }
 
-// openTopic opens the topic's table as the republish counter of source
-// sees it.
+// openTopic opens the topic's table as the relay of source sees it: its
+// status, its position.
 func openTopic(ctx context.Context, root storage.Store, source, name string) (sink.Topic, error) {
-	s := deltasink.New(root, deltasink.Options{AppID: catalog.RepublishAppID(source), SyncCheckpoints: true})
-	defer s.Close(context.WithoutCancel(ctx))
+	// Not closed: Close would write the claims Open read, which are the
+	// relay's to write.
+	s := deltasink.New(root, deltasink.Options{AppID: source, SyncCheckpoints: true})
 	return s.Open(ctx, name)
 }
 

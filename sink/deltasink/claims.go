@@ -80,7 +80,12 @@ func newClaims(root storage.Store, appID string, log *slog.Logger) *claims {
 	return &claims{root: root, appID: appID, log: log, tables: map[string]*claimed{}}
 }
 
-func claimable(table string) bool { return table != outbox.DeadLetterTopic }
+// claimable reports whether the sink keeps a claim on the table: not on
+// the dead-letter table, and not for a republish counter
+// (catalog.RepublishAppID), which records no source's progress.
+func (cs *claims) claimable(table string) bool {
+	return table != outbox.DeadLetterTopic && !catalog.IsRepublishTxn(cs.appID)
+}
 
 func (cs *claims) of(table string) *claimed {
 	cs.mu.Lock()
@@ -117,7 +122,7 @@ func (cs *claims) load(ctx context.Context, c *claimed, maxAge time.Duration) er
 // the source's txn of topic (-1: none): why the table no longer holds the
 // source's claimed progress, or "". A table that holds it is noted.
 func (cs *claims) check(ctx context.Context, table, topic, id string, version, txn int64) (string, error) {
-	if !claimable(table) {
+	if !cs.claimable(table) {
 		return "", nil
 	}
 	c := cs.of(table)
@@ -147,7 +152,7 @@ func (cs *claims) wentBack(ctx context.Context, table, id string, version int64,
 // bind to this table (or sync) has the claim written before committed
 // returns; otherwise the claim is refreshed in the background when due.
 func (cs *claims) committed(ctx context.Context, table, id string, version int64, positions map[string]int64, sync bool) error {
-	if !claimable(table) {
+	if !cs.claimable(table) {
 		return nil
 	}
 	c := cs.of(table)

@@ -101,9 +101,10 @@ func (s *idSet) len() int {
 
 // existingIDs reads, for every registered topic whose table holds this
 // relay's txn for it (appID in a topic's own table, appID/topic in a
-// group's: catalog.Placement.TxnAppID), the identity of every event of the
-// topic the table holds. Topics without such a txn hold none of our events
-// and are not read; a group's table is read once for all of its topics.
+// group's: catalog.Placement.TxnAppID), or its republish counter's
+// (catalog.RepublishAppID), the identity of every event of the topic the
+// table holds. Topics without such a txn hold none of our events and are
+// not read; a group's table is read once for all of its topics.
 func existingIDs(ctx context.Context, root storage.Store, appID string, pl *places) (map[string]*idSet, error) {
 	names, err := catalog.ListTopics(ctx, root)
 	if err != nil {
@@ -154,8 +155,16 @@ func tableIDs(ctx context.Context, root storage.Store, table string, ps []catalo
 	}
 	sets := map[string]*idSet{}
 	for _, p := range ps {
-		if txn, ok := snap.Txns[p.TxnAppID(appID)]; ok {
+		txn, ok := snap.Txns[p.TxnAppID(appID)]
+		// Events a redrive or a repair published (package republish)
+		// are the source's too, though its relay may never have
+		// committed to the table.
+		_, republished := snap.Txns[p.TxnAppID(catalog.RepublishAppID(appID))]
+		switch {
+		case ok:
 			sets[p.Topic] = &idSet{txn: txn.Version}
+		case republished:
+			sets[p.Topic] = &idSet{txn: -1}
 		}
 	}
 	if len(sets) == 0 {

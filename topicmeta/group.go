@@ -67,6 +67,9 @@ func (ld *loader) group(ctx context.Context, g catalog.Group, members []string) 
 		gi.Columns = columns(snap.Metadata.SchemaString)
 		newest := map[string]delta.Txn{}
 		for appID, txn := range snap.Txns {
+			if catalog.IsRepublishTxn(appID) {
+				continue // a redrive's or repair's counter, no source's position
+			}
 			app, _, _ := catalog.SplitTxnAppID(appID)
 			if cur, ok := newest[app]; !ok || txn.Version > cur.Version {
 				newest[app] = txn

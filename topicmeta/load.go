@@ -233,7 +233,9 @@ func (ld *loader) fromTable(ctx context.Context, in *Info, p catalog.Placement) 
 		in.Records, in.LastCommit = t.snap.StatsRecords(), t.snap.CommitTime
 		in.Sources = []Source{}
 		for app, txn := range t.snap.Txns {
-			in.Sources = append(in.Sources, ld.source(app, txn))
+			if !catalog.IsRepublishTxn(app) { // a redrive's or repair's counter, no source's position
+				in.Sources = append(in.Sources, ld.source(app, txn))
+			}
 		}
 		sortSources(in.Sources)
 	}

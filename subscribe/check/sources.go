@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/deltabus/deltabus/catalog"
 )
 
 // SourceRead is how far a group has read one source's events in a shared
@@ -39,7 +41,7 @@ func (ts *topicState) sourceReads(ctx context.Context, r *Row, databases map[str
 	}
 	for _, app := range slices.Sorted(maps.Keys(ts.snap.Txns)) {
 		src, mine := ts.source(app)
-		if !mine {
+		if !mine || catalog.IsRepublishTxn(app) { // a redrive's or repair's counter, no source's position
 			continue
 		}
 		latest := ts.snap.Txns[app].Version

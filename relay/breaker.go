@@ -215,6 +215,11 @@ func (s *session) holdForBreaker(ctx context.Context, topic string, h *breakerHo
 		delete(s.holds.m, outbox.DeadLetterTopic)
 		s.holds.add(outbox.DeadLetterTopic, catalog.HoldDeadLetterRate, h.at)
 	}
+	// Both tables' rows in the open batch are of transactions before the
+	// hold's: they commit just below its position, not past it (step 7).
+	below := s.r.positions.Pos(h.at) - 1
+	s.cur.sb.Hold(topic, below)
+	s.cur.sb.Hold(outbox.DeadLetterTopic, below)
 	s.topics.forget(topic)
 	s.r.metrics.paused(topic, uint64(h.at), true)
 	delete(s.r.breaker.pendingAt, topic)

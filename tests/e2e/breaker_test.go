@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/outbox"
 	"github.com/deltabus/deltabus/tests/metricstest"
 )
 
@@ -164,4 +165,79 @@ func TestBreakerHoldsAFloodAndIsReleased(t *testing.T) {
 	if err := p.stop(30 * time.Second); err != nil {
 		t.Fatalf("SIGTERM: %v\n%s", err, p.tail())
 	}
+}
+
+// TestBreakerHoldInsideABatch: the breaker trips while the open batch (a
+// long batch delay) holds the topic's earlier events and the dead letters
+// of earlier refusals. They commit below the hold, so once the cause is
+// fixed and the topic released, every event is in the topic or in
+// _dead_letter, exactly once.
+func TestBreakerHoldInsideABatch(t *testing.T) {
+	ctx := context.Background()
+	db := setup(t)
+	url, store := localStore(t)
+	slot := fmt.Sprintf("breakerb_%08x", rand.Uint32())
+	env := []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + url, "DELTABUS_SLOT=" + slot}
+	file, cli := fileWriter(t), cliRunner(t, env)
+	cli(0, "contract", "register", "--topic", "orders", "--type", "OrderPlaced", "--version", "1", "--schema", file("v1.json", placedV1))
+	p := startRelay(t, env, "--batch-max-delay", "3s", "--contracts-poll", "500ms", "--breaker-min", "20")
+	waitSlotActive(t, db.DSN, slot, p)
+	conn := db.Conn(t)
+	one := func(version int, payload string) string {
+		t.Helper()
+		id := outbox.NewID()
+		if _, err := conn.Exec(ctx, `INSERT INTO outbox (id, topic, key, type, schema_version, payload) VALUES ($1, 'orders', 'k', 'OrderPlaced', $2, $3)`, id, version, payload); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	var good, bad []string
+	for i := range 5 {
+		good = append(good, one(1, fmt.Sprintf(`{"order_id": %d}`, i)))
+	}
+	for i := range 60 { // one transaction each
+		bad = append(bad, one(2, fmt.Sprintf(`{"order_id": %d, "currency": "EUR"}`, i)))
+	}
+	eventually(t, time.Minute, "orders is held by its breaker", func() bool {
+		return heldState(ctx, store, "orders").Paused == catalog.HoldDeadLetterRate
+	})
+	cli(0, "contract", "register", "--topic", "orders", "--type", "OrderPlaced", "--version", "2", "--schema", file("v2.json", placedV2))
+	cli(0, "deadletter", "release", "--topic", "orders")
+	eventually(t, time.Minute, "orders is released", func() bool {
+		return heldState(ctx, store, "orders").Paused == ""
+	})
+	waitDrained(t, db.DSN, slot, time.Minute)
+	inTopic := map[string]int{}
+	for _, id := range topicIDsSoFar(t, store, "orders") {
+		inTopic[id]++
+	}
+	dead := storedDeadLetters(t, store)
+	for _, id := range good {
+		if inTopic[id] != 1 {
+			t.Fatalf("valid event %s is in orders %d times", id, inTopic[id])
+		}
+	}
+	deadN := 0
+	for _, id := range bad {
+		_, isDead := dead[id]
+		if isDead {
+			deadN++
+		}
+		if n := inTopic[id]; n+btoi(isDead) != 1 {
+			t.Fatalf("event %s: %d times in orders, dead-lettered %v; want exactly one of them", id, n, isDead)
+		}
+	}
+	if deadN >= 60 || deadN < 19 {
+		t.Fatalf("%d of the flood's 60 rows were dead-lettered: the breaker should have held the rest", deadN)
+	}
+	if err := p.stop(30 * time.Second); err != nil {
+		t.Fatalf("SIGTERM: %v\n%s", err, p.tail())
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -20,6 +20,8 @@
 //	_reconciliation/                  the reconciler's results (package reconcile)
 //	_transactions/                    one record per source transaction that published
 //	                                  events (package txlog)
+//	_republished/                     one row per event a redrive or repair considered:
+//	                                  published, present or refused, by which run (package republish)
 //	_deltabus/                        the catalog (Prefix)
 //	  topics/<topic>                  registry entry, written right after the table's
 //	                                  version 0: a registered topic without a table was
@@ -38,6 +40,8 @@
 //	  rebuilds/<topic>/<appId>/record.json    RebuildRecord: a rebuild's files and seam (relay rebuild)
 //	  rebuilds/<topic>/<appId>/state.json     RebuildState: whether that relay holds the topic
 //	  rebuilds/<topic>/<appId>/intents/<id>.json  Intent: a rebuild or abort the operator asked for
+//	  rebuilds/<topic>/<appId>/release.json   Release: the operator lifts that relay's
+//	                                  circuit-breaker hold (relay deadletter release)
 //	  leases/<holder>.json            Lease: a writer's uncommitted files, kept from VACUUM
 //	  claims/<table>/<appId>.json     Claim: which table (its Delta id) holds that source's
 //	                                  progress of each topic of the table, and up to where
@@ -52,6 +56,8 @@
 //	                                  (relay topics describe; package topicmeta)
 //	  unitycatalog/<appId>.json       the relay's Unity Catalog registrations (package governance)
 //	  resolved/<appId>.json           Resolved: the source's resolved position
+//	  republish/<id>.json             RepublishRun: a redrive's or repair's record (who,
+//	                                  when, what, how many); ids sort by time
 //
 // Topic names are lowercase `[a-z0-9][a-z0-9._-]*` (names starting with "_"
 // are internal), relay appIds are `deltabus-<system id>-<slot>` (or an
@@ -139,6 +145,13 @@
 //     past H: every row of the topic in the batch is of a transaction
 //     before H, so v(t) < H, and the re-read after the lift takes the
 //     topic's events from H on instead of skipping them as held (3).
+//     A topic's circuit breaker (too many of its rows refused in a
+//     window: HoldDeadLetterRate, package relay) holds _dead_letter from
+//     the same H too, capped alike: its position is every topic's, and a
+//     held topic's dead letter must not be skipped on the re-read as
+//     below a position another topic's dead letter moved. Its hold is
+//     recorded and restored by every session, and lifted only by the
+//     operator (Release).
 //
 // Rows the router cannot turn into events go to _dead_letter under the
 // same rules; a DELETE of an outbox row is not an event. So do events
@@ -148,7 +161,69 @@
 // topic or in _dead_letter, never both (a rebuild skips the events
 // _dead_letter holds from its source). Under a hold policy a snapshot
 // path writes nothing and fails instead: it has no commit order to hold
-// a topic at.
+// a topic at. The stream keeps that true when it reads a row again: a
+// row of a transaction at or below _dead_letter's position, whose topic's
+// position is older (the topic had no row in that batch, or its commit
+// had not landed), is judged again, and after a fix of its contract or
+// mapping would pass; so a replayed event that _dead_letter holds (by
+// source, commit LSN and seq) stays a dead letter. Only a redrive brings
+// it back (below).
+//
+// # Events published outside the stream: redrives and repairs
+//
+// A dead letter whose topic now admits it (`relay deadletter redrive`,
+// package deadletter) and an event reconcile found missing from its topic
+// (`relay reconcile --repair`) are published by package republish, not
+// by the stream. Write S for an event's source (its appId) and X for its
+// event id: (S, X) is a topic's deduplication key. Each event is judged
+// as the stream judges it (its topic's table as S's relay sees it, claims
+// included; contract.Cache.Judge; its personal data), and published into
+// its topic t only when:
+//
+//  R1. t does not hold (S, X). The run reads which of its events t's table
+//     holds (the files whose topic, source and occurred_at bounds may hold
+//     one) and writes the others, in the order given, as one blind append
+//     per (t, S).
+//  R2. Nobody added (S, X) since. The append carries no txn of S (v(t) does
+//     not move; steps 1 to 7 never see it) but S's republish counter
+//     (RepublishAppID: a txn of its own, never a position) at the value
+//     read plus one, so a concurrent run for S in the same table that
+//     committed first makes it fail without writing; and a Conflict judge
+//     reads every commit that won a version from it (any writer: the
+//     stream, a rebuild, another source's run) and refuses it when a file
+//     it adds holds one of the events. A refused append writes nothing (its
+//     files are deleted) and the run judges its events against the table
+//     again (R1). So a second run finds them present, and concurrent runs,
+//     beside a running relay, publish each event once.
+//  R3. The stream does not write it later. A redriven event's row is a dead
+//     letter: read again, it stays one (above). A repaired event was
+//     missing from a closed window (package reconcile): its transaction
+//     ended below a position the relay acknowledged, so no hold dropped it
+//     (7), and it is in no topic and not in _dead_letter: the stream never
+//     decoded its row (its table was outside the publication, or it was
+//     written with replication off), or what it wrote was lost with its
+//     table, which the relay then holds as lost (Lost tables). Either way
+//     the stream does not write it again.
+//  R4. Identity and order. A redriven event keeps its event_id, source,
+//     commit_lsn, seq, xid and commit time: consumers' (source, event_id)
+//     dedupe and reconcile find it as the event it always was. It lands in
+//     a later Delta version than events committed after it: a topic's
+//     order is its Delta versions', so a consumer reading in version order
+//     meets it when it was redriven; sorting by (commit_lsn, seq) puts it
+//     back in its source's commit order. PostgreSQL keeps no commit
+//     position of a row, so a repaired event carries the source's WAL
+//     insert position when the repair read it as commit_lsn (it sorts
+//     after what the source had committed then), seq by (occurred_at, id),
+//     and the xid that inserted its row. Neither has a transaction record
+//     (8); a consistent cut (11) holds one only once it is committed.
+//  R5. Records. A run writes its RepublishRun first as running, then done
+//     or failed with its counts, and one _republished row per event
+//     (republished, with the table version, present, or refused, with the
+//     reason); its commits name the run in commitInfo. A run that dies
+//     stays "running": its commits stand, and the next run finds their
+//     events present. A table that holds S's republish counter holds
+//     events of S, so a bootstrap that is redone reads its ids as it reads
+//     those S's relay wrote.
 //
 // # Transaction records and resolved positions
 //

@@ -66,4 +66,18 @@
 // breaks the allowance (committed after T0) is invisible to the snapshot; if
 // the log already has it, a fresh lookup finds it and it is reported as a
 // late commit instead of as unexpected.
+//
+// # Repairing what is missing
+//
+// Repair checks, reads every missing event's row back from the outbox,
+// routes it with the mappings as the stream would, publishes it into its
+// topic exactly once (package republish: safe beside the running relay
+// and another repair), then checks the same windows again, a few rounds
+// while events remain missing and something was published. Events the
+// stream would have refused (their contract, their mapping) are not
+// published: the run's record says why, and the check still counts them
+// missing. The first check's _reconciliation rows say how many of their
+// missing events the repair published (repaired, repair_id); the run's
+// record and the _republished table name each one. Unexpected and
+// duplicated events are never repaired: the log is append-only.
 package reconcile

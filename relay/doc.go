@@ -16,7 +16,10 @@
 // the relay's memory stays bounded under sustained load); a session
 // skips, per topic, what the topic's position says it holds (route.go);
 // holds cap the acknowledged position (holds.go); rebuild watermarks are
-// honoured only with a matching intent in the store (watermark.go).
+// honoured only with a matching intent in the store (watermark.go); a
+// topic whose rows are refused past Config.Breaker's rate is held instead
+// of filling _dead_letter, until the operator releases it (breaker.go);
+// a replayed row that was dead-lettered stays a dead letter (replay.go).
 //
 // Failure handling: any error ends the session (the open batch is
 // discarded, the committer drained); Run logs it once, reports not ready

@@ -169,62 +169,6 @@
 // source, commit LSN and seq) stays a dead letter. Only a redrive brings
 // it back (below).
 //
-// # Events published outside the stream: redrives and repairs
-//
-// A dead letter whose topic now admits it (`relay deadletter redrive`,
-// package deadletter) and an event reconcile found missing from its topic
-// (`relay reconcile --repair`) are published by package republish, not
-// by the stream. Write S for an event's source (its appId) and X for its
-// event id: (S, X) is a topic's deduplication key. Each event is judged
-// as the stream judges it (its topic's table as S's relay sees it, claims
-// included; contract.Cache.Judge; its personal data), and published into
-// its topic t only when:
-//
-//  R1. t does not hold (S, X). The run reads which of its events t's table
-//     holds (the files whose topic, source and occurred_at bounds may hold
-//     one) and writes the others, in the order given, as one blind append
-//     per (t, S).
-//  R2. Nobody added (S, X) since. The append carries no txn of S (v(t) does
-//     not move; steps 1 to 7 never see it) but S's republish counter
-//     (RepublishAppID: a txn of its own, never a position) at the value
-//     read plus one, so a concurrent run for S in the same table that
-//     committed first makes it fail without writing; and a Conflict judge
-//     reads every commit that won a version from it (any writer: the
-//     stream, a rebuild, another source's run) and refuses it when a file
-//     it adds holds one of the events. A refused append writes nothing (its
-//     files are deleted) and the run judges its events against the table
-//     again (R1). So a second run finds them present, and concurrent runs,
-//     beside a running relay, publish each event once.
-//  R3. The stream does not write it later. A redriven event's row is a dead
-//     letter: read again, it stays one (above). A repaired event was
-//     missing from a closed window (package reconcile): its transaction
-//     ended below a position the relay acknowledged, so no hold dropped it
-//     (7), and it is in no topic and not in _dead_letter: the stream never
-//     decoded its row (its table was outside the publication, or it was
-//     written with replication off), or what it wrote was lost with its
-//     table, which the relay then holds as lost (Lost tables). Either way
-//     the stream does not write it again.
-//  R4. Identity and order. A redriven event keeps its event_id, source,
-//     commit_lsn, seq, xid and commit time: consumers' (source, event_id)
-//     dedupe and reconcile find it as the event it always was. It lands in
-//     a later Delta version than events committed after it: a topic's
-//     order is its Delta versions', so a consumer reading in version order
-//     meets it when it was redriven; sorting by (commit_lsn, seq) puts it
-//     back in its source's commit order. PostgreSQL keeps no commit
-//     position of a row, so a repaired event carries the source's WAL
-//     insert position when the repair read it as commit_lsn (it sorts
-//     after what the source had committed then), seq by (occurred_at, id),
-//     and the xid that inserted its row. Neither has a transaction record
-//     (8); a consistent cut (11) holds one only once it is committed.
-//  R5. Records. A run writes its RepublishRun first as running, then done
-//     or failed with its counts, and one _republished row per event
-//     (republished, with the table version, present, or refused, with the
-//     reason); its commits name the run in commitInfo. A run that dies
-//     stays "running": its commits stand, and the next run finds their
-//     events present. A table that holds S's republish counter holds
-//     events of S, so a bootstrap that is redone reads its ids as it reads
-//     those S's relay wrote.
-//
 // # Transaction records and resolved positions
 //
 // With transaction records on (the default), the relay also keeps, per
@@ -265,6 +209,62 @@
 //     all: a consistent cut across the topics (subscribe.ReadCut). Rows a
 //     bootstrap or rebuild copied carry c = cp - 1 < LSN and no record: a
 //     snapshot has no transactions.
+//
+// # Events published outside the stream: redrives and repairs
+//
+// A dead letter whose topic now admits it (`relay deadletter redrive`,
+// package deadletter) and an event reconcile found missing from its topic
+// (`relay reconcile --repair`) are published by package republish, not
+// by the stream. Write S for an event's source (its appId) and X for its
+// event id: (S, X) is a topic's deduplication key. Each event is judged
+// as the stream judges it (its topic's table as S's relay sees it, claims
+// included; contract.Cache.Judge; its personal data), and published into
+// its topic t only when:
+//
+//  12. t does not hold (S, X). The run reads which of its events t's table
+//     holds (the files whose topic, source and occurred_at bounds may hold
+//     one) and writes the others, in the order given, as one blind append
+//     per (t, S).
+//  13. Nobody added (S, X) since. The append carries no txn of S (v(t) does
+//     not move; steps 1 to 7 never see it) but S's republish counter
+//     (RepublishAppID: a txn of its own, never a position) at the value
+//     read plus one, so a concurrent run for S in the same table that
+//     committed first makes it fail without writing; and a Conflict judge
+//     reads every commit that won a version from it (any writer: the
+//     stream, a rebuild, another source's run) and refuses it when a file
+//     it adds holds one of the events. A refused append writes nothing (its
+//     files are deleted) and the run judges its events against the table
+//     again (12). So a second run finds them present, and concurrent runs,
+//     beside a running relay, publish each event once.
+//  14. The stream does not write it later. A redriven event's row is a
+//     dead letter: read again, it stays one ("Rows the router cannot turn
+//     into events", above). A repaired event was missing from a closed window
+//     (package reconcile): its transaction ended below a position the relay
+//     acknowledged, so no hold dropped it (7), and it is in no topic and not
+//     in _dead_letter: the stream never decoded its row (its table was
+//     outside the publication, or it was written with replication off), or
+//     what it wrote was lost with its table, which the relay then holds as
+//     lost (Lost tables). Either way the stream does not write it again.
+//  15. Identity and order. A redriven event keeps its event_id, source,
+//     commit_lsn, seq, xid and commit time: consumers' (source, event_id)
+//     dedupe and reconcile find it as the event it always was. It lands in
+//     a later Delta version than events committed after it: a topic's
+//     order is its Delta versions', so a consumer reading in version order
+//     meets it when it was redriven; sorting by (commit_lsn, seq) puts it
+//     back in its source's commit order. PostgreSQL keeps no commit
+//     position of a row, so a repaired event carries the source's WAL
+//     insert position when the repair read it as commit_lsn (it sorts
+//     after what the source had committed then), seq by (occurred_at, id),
+//     and the xid that inserted its row. Neither has a transaction record
+//     (8); a consistent cut (11) holds one only once it is committed.
+//  16. Records. A run writes its RepublishRun first as running, then done
+//     or failed with its counts, and one _republished row per event
+//     (republished, with the table version, present, or refused, with the
+//     reason); its commits name the run in commitInfo. A run that dies
+//     stays "running": its commits stand, and the next run finds their
+//     events present. A table that holds S's republish counter holds
+//     events of S, so a bootstrap that is redone reads its ids as it reads
+//     those S's relay wrote.
 //
 // # Many sources, one store
 //

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/deltabus/deltabus/contract"
@@ -26,12 +27,21 @@ func (e *republishEnv) close() { e.priv.Close() }
 
 // openRepublish opens the store, the registry and the Protector the flags
 // name; on failure it has printed the error.
+// No source database is needed, unless personal data's keys live there.
 func openRepublish(ctx context.Context, env *cliEnv, sf *sourceFlags) (*republishEnv, int, bool) {
-	se, code, ok := sf.open(ctx, env)
+	log, err := newLogger(env.stderr, sf.logFormat, sf.logLevel)
+	if err != nil {
+		return nil, fail(env, exitUsage, err), false
+	}
+	ms, err := outbox.ParseMappings(sf.mapping, nil)
+	if err != nil {
+		return nil, fail(env, exitUsage, fmt.Errorf("--mapping: %w", err)), false
+	}
+	store, code, ok := openStoreFlag(ctx, env, sf.store)
 	if !ok {
 		return nil, code, false
 	}
-	return withRegistry(ctx, env, sf, se.store, se.log, se.mappings)
+	return withRegistry(ctx, env, sf, store, log, ms)
 }
 
 // withRegistry adds the registry and the Protector to an open store.

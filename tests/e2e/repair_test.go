@@ -15,6 +15,7 @@ import (
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/tests/pgtest"
+	"github.com/deltabus/deltabus/tests/s3test"
 	"github.com/deltabus/deltabus/verify"
 )
 
@@ -259,9 +260,27 @@ func TestRepairPublicationGap(t *testing.T) {
 // beside the running relay, publish each missing event once between
 // them.
 func TestConcurrentRepairsPublishOnce(t *testing.T) {
-	db := setup(t)
 	url, store := localStore(t)
-	env := []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + url}
+	concurrentRepairs(t, url, store, nil)
+}
+
+// TestConcurrentRepairsPublishOnceS3 is the same against a real S3 server
+// (versitygw): put-if-absent commits over HTTP.
+func TestConcurrentRepairsPublishOnceS3(t *testing.T) {
+	b := s3test.NewBucket(t)
+	store, err := storage.Open(context.Background(), b.URL("bus"), b.Options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	concurrentRepairs(t, b.URL("bus"), store, []string{
+		"DELTABUS_S3_ENDPOINT=" + b.Endpoint, "DELTABUS_S3_PATH_STYLE=true", "AWS_REGION=" + b.Region,
+		"AWS_ACCESS_KEY_ID=" + b.AccessKey, "AWS_SECRET_ACCESS_KEY=" + b.SecretKey,
+	})
+}
+
+func concurrentRepairs(t *testing.T, url string, store storage.Store, extraEnv []string) {
+	db := setup(t)
+	env := append([]string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + url}, extraEnv...)
 	p := startRelay(t, env)
 	waitSlotActive(t, db.DSN, "deltabus", p)
 	first := writeBatch(t, db, "orders", 10)

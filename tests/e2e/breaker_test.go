@@ -38,36 +38,18 @@ func TestBreakerHoldsAFloodAndIsReleased(t *testing.T) {
 	p := startRelay(t, env, args...)
 	waitSlotActive(t, db.DSN, slot, p)
 
-	insert := func(topic string, version, n int) []string {
+	// insert writes n events of version in one transaction; with currency
+	// (which the closed v1 refuses) unless plain.
+	insert := func(topic string, version, n int, plain ...bool) []string {
 		t.Helper()
-		rows, err := db.Conn(t).Query(ctx, fmt.Sprintf(`INSERT INTO outbox (topic, key, type, schema_version, payload)
-			SELECT '%s', 'k' || g, 'OrderPlaced', %d, json_build_object('order_id', g, 'currency', 'EUR') FROM generate_series(1, %d) g RETURNING id::text`, topic, version, n))
-		if err != nil {
-			t.Fatal(err)
+		payload := "json_build_object('order_id', g, 'currency', 'EUR')"
+		if len(plain) > 0 {
+			payload = "json_build_object('order_id', g)"
 		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			_ = rows.Scan(&id)
-			ids = append(ids, id)
-		}
-		return ids
+		return insertedIDs(t, db, fmt.Sprintf(`INSERT INTO outbox (topic, key, type, schema_version, payload)
+			SELECT '%s', 'k' || g, 'OrderPlaced', %d, %s FROM generate_series(1, %d) g RETURNING id::text`, topic, version, payload, n))
 	}
-	valid := func(n int) []string {
-		t.Helper()
-		rows, err := db.Conn(t).Query(ctx, fmt.Sprintf(`INSERT INTO outbox (topic, key, type, schema_version, payload)
-			SELECT 'orders', 'k', 'OrderPlaced', 1, json_build_object('order_id', g) FROM generate_series(1, %d) g RETURNING id::text`, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for rows.Next() {
-			var id string
-			_ = rows.Scan(&id)
-			ids = append(ids, id)
-		}
-		return ids
-	}
+	valid := func(n int) []string { return insert("orders", 1, n, true) }
 	insert("orders", 1, 10) // a currency breaks the closed v1: a few refusals, below the breaker's minimum
 	before := valid(10)
 	waitDrained(t, db.DSN, slot, time.Minute)

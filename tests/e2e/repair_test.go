@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/republish"
 	"github.com/deltabus/deltabus/sink/delta"
@@ -27,20 +29,19 @@ var reconcileRepair = []string{"reconcile", "--repair", "--last", "10m", "--wind
 // their ids in insertion order.
 func writeBatch(t testing.TB, db *pgtest.DB, topic string, n int) []string {
 	t.Helper()
-	rows, err := db.Conn(t).Query(context.Background(), fmt.Sprintf(`INSERT INTO outbox (topic, key, type, payload, occurred_at)
+	return insertedIDs(t, db, fmt.Sprintf(`INSERT INTO outbox (topic, key, type, payload, occurred_at)
 		SELECT '%s', 'k' || g, 'Created', json_build_object('n', g), now() + g * interval '1 microsecond' FROM generate_series(1, %d) g RETURNING id::text`, topic, n))
+}
+
+// insertedIDs runs an INSERT ... RETURNING id::text and returns the ids.
+func insertedIDs(t testing.TB, db *pgtest.DB, insert string) []string {
+	t.Helper()
+	rows, err := db.Conn(t).Query(context.Background(), insert)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
 		t.Fatal(err)
 	}
 	return ids

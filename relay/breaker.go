@@ -90,36 +90,42 @@ func (b Breaker) validate() error {
 const maxBreakerTopics = 10_000
 
 // rateWindow counts one topic's rows and refusals over a sliding window:
-// the current span and the one before it, weighted by how much of it the
-// window still covers.
+// the current span (from start, unix nanoseconds of source commit time)
+// and the one before it, weighted by how much of it the window still
+// covers. Counting a row of the current span is a compare and an add.
 type rateWindow struct {
-	start              time.Time
+	start              int64
 	rows, refused      int
 	prevRows, prevRefd int
 	lastReason         string
 }
 
+// roll moves the window to at when at is past the current span.
 func (w *rateWindow) roll(at time.Time, d time.Duration) {
-	if w.start.IsZero() {
-		w.start = at
+	ns := at.UnixNano()
+	age := ns - w.start
+	if age >= 0 && age < int64(d) && w.start != 0 {
 		return
 	}
-	switch age := at.Sub(w.start); {
-	case age < d:
-		return
-	case age < 2*d:
+	switch {
+	case w.start == 0 || age < 0:
+		if w.start == 0 {
+			w.start = ns
+		}
+		return // a commit time that went back counts in the current span
+	case age < 2*int64(d):
 		w.prevRows, w.prevRefd = w.rows, w.refused
-		w.start = w.start.Add(d)
+		w.start += int64(d)
 	default:
 		w.prevRows, w.prevRefd = 0, 0
-		w.start = at
+		w.start = ns
 	}
 	w.rows, w.refused = 0, 0
 }
 
 // estimate returns the rows and refusals of the window ending at at.
 func (w *rateWindow) estimate(at time.Time, d time.Duration) (rows, refused float64) {
-	left := 1 - float64(at.Sub(w.start))/float64(d)
+	left := 1 - float64(at.UnixNano()-w.start)/float64(d)
 	left = min(max(left, 0), 1)
 	return float64(w.rows) + left*float64(w.prevRows), float64(w.refused) + left*float64(w.prevRefd)
 }

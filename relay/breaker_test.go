@@ -3,6 +3,8 @@ package relay
 import (
 	"testing"
 	"time"
+
+	"github.com/deltabus/deltabus/decoding"
 )
 
 // The breaker's window weighs the previous span by how much of it the
@@ -46,5 +48,21 @@ func TestBreakerDefaultsAndValidation(t *testing.T) {
 	}
 	if err := (Breaker{Rate: 1.5}).validate(); err == nil {
 		t.Fatal("a rate above 1 was accepted")
+	}
+}
+
+// BenchmarkBreakerAccept is what the breaker costs the stream per event
+// (a row of a topic that became an event).
+func BenchmarkBreakerAccept(b *testing.B) {
+	s := &session{r: &Relay{breaker: newBreaker(Breaker{})}}
+	t := &topicView{rate: s.r.breaker.rate("orders")}
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	rows := make([]decoding.Row, 1024)
+	for i := range rows {
+		rows[i].CommitTime = at.Add(time.Duration(i) * time.Millisecond)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		s.breakerAccept(t, &rows[i&1023])
 	}
 }

@@ -72,7 +72,7 @@ func candidate(rr *outbox.RowRouter, dl *outbox.DeadLetter) republish.Event {
 	case strings.HasPrefix(dl.Reason, outbox.ReasonUpdate):
 		ev.Refused = "an UPDATE of an outbox row is not an event (outbox rows are immutable): nothing to redrive"
 	case form.Redacted:
-		ev.Refused = "its personal fields were redacted when it was dead-lettered, so it cannot be published from here; its row stays in the outbox until the janitor's retention: fix it there (or its contract) and publish it with `relay reconcile --repair`"
+		ev.Refused = "its personal fields were redacted when it was dead-lettered: the dead letter no longer holds the event, so it is never published from here (its row stays in the outbox until the janitor's retention; the producer can write the event again)"
 	case isNumber(form.SchemaVersion):
 		// The event was routed and then refused (its contract, its topic's
 		// table): the dead letter holds it whole.

@@ -80,6 +80,15 @@ func auditSchema() (string, *arrow.Schema) {
 // (protocol (1,7,[appendOnly,changeDataFeed])) on first use.
 func recordOutcomes(ctx context.Context, root storage.Store, res *Result) error {
 	st := storage.Sub(root, AuditTable)
+	rows := 0
+	for _, o := range res.Outcomes {
+		if o.Status != "" {
+			rows++
+		}
+	}
+	if rows == 0 {
+		return nil
+	}
 	data, err := encodeOutcomes(res)
 	if err != nil {
 		return fmt.Errorf("encode %s rows: %w", AuditTable, err)
@@ -102,7 +111,7 @@ func recordOutcomes(ctx context.Context, root storage.Store, res *Result) error 
 	if err != nil {
 		return fmt.Errorf("open %s: %w", AuditTable, err)
 	}
-	stats, _ := json.Marshal(map[string]any{"numRecords": len(res.Outcomes),
+	stats, _ := json.Marshal(map[string]any{"numRecords": rows,
 		"minValues": map[string]string{"run_at": statTime(res.Run.Started, false)},
 		"maxValues": map[string]string{"run_at": statTime(res.Run.Started, true)}})
 	add := delta.Add{Path: name, PartitionValues: map[string]*string{}, Size: int64(len(data)),
@@ -134,6 +143,9 @@ func encodeOutcomes(res *Result) ([]byte, error) {
 		}
 	}
 	for _, o := range res.Outcomes {
+		if o.Status == "" {
+			continue // not reached: the run stopped before it
+		}
 		str(0, res.Run.ID)
 		str(1, res.Run.Kind)
 		str(2, res.Run.Actor)

@@ -167,3 +167,25 @@ func TestPublishRefusesWhatTheStreamWouldRefuse(t *testing.T) {
 		}
 	}
 }
+
+// A grouped topic's events go to its group's table, once, as the topic's
+// rows; the republish counter is the topic's in that table.
+func TestPublishIntoAGroupsTable(t *testing.T) {
+	st := store(t)
+	if err := catalog.WriteGroup(context.Background(), st, catalog.Group{Name: "metrics", Topics: []string{"metrics.*"}}); err != nil {
+		t.Fatal(err)
+	}
+	cpu, mem := events("metrics.cpu", 5), events("metrics.mem", 4)
+	for i := range mem {
+		mem[i].ID = fmt.Sprintf("0295c1a4-7b1e-7c3d-8e9f-%012x", i)
+	}
+	res := publishAll(t, st, append(append([]Event{}, cpu...), mem...))
+	if res.Run.Republished != 9 || len(res.Run.Topics) != 2 || res.Run.Topics[0].Table != "_group.metrics" {
+		t.Fatalf("run %+v", res.Run)
+	}
+	onceEach(t, st, "metrics.cpu", cpu)
+	onceEach(t, st, "metrics.mem", mem)
+	if again := publishAll(t, st, cpu); again.Run.Present != 5 {
+		t.Fatalf("second run %+v", again.Run)
+	}
+}

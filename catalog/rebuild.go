@@ -62,6 +62,13 @@ const (
 	// The hold lifts once the registry admits the event or the policy
 	// changes.
 	HoldContract = "contract-violation"
+	// HoldDeadLetterRate: the topic's circuit breaker tripped (more of
+	// its rows were refused in a window than the relay's --breaker-rate
+	// allows), so the relay holds it, and _dead_letter with it, instead of
+	// filling the dead-letter table; Last says the rate and the last
+	// reason. Restored by every session, it lifts only when the operator
+	// releases it (Release, `relay deadletter release`).
+	HoldDeadLetterRate = "dead-letter-rate"
 )
 
 // PausedAtLSN and ResolvedLSN parse the state's positions ("" is 0).

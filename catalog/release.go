@@ -9,16 +9,6 @@ import (
 	"github.com/deltabus/deltabus/storage"
 )
 
-// HoldDeadLetterRate is the RebuildState.Paused reason of a topic whose
-// circuit breaker tripped: more of its events were refused (sent to
-// _dead_letter) in a minute than the relay's --breaker-rate allows, so
-// the relay holds the topic, as it holds a missing table, instead of
-// filling the dead-letter table. Last says the rate and the last reason.
-// It lifts only when the operator releases it (Release, `relay
-// deadletter release`); the hold is re-established from the state after a
-// restart, so the refused events are never dead-lettered meanwhile.
-const HoldDeadLetterRate = "dead-letter-rate"
-
 // Release is the operator's word that a topic held by its circuit breaker
 // (HoldDeadLetterRate) may stream again: `relay deadletter release` writes
 // it beside the relay's state of the topic, the relay, polling while it

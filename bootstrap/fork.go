@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -243,7 +244,7 @@ func (s *forkScan) scanTable(ctx context.Context, root storage.Store, table stri
 	}
 	mine := func(source string) bool { return source == appID || (source == "" && catalog.LegacyLayout(appID)) }
 	for _, add := range snap.Files {
-		if !topic.MayHoldSince(add.Stats, appID, int64(from)) {
+		if !topic.MayHoldLSNs(add.Stats, appID, int64(from), math.MaxInt64) {
 			continue
 		}
 		err := topic.ReadEventIDs(ctx, st, add, func(e topic.EventRef) error {

@@ -2,7 +2,6 @@ package subscribe
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -185,7 +184,7 @@ func readTopicRange(ctx context.Context, store storage.Store, tp, src string, af
 	}
 	var out []outbox.Event
 	for _, add := range snap.Files {
-		if !topic.MayHold(add.Stats, tp) || !rangeMayHold(add.Stats, src, after, through) {
+		if !topic.MayHold(add.Stats, tp) || !topic.MayHoldLSNs(add.Stats, src, after, through-1) {
 			continue
 		}
 		err := topic.ReadEvents(ctx, st, add, func(e outbox.Event) error {
@@ -199,31 +198,6 @@ func readTopicRange(ctx context.Context, store storage.Store, tp, src string, af
 		}
 	}
 	return out, nil
-}
-
-// rangeMayHold reads a topic file's statistics: false when they exclude
-// the source or the commit LSN range.
-func rangeMayHold(stats, src string, after, through int64) bool {
-	var s struct {
-		Min struct {
-			Source    *string `json:"source"`
-			CommitLSN *int64  `json:"commit_lsn"`
-		} `json:"minValues"`
-		Max struct {
-			Source    *string `json:"source"`
-			CommitLSN *int64  `json:"commit_lsn"`
-		} `json:"maxValues"`
-	}
-	if stats == "" || json.Unmarshal([]byte(stats), &s) != nil {
-		return true
-	}
-	if s.Min.Source != nil && s.Max.Source != nil && (src < *s.Min.Source || src > *s.Max.Source) {
-		return false
-	}
-	if s.Max.CommitLSN != nil && *s.Max.CommitLSN < after {
-		return false
-	}
-	return s.Min.CommitLSN == nil || *s.Min.CommitLSN < through
 }
 
 // Cuts reads cut after cut from o.After, each from the previous one's

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
 	"github.com/deltabus/deltabus/sink/delta"
+	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
 )
 
@@ -50,7 +52,7 @@ func Read(ctx context.Context, root storage.Store, f Filter) ([]Record, error) {
 	}
 	var out []Record
 	for _, add := range snap.Files {
-		if !f.mayHold(add.Stats) {
+		if !f.mayHold(add.Stats) { // by source and commit LSN
 			continue
 		}
 		err := delta.ReadParquetRows(ctx, st, add.Path, func(row map[string]any) error {
@@ -78,26 +80,11 @@ func Read(ctx context.Context, root storage.Store, f Filter) ([]Record, error) {
 
 // mayHold reads a file's statistics: false when they exclude f.
 func (f Filter) mayHold(stats string) bool {
-	var s struct {
-		Min struct {
-			Source    *string `json:"source"`
-			CommitLSN *int64  `json:"commit_lsn"`
-		} `json:"minValues"`
-		Max struct {
-			Source    *string `json:"source"`
-			CommitLSN *int64  `json:"commit_lsn"`
-		} `json:"maxValues"`
+	hi := f.Through
+	if hi <= 0 {
+		hi = math.MaxInt64
 	}
-	if stats == "" || json.Unmarshal([]byte(stats), &s) != nil {
-		return true
-	}
-	if f.Source != "" && s.Min.Source != nil && s.Max.Source != nil && (f.Source < *s.Min.Source || f.Source > *s.Max.Source) {
-		return false
-	}
-	if s.Max.CommitLSN != nil && *s.Max.CommitLSN <= f.After {
-		return false
-	}
-	return f.Through <= 0 || s.Min.CommitLSN == nil || *s.Min.CommitLSN <= f.Through
+	return topic.MayHoldLSNs(stats, f.Source, f.After+1, hi)
 }
 
 func fromRow(row map[string]any) (Record, error) {

@@ -44,17 +44,21 @@ func OnlyTopic(stats, topic string) bool {
 	return ok && lo == topic && hi == topic
 }
 
-// MayHoldSince reports whether the data file whose add.stats are stats
-// may hold rows of source whose commit_lsn is at least from: false only
-// when the stats bound commit_lsn below from, or bound the source column
-// to exclude source.
-func MayHoldSince(stats, source string, from int64) bool {
+// MayHoldLSNs reports whether the data file whose add.stats are stats
+// may hold rows of source (any source when "") whose commit_lsn is in
+// [lo, hi]: false only when the stats bound commit_lsn outside the range,
+// or bound the source column (every row having one) to exclude source.
+// Readers of a source's rows past a position (a fork's phantoms, a
+// consistent cut, transaction records) skip the files for which it is
+// false without reading them.
+func MayHoldLSNs(stats, source string, lo, hi int64) bool {
 	if stats == "" {
 		return true
 	}
 	var s struct {
 		Min struct {
-			Source *string `json:"source"`
+			CommitLSN *int64  `json:"commit_lsn"`
+			Source    *string `json:"source"`
 		} `json:"minValues"`
 		Max struct {
 			CommitLSN *int64  `json:"commit_lsn"`
@@ -65,10 +69,10 @@ func MayHoldSince(stats, source string, from int64) bool {
 	if json.Unmarshal([]byte(stats), &s) != nil {
 		return true
 	}
-	if s.Max.CommitLSN != nil && *s.Max.CommitLSN < from {
+	if (s.Max.CommitLSN != nil && *s.Max.CommitLSN < lo) || (s.Min.CommitLSN != nil && *s.Min.CommitLSN > hi) {
 		return false
 	}
-	if lo, hi := s.Min.Source, s.Max.Source; lo != nil && hi != nil && s.NullCount["source"] == 0 && (source < *lo || source > *hi) {
+	if lo, hi := s.Min.Source, s.Max.Source; source != "" && lo != nil && hi != nil && s.NullCount["source"] == 0 && (source < *lo || source > *hi) {
 		return false
 	}
 	return true

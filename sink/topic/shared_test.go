@@ -43,3 +43,25 @@ func TestMayHoldWithoutBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestMayHoldLSNs: a file is skipped only when its stats exclude the
+// commit LSN range or, every row having a source, the source.
+func TestMayHoldLSNs(t *testing.T) {
+	stats := `{"numRecords":3,"minValues":{"commit_lsn":100,"source":"a"},"maxValues":{"commit_lsn":200,"source":"b"},"nullCount":{"source":0}}`
+	for _, c := range []struct {
+		source string
+		lo, hi int64
+		want   bool
+	}{
+		{"a", 0, 99, false}, {"a", 201, 300, false}, {"a", 150, 160, true}, {"a", 200, 200, true}, {"a", 0, 100, true},
+		{"c", 0, 1000, false}, {"", 0, 1000, true}, {"ab", 0, 1000, true},
+	} {
+		if got := MayHoldLSNs(stats, c.source, c.lo, c.hi); got != c.want {
+			t.Errorf("MayHoldLSNs(%q, [%d, %d]) = %v, want %v", c.source, c.lo, c.hi, got, c.want)
+		}
+	}
+	nulls := `{"minValues":{"source":"a"},"maxValues":{"source":"a"},"nullCount":{"source":2}}`
+	if !MayHoldLSNs(nulls, "z", 0, 10) || !MayHoldLSNs("", "z", 0, 10) || !MayHoldLSNs("{", "z", 0, 10) {
+		t.Error("a file with null sources, no stats or unreadable stats was skipped")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pglogrepl"
 
@@ -87,7 +88,7 @@ func (s *session) readDeadLetters(ctx context.Context) (map[deadLetterKey]bool, 
 	ours := func(source string) bool { return source == appID || (source == "" && catalog.LegacyLayout(appID)) }
 	out := map[deadLetterKey]bool{}
 	for _, add := range snap.Files {
-		if !topic.MayHoldSince(add.Stats, appID, from) {
+		if !topic.MayHoldLSNs(add.Stats, appID, from, math.MaxInt64) {
 			continue
 		}
 		err := topic.ReadDeadLetters(ctx, st, add, func(d outbox.DeadLetter) error {

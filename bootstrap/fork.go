@@ -16,6 +16,7 @@ import (
 	"github.com/deltabus/deltabus/sink/delta"
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/txlog"
 	"github.com/deltabus/deltabus/usererr"
 )
 
@@ -114,12 +115,16 @@ func recordFork(ctx context.Context, store storage.Store, id catalog.Identity, m
 	if err != nil {
 		return m, fmt.Errorf("follow timeline: %w", err)
 	}
+	txs, err := phantomTransactions(ctx, store, id.AppID, fork, tl)
+	if err != nil {
+		return m, fmt.Errorf("follow timeline: %w", err)
+	}
 	epochs, err := catalog.Next(m.Epochs, tl, fork, scan.highest)
 	if err != nil {
 		return m, usererr.New(err, "timeline %d of %s: %s; run `relay bootstrap --recover`", tl, id.Source, err)
 	}
 	f := catalog.Fork{AppID: id.AppID, Source: id.Source, FromTimeline: m.Timeline, ToTimeline: tl, ForkLSN: fork.String(),
-		DetectedAt: time.Now().UTC(), Highest: scan.highest, Phantoms: scan.phantoms}
+		DetectedAt: time.Now().UTC(), Highest: scan.highest, Phantoms: scan.phantoms, PhantomTransactions: txs}
 	if len(epochs) > len(m.Epochs) {
 		f.Epoch = &epochs[len(epochs)-1]
 	}
@@ -138,6 +143,34 @@ func recordFork(ctx context.Context, store storage.Store, id catalog.Identity, m
 		return m, err
 	}
 	return m, nil
+}
+
+// phantomTransactions returns the source's transaction records at or past
+// the fork that no earlier fork (to a timeline other than tl) names.
+func phantomTransactions(ctx context.Context, store storage.Store, appID string, fork pglogrepl.LSN, tl uint32) ([]catalog.PhantomTx, error) {
+	recs, err := txlog.Read(ctx, store, txlog.Filter{Source: appID, After: int64(fork) - 1})
+	if err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	forks, err := catalog.ListForks(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	known := map[catalog.PhantomTx]bool{}
+	for _, f := range forks {
+		if f.AppID == appID && f.ToTimeline != tl {
+			for _, t := range f.PhantomTransactions {
+				known[t] = true
+			}
+		}
+	}
+	var out []catalog.PhantomTx
+	for _, r := range recs {
+		if t := (catalog.PhantomTx{Xid: r.Xid, CommitLSN: r.CommitLSN}); !known[t] {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 // readHistory reads a timeline's history over a replication connection of

@@ -199,16 +199,20 @@
 //     hold is lifted. While a topic is held, records and the resolved
 //     position stop at the hold for every topic of the source.
 //  11. Resolved positions. The relay publishes the position it
-//     acknowledges (the durable position, capped by its holds) as
-//     Resolved.LSN, at most every --resolved-interval, never lower than the
-//     one stored. Every transaction T of the source with c(T) < LSN ended
-//     at or before it, so by 1 and 8 each of its events is in its topic and
-//     it has its record; every transaction committing later has c(T) >= LSN.
-//     A reader that keeps, of several topics, the source's rows with
-//     commit_lsn below LSN holds each source transaction whole or not at
-//     all: a consistent cut across the topics (subscribe.ReadCut). Rows a
-//     bootstrap or rebuild copied carry c = cp - 1 < LSN and no record: a
-//     snapshot has no transactions.
+//     acknowledges (the durable position L, capped by its holds) as
+//     Resolved.LSN and its position P = Pos(L) as Resolved.Position, at most
+//     every --resolved-interval, never lower than the one stored. Every
+//     transaction T of the source with Pos(c(T)) < P ended at or before L,
+//     so by 1 and 8 each of its events is in its topic and it has its
+//     record; every transaction committing later has Pos(c(T)) >= P. A
+//     reader that keeps, of several topics, the source's rows whose
+//     position is below P, less the phantoms and phantom records the fork
+//     records name, holds each source transaction whole or not at all: a
+//     consistent cut across the topics (subscribe.ReadCut). Positions, not
+//     commit LSNs: after a failover with phantoms the new timeline's LSNs
+//     restart below the old P ("Timelines"), and a cut in LSNs would skip
+//     them. Rows a bootstrap or rebuild copied carry c = cp - 1 and no
+//     record: a snapshot has no transactions.
 //
 // # Events published outside the stream: redrives and repairs
 //

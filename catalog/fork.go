@@ -30,8 +30,19 @@ type Fork struct {
 	// the fork was found; Epoch, if the fork began one, the new epoch.
 	Highest int64  `json:"highest"`
 	Epoch   *Epoch `json:"epoch,omitempty"`
-	// Phantoms are the events published past the fork, by topic.
-	Phantoms map[string]Phantoms `json:"phantoms,omitempty"`
+	// Phantoms are the events published past the fork, by topic;
+	// PhantomTransactions the transaction records (package txlog) of the
+	// source past the fork: records of transactions the new timeline
+	// never had.
+	Phantoms            map[string]Phantoms `json:"phantoms,omitempty"`
+	PhantomTransactions []PhantomTx         `json:"phantomTransactions,omitempty"`
+}
+
+// PhantomTx names a transaction record published from an abandoned
+// timeline.
+type PhantomTx struct {
+	Xid       int64 `json:"xid"`
+	CommitLSN int64 `json:"commitLsn"`
 }
 
 // Phantoms are one topic's events published from an abandoned timeline.

@@ -16,13 +16,21 @@ import (
 // holds, as `relay status` shows it, and it never moves back.
 //
 // A reader of several topics that keeps, of each, the rows of this source
-// with commit_lsn < LSN reads a cut consistent across the topics: for
-// every source transaction it has all of its events or none.
+// whose position is below Position reads a cut consistent across the
+// topics: for every source transaction it has all of its events or none.
+// A row's position is its commit_lsn mapped by the source's epochs
+// (Positions; the commit_lsn itself unless the source forked), and the
+// rows a fork names as phantoms belong to no cut (package subscribe,
+// ReadCut).
 type Resolved struct {
 	Source string `json:"source"` // the relay's appId, the source column of its rows
 	// LSN is the end of the last source transaction whose events are all
-	// durable; as a number, the commit_lsn of every event below it.
-	LSN int64 `json:"lsn"`
+	// durable, on the source's current timeline; Position is its position
+	// (Positions.Pos), which never moves back, even across a failover
+	// whose new timeline's LSNs restart below it. A record written before
+	// positions had no Position: ReadResolved sets it to LSN.
+	LSN      int64 `json:"lsn"`
+	Position int64 `json:"position"`
 	// CommitTime is the commit time of the last transaction the relay
 	// committed events of, at or before LSN (zero when unknown).
 	CommitTime time.Time `json:"commitTime,omitzero"`
@@ -37,6 +45,9 @@ func ReadResolved(ctx context.Context, store storage.Store, appID string) (Resol
 	if err != nil {
 		return r, false, fmt.Errorf("read the resolved position of %s: %w", appID, err)
 	}
+	if r.Position == 0 {
+		r.Position = r.LSN
+	}
 	return r, ok, nil
 }
 
@@ -45,11 +56,14 @@ func ReadResolved(ctx context.Context, store storage.Store, appID string) (Resol
 // back, even when two instances of a relay (a zombie and its standby)
 // both write. It reports whether r was written.
 func WriteResolved(ctx context.Context, store storage.Store, r Resolved) (bool, error) {
+	if r.Position == 0 {
+		r.Position = r.LSN
+	}
 	cur, ok, err := ReadResolved(ctx, store, r.Source)
 	if err != nil {
 		return false, err
 	}
-	if ok && cur.LSN >= r.LSN {
+	if ok && cur.Position >= r.Position {
 		return false, nil
 	}
 	if err := writeJSON(ctx, store, r, KindResolved, r.Source); err != nil {

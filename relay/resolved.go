@@ -88,7 +88,8 @@ func (v *resolver) write(ctx context.Context) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_, err := catalog.WriteResolved(wctx, v.r.store, catalog.Resolved{Source: v.r.id.AppID, LSN: int64(lsn), UpdatedAt: time.Now().UTC()})
+	_, err := catalog.WriteResolved(wctx, v.r.store, catalog.Resolved{Source: v.r.id.AppID, LSN: int64(lsn),
+		Position: v.r.positions.Pos(pglogrepl.LSN(lsn)), UpdatedAt: time.Now().UTC()})
 	if err != nil {
 		if !v.failed {
 			v.r.log.Warn("could not publish the resolved position; retrying at the next acknowledgement", "lsn", pglogrepl.LSN(lsn), "error", err)

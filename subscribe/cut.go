@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -24,18 +25,27 @@ import (
 // absent, handed over transaction by transaction, each with its record.
 // Reading cut after cut, each from the previous one's Resolved, reads every
 // event of the source once (Cuts does that).
+//
+// Cuts are in positions, not commit LSNs: a row's position is its
+// commit_lsn mapped by the source's epochs (catalog.Positions, from its
+// marker), the commit_lsn itself unless the source failed over to a
+// standby that lacked events it had published. Then the new timeline's
+// LSNs restart below positions already resolved, and a reader comparing
+// commit LSNs would skip them; in positions they come after everything
+// before. The events and transaction records that the fork records name
+// as phantoms (published from the abandoned timeline) are in no cut.
 
 // CutOptions select what ReadCut reads.
 type CutOptions struct {
 	Topics []string // the topics read (a topic of a topic group is read from its group's table)
 	Source string   // the source (relay appId, the source column); "" when the store has one
-	// After is where the cut starts: events with commit_lsn >= After (the
-	// previous cut's Resolved; 0 reads from the start).
+	// After is where the cut starts: events whose position is at least
+	// After (the previous cut's Resolved; 0 reads from the start).
 	After int64
 }
 
-// Cut is every event of the topics from one source with After <=
-// commit_lsn < Resolved, by transaction in commit order.
+// Cut is every event of the topics from one source whose position is in
+// [After, Resolved), by transaction in commit order.
 type Cut struct {
 	Source       string
 	After        int64
@@ -75,14 +85,25 @@ func ReadCut(ctx context.Context, store storage.Store, o CutOptions) (*Cut, erro
 	if !ok {
 		return nil, fmt.Errorf("source %s: %w", src, ErrNoResolved)
 	}
-	cut := &Cut{Source: src, After: o.After, Resolved: max(res.LSN, o.After)}
+	cut := &Cut{Source: src, After: o.After, Resolved: max(res.Position, o.After)}
+	h, err := readHistory(ctx, store, src)
+	if err != nil {
+		return nil, err
+	}
+	// The commit LSNs of the current timeline whose positions are in
+	// [After, Resolved).
+	lo, hi := h.pos.Through(cut.After-1)+1, h.pos.Through(cut.Resolved-1)
 	var events []outbox.Event
 	for _, tp := range o.Topics {
-		evs, err := readTopicRange(ctx, store, tp, src, cut.After, cut.Resolved)
+		evs, err := readTopicRange(ctx, store, tp, src, lo, hi+1)
 		if err != nil {
 			return nil, err
 		}
-		events = append(events, evs...)
+		for _, e := range evs {
+			if !h.phantoms[e.ID] {
+				events = append(events, e)
+			}
+		}
 	}
 	sort.SliceStable(events, func(i, j int) bool {
 		a, b := &events[i], &events[j]
@@ -91,10 +112,11 @@ func ReadCut(ctx context.Context, store storage.Store, o CutOptions) (*Cut, erro
 		}
 		return a.Seq < b.Seq
 	})
-	recs, err := txlog.Read(ctx, store, txlog.Filter{Source: src, After: cut.After - 1, Through: cut.Resolved - 1, Topics: o.Topics})
+	recs, err := txlog.Read(ctx, store, txlog.Filter{Source: src, After: lo - 1, Through: hi, Topics: o.Topics})
 	if err != nil {
 		return nil, err
 	}
+	recs = slices.DeleteFunc(recs, func(r txlog.Record) bool { return h.phantomTxs[catalog.PhantomTx{Xid: r.Xid, CommitLSN: r.CommitLSN}] })
 	cut.Transactions, err = group(events, recs, o.Topics, src)
 	return cut, err
 }
@@ -143,6 +165,43 @@ func (t *Transaction) whole(topics []string) error {
 		}
 	}
 	return nil
+}
+
+// history is what a source's marker and fork records say of its commit
+// LSNs: their positions, and which events and records are phantoms.
+type history struct {
+	pos        catalog.Positions
+	phantoms   map[string]bool
+	phantomTxs map[catalog.PhantomTx]bool
+}
+
+func readHistory(ctx context.Context, store storage.Store, src string) (history, error) {
+	h := history{phantoms: map[string]bool{}, phantomTxs: map[catalog.PhantomTx]bool{}}
+	m, ok, err := catalog.ReadMarker(ctx, store, src)
+	if err != nil || !ok || (m.Timeline <= 1 && len(m.Epochs) == 0) {
+		return h, err // never failed over: positions are commit LSNs
+	}
+	if h.pos, err = m.Positions(); err != nil {
+		return h, err
+	}
+	forks, err := catalog.ListForks(ctx, store)
+	if err != nil {
+		return h, err
+	}
+	for _, f := range forks {
+		if f.AppID != src {
+			continue
+		}
+		for _, p := range f.Phantoms {
+			for _, id := range p.IDs {
+				h.phantoms[id] = true
+			}
+		}
+		for _, t := range f.PhantomTransactions {
+			h.phantomTxs[t] = true
+		}
+	}
+	return h, nil
 }
 
 // cutSource returns src, or the store's one source when src is "".

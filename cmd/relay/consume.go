@@ -31,7 +31,7 @@ func cmdConsume(ctx context.Context, env *cliEnv, args []string) int {
 	logLevel := fs.String("log-level", envOr(env, "DELTABUS_LOG_LEVEL", "warn"), "log level: debug, info, warn, error")
 	validate := fs.Bool("validate", false, "check every event against its contract in the store's registry: a refused event is printed with contract_violation set, and the command exits 1 at the end")
 	var cf cutFlags
-	fs.StringVar(&cf.topics, "topics", "", "whole transactions: read these topics (comma-separated) up to one source's resolved position, printing one JSON line per source transaction with its events of all of them, then {\"resolved\": LSN}")
+	fs.StringVar(&cf.topics, "topics", "", "whole transactions: read these topics (comma-separated) up to one source's resolved position, printing one JSON line per source transaction with its events of all of them, then {\"resolved\": position} (a commit LSN, unless the source failed over and its positions began a new epoch)")
 	fs.StringVar(&cf.source, "source", "", "with --topics: the source (relay appId) whose cut to read; default: the store's only source")
 	fs.Int64Var(&cf.after, "after", 0, "with --topics: start at this resolved position (the last line of the previous run)")
 	var pf piiFlags

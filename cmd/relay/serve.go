@@ -86,7 +86,7 @@ func cmdServe(ctx context.Context, env *cliEnv, args []string) int {
 	if err := serve.RegisterMetrics(tel.Meter, gs); err != nil {
 		return fail(env, exitFailure, err)
 	}
-	cfg.Groups, cfg.Metrics = gs, promhttp.HandlerFor(tel.Gatherer, promhttp.HandlerOpts{})
+	cfg.Groups, cfg.Store, cfg.Metrics = gs, store, promhttp.HandlerFor(tel.Gatherer, promhttp.HandlerOpts{})
 	return runServer(ctx, env, *addr, tlsCfg, serve.New(cfg), log, cfg.Tokens != nil)
 }
 

@@ -31,6 +31,9 @@ type statusReport struct {
 	Others []sourceStatus `json:"otherSources,omitempty"`
 	// Failovers are this source's recorded forks and their phantoms.
 	Failovers []statuspage.Failover `json:"failovers,omitempty"`
+	// Resolved is the source's resolved position: consistent cuts across
+	// topics read up to it (absent before its relay published one).
+	Resolved *catalog.Resolved `json:"resolved,omitempty"`
 	// UnityCatalog is what this source's relay last recorded of its
 	// registrations (absent when it registers none).
 	UnityCatalog *governance.UCStatus `json:"unityCatalog,omitempty"`
@@ -145,6 +148,11 @@ func sourceTimeline(ctx context.Context, store storage.Store, id catalog.Identit
 			}
 		}
 	}
+	if r, ok, err := catalog.ReadResolved(ctx, store, id.AppID); err != nil {
+		return err
+	} else if ok {
+		rep.Resolved = &r
+	}
 	forks, err := catalog.ListForks(ctx, store)
 	if err != nil {
 		return err
@@ -258,6 +266,10 @@ func printTopicStatuses(env *cliEnv, topics []topicStatus, groups bool) {
 // printFailovers says which timeline the source and the relay are on, and
 // each failover the relay followed with its phantoms.
 func printFailovers(env *cliEnv, rep statusReport) {
+	if r := rep.Resolved; r != nil {
+		fmt.Fprintf(env.stdout, "  resolved: every transaction of this source below LSN %s (position %d) is whole in its topics (as of %s)\n",
+			lsnString(r.LSN), r.Position, r.UpdatedAt.UTC().Format(time.RFC3339))
+	}
 	if src := rep.Source; src != nil && src.MarkerTimeline != 0 && src.MarkerTimeline != src.Timeline {
 		fmt.Fprintf(env.stdout, "  timeline: the source is on %d, the relay's progress on %d: the relay follows the promotion when it next starts\n", src.Timeline, src.MarkerTimeline)
 	}

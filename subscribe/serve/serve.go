@@ -41,6 +41,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe"
 	"github.com/deltabus/deltabus/subscribe/members"
 )
@@ -55,6 +56,9 @@ type Config struct {
 	// Tokens granted reveal then get them decrypted; without Tokens every
 	// caller does.
 	Reveal bool
+	// Store, when set, is the store root GET /v1/cuts reads consistent
+	// cuts from (cuts.go).
+	Store storage.Store
 	// Metrics, when set, is served at /metrics.
 	Metrics http.Handler
 	Logger  *slog.Logger
@@ -89,6 +93,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("POST "+gt+"/reset", s.authorized(s.reset))
 	s.mux.HandleFunc("GET "+gt, s.authorized(s.status))
 	s.mux.HandleFunc("GET /v1/groups", s.authorized(s.list))
+	s.mux.HandleFunc("GET /v1/cuts", s.authorized(s.cuts))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s (see docs/consumers.md for the API)", r.Method, r.URL.Path))
 	})

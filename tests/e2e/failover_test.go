@@ -194,12 +194,16 @@ func checkPhantomsShown(t *testing.T, env []string, addr string, n int) {
 	var st struct {
 		Source    struct{ Timeline, MarkerTimeline uint32 }
 		Failovers []struct{ Phantoms int }
+		Resolved  *struct{ LSN, Position int64 }
 	}
 	if err := json.Unmarshal([]byte(stdout), &st); code != 0 || err != nil {
 		t.Fatalf("relay status --json: exit %d, %v\n%s%s", code, err, stdout, stderr)
 	}
 	if len(st.Failovers) != 1 || st.Failovers[0].Phantoms != n || st.Source.Timeline != 2 || st.Source.MarkerTimeline != 2 {
 		t.Fatalf("relay status: %+v, want one failover with %d phantoms, on timeline 2", st, n)
+	}
+	if st.Resolved == nil || st.Resolved.Position <= st.Resolved.LSN {
+		t.Fatalf("relay status: resolved %+v, want a position lifted above its LSN by the failover's epoch", st.Resolved)
 	}
 	var page struct{ Failovers []struct{ Phantoms int } }
 	getJSON(t, "http://"+addr+"/api/status", &page)

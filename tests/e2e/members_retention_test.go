@@ -18,8 +18,8 @@ import (
 )
 
 // startServe starts `relay serve` on a free loopback port and waits for
-// /healthz; it returns the process and a client of it.
-func startServe(t testing.TB, env []string) (*relayProc, *serve.Client) {
+// /healthz; it returns the process, a client of it and its base URL.
+func startServe(t testing.TB, env []string) (*relayProc, *serve.Client, string) {
 	t.Helper()
 	addr := freeAddr(t)
 	p := startProc(t, buildRelay(t), env, "serve", "--addr", addr, "--log-level", "warn")
@@ -29,7 +29,7 @@ func startServe(t testing.TB, env []string) (*relayProc, *serve.Client) {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return p, serve.NewClient("http://"+addr, "", nil)
+				return p, serve.NewClient("http://"+addr, "", nil), "http://" + addr
 			}
 		}
 		if done, err := p.exited(); done || time.Now().After(deadline) {
@@ -92,7 +92,7 @@ func TestProtectedGroupReadsEverythingPastRetention(t *testing.T) {
 	env := []string{"DELTABUS_SOURCE=" + db.DSN, "DELTABUS_STORE=" + storeURL}
 	relay := startRelay(t, env, "--batch-max-delay", "10ms")
 	waitSlotActive(t, db.DSN, "deltabus", relay)
-	srv, c := startServe(t, env)
+	srv, c, _ := startServe(t, env)
 
 	produceUntilVersion(t, db.DSN, store, "orders", 20)
 	if _, err := drainGroup(t, c, "late"); err != nil {
@@ -138,7 +138,7 @@ func TestProtectedGroupReadsEverythingPastRetention(t *testing.T) {
 			view.First, from.Version, out)
 	}
 
-	_, c = startServe(t, env)
+	_, c, _ = startServe(t, env)
 	if _, err := drainGroup(t, c, "late"); err == nil || !strings.Contains(err.Error(), "retention passed") {
 		t.Fatalf("the unprotected group: %v; want the retention error", err)
 	} else {

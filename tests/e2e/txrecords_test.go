@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
@@ -143,6 +144,7 @@ func TestConsistentCutAcrossTopicsAndSources(t *testing.T) {
 		checkCutAgainstTruth(t, cut, truth)
 		if i == 0 {
 			checkConsumeCut(t, url, r.Source, cut)
+			checkServeCut(t, url, r.Source, cut)
 		}
 	}
 	for _, s := range srcs {
@@ -223,5 +225,46 @@ func checkConsumeCut(t testing.TB, url, source string, cut *subscribe.Cut) {
 	}
 	if resolved < cut.Resolved || txs < len(cut.Transactions) {
 		t.Fatalf("relay consume --topics: %d transactions up to %d, the cut read %d up to %d", txs, resolved, len(cut.Transactions), cut.Resolved)
+	}
+}
+
+// checkServeCut reads the same cut over HTTP (relay serve, GET /v1/cuts):
+// the same resolved position and transactions, event for event; a request
+// without topics is a 400 with one line.
+func checkServeCut(t testing.TB, url, source string, cut *subscribe.Cut) {
+	t.Helper()
+	p, _, base := startServe(t, []string{"DELTABUS_STORE=" + url})
+	defer func() { _ = p.stop(time.Minute) }()
+	var got struct {
+		Resolved     int64 `json:"resolved"`
+		Transactions []struct {
+			CommitLSN int64 `json:"commit_lsn"`
+			Events    []struct {
+				ID string `json:"event_id"`
+			} `json:"events"`
+		} `json:"transactions"`
+	}
+	getJSON(t.(*testing.T), base+"/v1/cuts?topics=orders,payments&source="+source, &got)
+	if got.Resolved != cut.Resolved || len(got.Transactions) != len(cut.Transactions) {
+		t.Fatalf("GET /v1/cuts: %d transactions up to %d, ReadCut %d up to %d", len(got.Transactions), got.Resolved, len(cut.Transactions), cut.Resolved)
+	}
+	for i, tx := range got.Transactions {
+		want := cut.Transactions[i]
+		if tx.CommitLSN != want.CommitLSN || len(tx.Events) != len(want.Events) {
+			t.Fatalf("GET /v1/cuts transaction %d: commit LSN %d with %d events, ReadCut %d with %d", i, tx.CommitLSN, len(tx.Events), want.CommitLSN, len(want.Events))
+		}
+		for j, e := range tx.Events {
+			if e.ID != want.Events[j].ID {
+				t.Fatalf("GET /v1/cuts transaction %d event %d is %s, ReadCut's %s", i, j, e.ID, want.Events[j].ID)
+			}
+		}
+	}
+	resp, err := http.Get(base + "/v1/cuts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("GET /v1/cuts without topics: %s, want 400", resp.Status)
 	}
 }

@@ -110,6 +110,14 @@ type Options struct {
 	// encrypts them (lines suffixed _personal): its CPU per event against
 	// the relay with contracts only and pg_recvlogical (personal.go).
 	Personal bool
+	// RecordsOff also times, in each round, a relay without transaction
+	// records (--transaction-records=false; lines suffixed _records_off
+	// and _vs_records_off): what the records cost the drain.
+	RecordsOff bool
+	// OtherBin also times, in each round, this other relay build (lines
+	// suffixed _other_build and _vs_other_build): alternating builds on
+	// the same WAL, to find what a change cost.
+	OtherBin string
 }
 
 func (o Options) want(name string) bool {

@@ -140,6 +140,12 @@ func (b *bench) drain(ctx context.Context, name string, events int, personal boo
 					return err
 				}
 			}
+			sides, cleanup, err := b.makeSides(ctx, dsn, name, kinds[k].suffix, i)
+			defer cleanup()
+			if err != nil {
+				return err
+			}
+			v.sides = sides
 			if b.o.Control {
 				v.ctl = fmt.Sprintf("ctl%s_%d", kinds[k].suffix, i)
 			}
@@ -188,11 +194,15 @@ type drainKind struct {
 type drainVariant struct {
 	slot, ref, ctl, store, cslot, cstore, pslot, pstore string
 	penv                                                []string
+	sides                                               []sideSlot // sides.go
 }
 
 // round is what one round measured: the relay, pg_recvlogical, the
 // control, the relay with contracts and the relay with personal data.
-type round struct{ rel, ref, ctl, con, per drained }
+type round struct {
+	rel, ref, ctl, con, per drained
+	sides                   []drained // as drainVariant.sides
+}
 
 // drainKind runs a kind's rounds and prints its figures: the medians of
 // the rounds when there are several.
@@ -202,6 +212,7 @@ func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end
 		defer stop()
 	}
 	var rels, refs, cons, pers []drained
+	sides := make([][]drained, len(b.o.sides()))
 	var ratios, controls, conRatios, perRatios []float64
 	for i, v := range k.rounds {
 		r, err := b.drainRound(ctx, dsn, end, v, i%2 == 1)
@@ -225,6 +236,12 @@ func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end
 			fmt.Fprintf(b.out, "# %s round %d personal: relay encrypting two personal fields of every event %.1fs wall, %.2fs CPU, walsender %.2fs CPU (ratio %.2f)\n",
 				name, i+1, r.per.secs, r.per.cpu, r.per.server, ref.secs/r.per.secs)
 			pers, perRatios = append(pers, r.per), append(perRatios, ref.secs/r.per.secs)
+		}
+		for j, sd := range v.sides {
+			d := r.sides[j]
+			fmt.Fprintf(b.out, "# %s round %d %s: %.1fs wall, %.2fs CPU, walsender %.2fs CPU (ratio %.2f)\n",
+				name, i+1, sd.what, d.secs, d.cpu, d.server, ref.secs/d.secs)
+			sides[j] = append(sides[j], d)
 		}
 		rels, refs, ratios = append(rels, rel), append(refs, ref), append(ratios, ref.secs/rel.secs)
 	}
@@ -252,6 +269,16 @@ func (b *bench) drainKind(ctx context.Context, name string, events int, dsn, end
 	if len(pers) > 0 {
 		res.Personal, res.PersonalOverContracts = b.personalLines(name, events, rel, ref, cons, pers, perRatios)
 	}
+	for j, sd := range b.o.sides() {
+		if len(sides[j]) == 0 {
+			continue
+		}
+		d := b.sideLines(name, events, sd, rels, refs, sides[j])
+		if res.Sides == nil {
+			res.Sides = map[string]*SideDrain{}
+		}
+		res.Sides[sd.name[1:]] = d
+	}
 	b.res.Drains = append(b.res.Drains, res)
 	return nil
 }
@@ -277,6 +304,13 @@ func (b *bench) drainRound(ctx context.Context, dsn, end string, v drainVariant,
 				return err
 			}
 			return checkAllValid(v.cstore)
+		})
+	}
+	r.sides = make([]drained, len(v.sides))
+	for j, sd := range v.sides {
+		steps = append(steps, func() (err error) {
+			r.sides[j], err = b.relayDrainSpec(ctx, sd.spec, dsn, sd.store, sd.slot, end, nil)
+			return err
 		})
 	}
 	steps = append(steps, func() (err error) { r.ref, err = b.recvlogical(ctx, dsn, v.ref, end); return err })
@@ -333,7 +367,13 @@ func (b *bench) storeDir(name string) string {
 // createRelaySlot lets the relay make its slot (first start) on the empty
 // outbox, then stops it: the slot then holds the WAL of the load.
 func (b *bench) createRelaySlot(ctx context.Context, dsn, store, slot string) error {
-	p, err := b.startRelay(dsn, store, slot, nil)
+	return b.createSlotWith(ctx, relaySpec{}, dsn, store, slot)
+}
+
+// createSlotWith is createRelaySlot with the relay of spec (its binary:
+// a store is made by the build that drains it).
+func (b *bench) createSlotWith(ctx context.Context, spec relaySpec, dsn, store, slot string) error {
+	p, err := b.startSpec(spec, dsn, store, slot, nil)
 	if err != nil {
 		return err
 	}
@@ -347,13 +387,29 @@ func (b *bench) createRelaySlot(ctx context.Context, dsn, store, slot string) er
 }
 
 func (b *bench) startRelay(dsn, store, slot string, env []string, extra ...string) (*exec.Cmd, error) {
+	return b.startSpec(relaySpec{}, dsn, store, slot, env, extra...)
+}
+
+// relaySpec is a relay other than the measured one, timed beside it
+// (sides.go): another binary (bin, "" for the measured one) or flags of
+// its own (args, after Options.RelayArgs).
+type relaySpec struct {
+	bin  string
+	args []string
+}
+
+func (b *bench) startSpec(spec relaySpec, dsn, store, slot string, env []string, extra ...string) (*exec.Cmd, error) {
 	if !strings.Contains(store, "://") {
 		store = "file://" + store
+	}
+	bin := spec.bin
+	if bin == "" {
+		bin = b.self
 	}
 	// DELTABUS_BENCH_METRICS=host:port exposes the measured relay's
 	// /metrics and /debug/pprof for profiling a run.
 	args := append([]string{"run", "--metrics-addr", os.Getenv("DELTABUS_BENCH_METRICS"), "--log-level", "warn", "--slot", slot}, append(extra, strings.Fields(b.o.RelayArgs)...)...)
-	cmd := exec.Command(b.self, args...)
+	cmd := exec.Command(bin, append(args, spec.args...)...)
 	cmd.Env = append(append(os.Environ(), "DELTABUS_SOURCE="+dsn, "DELTABUS_STORE="+store), env...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -384,9 +440,14 @@ func (b *bench) relayDrain(ctx context.Context, dsn, store, slot, end string) (d
 
 // relayDrainEnv is relayDrain with env added to the relay's environment.
 func (b *bench) relayDrainEnv(ctx context.Context, dsn, store, slot, end string, env []string) (drained, error) {
+	return b.relayDrainSpec(ctx, relaySpec{}, dsn, store, slot, end, env)
+}
+
+// relayDrainSpec is relayDrainEnv with the relay of spec.
+func (b *bench) relayDrainSpec(ctx context.Context, spec relaySpec, dsn, store, slot, end string, env []string) (drained, error) {
 	start := time.Now()
 	server := b.watchWalsender(ctx, dsn, slot)
-	p, err := b.startRelay(dsn, store, slot, env, "--stop-at", end)
+	p, err := b.startSpec(spec, dsn, store, slot, env, "--stop-at", end)
 	if err != nil {
 		server()
 		return drained{}, err

@@ -96,6 +96,10 @@ type DrainResult struct {
 	// PersonalOverContracts is the personal relay's CPU per event over
 	// the contracts-only relay's (issue 28's bound: at most 1.3).
 	PersonalOverContracts float64 `json:"personalOverContractsCpu,omitempty"`
+	// Sides are the relays timed beside the measured one in the same
+	// rounds (sides.go), by name: "records_off" (without transaction
+	// records), "other_build" (Options.OtherBin).
+	Sides map[string]*SideDrain `json:"sides,omitempty"`
 }
 
 // SideDrain is a variant of the relay in a drain's rounds: its figures

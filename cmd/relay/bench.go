@@ -25,6 +25,8 @@ func cmdBench(ctx context.Context, env *cliEnv, args []string) int {
 	fs.BoolVar(&o.Control, "control", true, "also time a second pg_recvlogical in each round (# ... control lines): two runs of the same tool, the resolution of the ratios")
 	fs.BoolVar(&o.Contracts, "contracts", true, "also time, in each round, a relay whose store holds a contract for every event (lines suffixed _contracts): the cost of validating every event")
 	fs.BoolVar(&o.Personal, "personal", true, "give the 1000-row drain's events an email and a name and also time, in each round, a relay that encrypts both (lines suffixed _personal): the cost of personal data against contracts only")
+	fs.BoolVar(&o.RecordsOff, "records-off", true, "also time, in each round, a relay with --transaction-records=false (lines suffixed _records_off, _vs_records_off): what the transaction records cost the drain")
+	fs.StringVar(&o.OtherBin, "other-relay-bin", "", "also time, in each round, this other relay build on the same WAL (lines suffixed _other_build, _vs_other_build), e.g. an older commit's, to find what a change cost")
 	fs.StringVar(&o.Only, "only", "", "comma-separated subset: batch,single,big,topics,latency,startup,fanin,memory")
 	fs.StringVar(&o.FaninSources, "fanin-sources", "2,4", "fan-in run: counts of sources (PostgreSQL clusters) sharing five topics, comma-separated")
 	fs.IntVar(&o.FaninEvents, "fanin-events", 20_000, "fan-in drain: single-row transactions per source")

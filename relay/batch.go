@@ -34,15 +34,15 @@ type batch struct {
 	prevEnd   pglogrepl.LSN // every transaction at or before it is in an earlier batch
 	ackCap    pglogrepl.LSN // when capped: tables were carried out, acknowledge no further
 	capped    bool
-	lastLSN   pglogrepl.LSN  // commit LSN of the last complete transaction
-	endLSN    pglogrepl.LSN  // end LSN of the last complete transaction
-	firstTime time.Time      // commit time of the first transaction (for latency metrics)
-	lastTime  time.Time      // commit time of the last transaction
-	trace     batchTrace     // its span and producer links (trace.go)
-	records   []txlog.Record // its transactions' records (txrecords.go)
-	startedAt time.Time      // when the committer began writing its files
-	filedAt   time.Time      // when its data files were written
-	loggingAt time.Time      // when the logs stage began its log entries
+	lastLSN   pglogrepl.LSN // commit LSN of the last complete transaction
+	endLSN    pglogrepl.LSN // end LSN of the last complete transaction
+	firstTime time.Time     // commit time of the first transaction (for latency metrics)
+	lastTime  time.Time     // commit time of the last transaction
+	trace     batchTrace    // its span and producer links (trace.go)
+	records   []txlog.Entry // its transactions' records (txrecords.go)
+	startedAt time.Time     // when the committer began writing its files
+	filedAt   time.Time     // when its data files were written
+	loggingAt time.Time     // when the logs stage began its log entries
 }
 
 // share is one table's rows in a batch.

@@ -416,7 +416,7 @@ func (s *session) maybeHandoff(ctx context.Context, force bool) error {
 			if err != nil {
 				return err
 			}
-			splitRecords(s.cur, next)
+			s.splitRecords(s.cur, next)
 			if !s.com.trySubmit(s.cur) {
 				next.abort()
 				if err := s.com.failed(); err != nil {

@@ -34,13 +34,12 @@ import (
 type txTally struct {
 	commit pglogrepl.LSN // 0: no row counted yet
 	xid    int64
-	counts []topicCount
+	counts []txlog.Count
+	total  int64 // the sum of counts
 	held   bool
-}
-
-type topicCount struct {
-	topic string
-	n     int64
+	json   []byte // scratch of the record's topics (txlog.AppendTopics)
+	// lastBatch is how many records the last batch handed over held.
+	lastBatch int
 }
 
 // count adds a row of the transaction of row to topic's count.
@@ -50,15 +49,16 @@ func (s *session) count(row *decoding.Row, topic string) {
 	}
 	t := &s.tally
 	if t.commit != row.CommitLSN {
-		*t = txTally{commit: row.CommitLSN, xid: int64(row.Xid), counts: t.counts[:0]}
+		*t = txTally{commit: row.CommitLSN, xid: int64(row.Xid), counts: t.counts[:0], json: t.json, lastBatch: t.lastBatch}
 	}
+	t.total++
 	for i := range t.counts {
-		if t.counts[i].topic == topic {
-			t.counts[i].n++
+		if t.counts[i].Topic == topic {
+			t.counts[i].N++
 			return
 		}
 	}
-	t.counts = append(t.counts, topicCount{s.intern(topic), 1})
+	t.counts = append(t.counts, txlog.Count{Topic: s.intern(topic), N: 1})
 }
 
 // intern returns the session's copy of topic (which may alias the receive
@@ -88,8 +88,14 @@ func (s *session) countHeld(row *decoding.Row) {
 		return
 	}
 	s.count(row, "")
-	s.tally.counts = s.tally.counts[:len(s.tally.counts)-1]
-	s.tally.held = true
+	t := &s.tally
+	if last := &t.counts[len(t.counts)-1]; last.Topic == "" {
+		if last.N--; last.N == 0 {
+			t.counts = t.counts[:len(t.counts)-1]
+		}
+		t.total--
+	}
+	t.held = true
 }
 
 // counted is the number of rows counted in the transaction of row.
@@ -97,11 +103,7 @@ func (s *session) counted(row *decoding.Row) int64 {
 	if s.tally.commit != row.CommitLSN {
 		return 0
 	}
-	var n int64
-	for _, c := range s.tally.counts {
-		n += c.n
-	}
-	return n
+	return s.tally.total
 }
 
 // endTx turns the tally of the committed transaction m into a record of
@@ -128,23 +130,25 @@ func (s *session) endTx(ctx context.Context, m *decoding.Commit) error {
 	if int64(m.CommitLSN) <= s.txPos {
 		return nil // recorded before a restart
 	}
-	rec := txlog.Record{Source: s.r.id.AppID, Xid: t.xid, CommitLSN: int64(m.CommitLSN), EndLSN: int64(m.EndLSN),
-		CommitTime: m.CommitTime.UTC(), Topics: make(map[string]int64, len(t.counts))}
-	for _, c := range t.counts {
-		rec.Topics[c.topic] += c.n
-		rec.Events += c.n
+	t.json = txlog.AppendTopics(t.json[:0], t.counts)
+	if s.cur.records == nil {
+		// As many as the last batch held: a backlog of single-row
+		// transactions grew each batch's slice from nothing.
+		s.cur.records = make([]txlog.Entry, 0, max(t.lastBatch, 16))
 	}
-	s.cur.records = append(s.cur.records, rec)
+	s.cur.records = append(s.cur.records, txlog.Entry{Xid: t.xid, CommitLSN: int64(m.CommitLSN), EndLSN: int64(m.EndLSN),
+		CommitTime: m.CommitTime.UnixMicro(), Events: t.total, Topics: string(t.json)})
 	return nil
 }
 
 // splitRecords keeps in b the records of transactions it acknowledges and
 // moves the others (their rows of a carried table are in next) to next.
-func splitRecords(b, next *batch) {
+func (s *session) splitRecords(b, next *batch) {
+	s.tally.lastBatch = len(b.records)
 	ack := int64(b.ackLSN())
 	for i, r := range b.records {
 		if r.EndLSN > ack {
-			next.records = append(append([]txlog.Record(nil), b.records[i:]...), next.records...)
+			next.records = append(append([]txlog.Entry(nil), b.records[i:]...), next.records...)
 			b.records = b.records[:i]
 			return
 		}

@@ -3,18 +3,18 @@ package txlog
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/google/uuid"
 
+	"github.com/deltabus/deltabus/parquetpage"
 	"github.com/deltabus/deltabus/sink/delta"
 )
 
@@ -90,28 +90,31 @@ func newTable() (delta.Metadata, delta.Protocol) {
 		delta.Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"appendOnly", "changeDataFeed"}}
 }
 
-// topicsJSON renders counts as a JSON object with sorted keys, by hand:
-// encoding/json per key cost single-row transactions a third of the
-// relay's CPU. Keys are topic names (a-z, 0-9, '.', '_', '-'), which JSON
-// needs no escape for; any other byte is escaped all the same.
-func topicsJSON(m map[string]int64) string {
-	var one [1]string
-	keys := one[:0]
-	for k := range m {
-		keys = append(keys, k)
+// Count is how many of a transaction's rows one table took.
+type Count struct {
+	Topic string
+	N     int64
+}
+
+// AppendTopics appends counts to b as the topics column's JSON object,
+// keys sorted (counts is sorted in place), by hand: encoding/json per key
+// cost single-row transactions a third of the relay's CPU. Keys are topic
+// names (a-z, 0-9, '.', '_', '-'), which JSON needs no escape for; any
+// other byte is escaped all the same.
+func AppendTopics(b []byte, counts []Count) []byte {
+	if len(counts) > 1 {
+		slices.SortFunc(counts, func(x, y Count) int { return strings.Compare(x.Topic, y.Topic) })
 	}
-	slices.Sort(keys)
-	b := make([]byte, 0, 32*len(keys))
 	b = append(b, '{')
-	for i, k := range keys {
+	for i, c := range counts {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendKey(b, k)
+		b = appendKey(b, c.Topic)
 		b = append(b, ':')
-		b = strconv.AppendInt(b, m[k], 10)
+		b = strconv.AppendInt(b, c.N, 10)
 	}
-	return string(append(b, '}'))
+	return append(b, '}')
 }
 
 func appendKey(b []byte, k string) []byte {
@@ -126,34 +129,70 @@ func appendKey(b []byte, k string) []byte {
 	return append(b, '"')
 }
 
-// encode writes records as one Parquet file (snappy).
-func encode(recs []Record) ([]byte, error) {
-	rb := array.NewRecordBuilder(memory.DefaultAllocator, arrowSchema())
-	defer rb.Release()
-	for _, r := range recs {
-		rb.Field(0).(*array.StringBuilder).Append(r.Source)
-		rb.Field(1).(*array.Int64Builder).Append(r.Xid)
-		rb.Field(2).(*array.Int64Builder).Append(r.CommitLSN)
-		rb.Field(3).(*array.Int64Builder).Append(r.EndLSN)
-		rb.Field(4).(*array.TimestampBuilder).Append(arrow.Timestamp(r.CommitTime.UnixMicro()))
-		rb.Field(5).(*array.Int64Builder).Append(r.Events)
-		rb.Field(6).(*array.StringBuilder).Append(topicsJSON(r.Topics))
-	}
-	rec := rb.NewRecordBatch()
-	defer rec.Release()
-	var buf bytes.Buffer
-	// No dictionaries: every xid and LSN is unique, and the dictionary
-	// encoder hashed each (most of a single-row drain's cost of records).
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Snappy), parquet.WithCreatedBy("deltabus"),
-		parquet.WithDictionaryDefault(false), parquet.WithDictionaryFor("source", true))
-	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props, pqarrow.DefaultWriterProps())
+// Entry is a transaction's record as the relay hands it to Writer.Commit:
+// its source is the writer's, its topics already rendered (AppendTopics),
+// so that a record costs no map and no per-key work at commit.
+type Entry struct {
+	Xid, CommitLSN, EndLSN int64
+	CommitTime             int64 // microseconds since the Unix epoch
+	Events                 int64 // the sum of the topics' counts
+	Topics                 string
+}
+
+// encoding is how the table's files are encoded: Parquet pages written by
+// parquetpage (the codec topic files use; pqarrow built Arrow arrays and
+// encoders for every commit, most of what a record cost a single-row
+// drain). source and topics are dictionary-encoded (one source per file;
+// a few shapes of topics), the rest plain; every column but topics has
+// statistics.
+var encoding = mustEncoding()
+
+func mustEncoding() *parquetpage.Schema {
+	pq, err := pqarrow.ToParquet(arrowSchema(), parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
 	if err != nil {
+		panic(fmt.Sprintf("parquet schema of %s: %v", Table, err))
+	}
+	specs := make([]parquetpage.Spec, len(columns))
+	for i, c := range columns {
+		specs[i] = parquetpage.Spec{Dictionary: c.typ == arrow.BinaryTypes.String, Statistics: c.name != "topics"}
+	}
+	s, err := parquetpage.NewSchema(pq, specs, "deltabus")
+	if err != nil {
+		panic(fmt.Sprintf("parquet encoding of %s: %v", Table, err))
+	}
+	return s
+}
+
+// encoder holds a Writer's column buffers from one commit to the next.
+type encoder struct {
+	cols [7]parquetpage.Column
+}
+
+// encode writes source's entries as one Parquet file (snappy).
+func (e *encoder) encode(source string, ents []Entry) ([]byte, error) {
+	c := &e.cols
+	for i := range c {
+		c[i] = parquetpage.Column{Data: c[i].Data[:0], Offs: append(c[i].Offs[:0], 0), I64: c[i].I64[:0]}
+	}
+	for i := range ents {
+		en := &ents[i]
+		c[0].Data = append(c[0].Data, source...)
+		c[0].Offs = append(c[0].Offs, int32(len(c[0].Data)))
+		c[1].I64 = append(c[1].I64, en.Xid)
+		c[2].I64 = append(c[2].I64, en.CommitLSN)
+		c[3].I64 = append(c[3].I64, en.EndLSN)
+		c[4].I64 = append(c[4].I64, en.CommitTime)
+		c[5].I64 = append(c[5].I64, en.Events)
+		c[6].Data = append(c[6].Data, en.Topics...)
+		c[6].Offs = append(c[6].Offs, int32(len(c[6].Data)))
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(c[6].Data) + 48*len(ents) + 1024)
+	f := parquetpage.NewFile(encoding, &buf)
+	if err := f.WriteRowGroup(len(ents), c[:]); err != nil {
 		return nil, err
 	}
-	if err := w.Write(rec); err != nil {
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
+	if err := f.Close(); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -162,37 +201,22 @@ func encode(recs []Record) ([]byte, error) {
 // stats are the file's Delta statistics: exact bounds of source (one
 // source per file), commit_lsn and commit_time, so a reader of one source
 // or one range skips other files unread.
-func stats(recs []Record) string {
-	first, last := recs[0], recs[len(recs)-1]
-	minT, maxT := first.CommitTime, first.CommitTime
-	for _, r := range recs {
-		minT, maxT = minTime(minT, r.CommitTime), maxTime(maxT, r.CommitTime)
+func stats(source string, ents []Entry) string {
+	minT, maxT := ents[0].CommitTime, ents[0].CommitTime
+	for _, e := range ents {
+		minT, maxT = min(minT, e.CommitTime), max(maxT, e.CommitTime)
 	}
-	f := func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
-	ceil := func(t time.Time) string { return f(t.Add(999 * time.Microsecond).Truncate(time.Millisecond)) }
+	f := func(us int64) string { return time.UnixMicro(us).UTC().Format("2006-01-02T15:04:05.000Z") }
+	floor := func(us int64) int64 { return us - ((us%1000)+1000)%1000 }
 	zero := map[string]int{}
 	for _, c := range columns {
 		zero[c.name] = 0
 	}
 	b, _ := json.Marshal(map[string]any{
-		"numRecords": len(recs),
-		"minValues":  map[string]any{"source": first.Source, "commit_lsn": first.CommitLSN, "commit_time": f(minT.Truncate(time.Millisecond))},
-		"maxValues":  map[string]any{"source": first.Source, "commit_lsn": last.CommitLSN, "commit_time": ceil(maxT)},
+		"numRecords": len(ents),
+		"minValues":  map[string]any{"source": source, "commit_lsn": ents[0].CommitLSN, "commit_time": f(floor(minT))},
+		"maxValues":  map[string]any{"source": source, "commit_lsn": ents[len(ents)-1].CommitLSN, "commit_time": f(floor(maxT+999))},
 		"nullCount":  zero,
 	})
 	return string(b)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }

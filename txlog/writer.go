@@ -23,6 +23,7 @@ type Writer struct {
 	st    storage.Store // the table's folder
 	appID string
 	tbl   *delta.Table
+	enc   encoder
 }
 
 // NewWriter returns the writer of appID's records under root.
@@ -60,17 +61,17 @@ func (w *Writer) Position(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
-// Commit appends recs, in commit order, as one Delta commit whose txn is
+// Commit appends ents, in commit order, as one Delta commit whose txn is
 // {appId, commit LSN of the last}. A commit already made by this appId at
 // or past it fails with ErrFenced.
-func (w *Writer) Commit(ctx context.Context, recs []Record) error {
-	if len(recs) == 0 {
+func (w *Writer) Commit(ctx context.Context, ents []Entry) error {
+	if len(ents) == 0 {
 		return nil
 	}
 	if err := w.open(ctx); err != nil {
 		return err
 	}
-	data, err := encode(recs)
+	data, err := w.enc.encode(w.appID, ents)
 	if err != nil {
 		return fmt.Errorf("encode transaction records: %w", err)
 	}
@@ -79,13 +80,13 @@ func (w *Writer) Commit(ctx context.Context, recs []Record) error {
 		return fmt.Errorf("write %s/%s: %w", Table, name, err)
 	}
 	add := delta.Add{Path: name, PartitionValues: map[string]*string{}, Size: int64(len(data)),
-		ModificationTime: time.Now().UnixMilli(), DataChange: true, Stats: stats(recs)}
-	txn := &delta.Txn{AppID: w.appID, Version: recs[len(recs)-1].CommitLSN}
+		ModificationTime: time.Now().UnixMilli(), DataChange: true, Stats: stats(w.appID, ents)}
+	txn := &delta.Txn{AppID: w.appID, Version: ents[len(ents)-1].CommitLSN}
 	if _, err := w.tbl.Commit(ctx, delta.CommitActions{Adds: []delta.Add{add}, Txn: txn}); err != nil {
 		if errors.Is(err, delta.ErrAlreadyCommitted) {
 			_ = w.st.Delete(ctx, name)
 		}
-		return fmt.Errorf("commit %d transaction records to %s: %w", len(recs), Table, err)
+		return fmt.Errorf("commit %d transaction records to %s: %w", len(ents), Table, err)
 	}
 	return nil
 }

@@ -117,3 +117,37 @@ func TestRegisterKeepsPersonalMarks(t *testing.T) {
 		t.Fatalf("a mark without a subject: %v", err)
 	}
 }
+
+// TestUnmarked: a registry without contracts or policies is unmarked at a
+// generation that lasts while nothing is registered; a contract met at a
+// type's first sight, or by the poll, ends it.
+func TestUnmarked(t *testing.T) {
+	ctx, st := context.Background(), newStore(t)
+	c := New(st, Options{Poll: -1})
+	if _, ok := c.Unmarked(); ok {
+		t.Fatal("unmarked before the registry was read")
+	}
+	if err := c.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gen, ok := c.Unmarked()
+	if !ok {
+		t.Fatal("an empty registry is not unmarked")
+	}
+	if cl, err := c.Classify(ctx, "orders", "Created", 1); cl != nil || err != nil {
+		t.Fatalf("a type without contracts: %v %v", cl, err)
+	}
+	if g, ok := c.Unmarked(); !ok || g != gen {
+		t.Fatalf("classifying a type without contracts moved the answer: %d %v, was %d", g, ok, gen)
+	}
+	register(t, NewRegistry(st, nil), "customers", "Updated", 1, customerV1)
+	if g, ok := c.Unmarked(); !ok || g != gen {
+		t.Fatal("the registration was seen before any read of the registry")
+	}
+	if cl, err := c.Classify(ctx, "customers", "Updated", 1); err != nil || !cl.HasPersonal() {
+		t.Fatalf("first sight of a personal type: %v %v", cl, err)
+	}
+	if _, ok := c.Unmarked(); ok {
+		t.Fatal("still unmarked with a personal contract in the index")
+	}
+}

@@ -89,6 +89,18 @@ func (p *Protector) key(ctx context.Context, sc *Scratch, topic string, subject 
 	return s.Sealer, nil
 }
 
+// Unmarked reports that the classifier marks nothing (a contract registry
+// holding no contract and no policy: contract.Cache.Unmarked), and the
+// generation of its answer: while it stays, Event of a (topic, type)
+// already passed to it leaves the event as it is and returns nil, so a
+// caller may skip it. ok is false when the classifier cannot tell.
+func (p *Protector) Unmarked() (gen uint64, ok bool) {
+	if u, is := p.cls.(interface{ Unmarked() (uint64, bool) }); is {
+		return u.Unmarked()
+	}
+	return 0, false
+}
+
 // Event protects ev in place: its payload's personal leaves become
 // envelopes and, on topics that ask for it, its key a keyed hash. A
 // rewritten ev.Payload aliases sc, so it is valid until sc is passed again

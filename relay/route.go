@@ -65,7 +65,8 @@ func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.
 			return err
 		}
 	}
-	if p := s.r.Protector; p != nil {
+	if p := s.r.Protector; p != nil && !t.unmarked(p, ev.Type) {
+		gen, unmarked := p.Unmarked()
 		dl, err := p.Event(ctx, ev, &s.piiScratch) // ev.Payload may alias it until the next event: Append copies it
 		if err != nil {
 			return fmt.Errorf("personal data of an event of topic %q (id %s) cannot be encrypted, so it waits: %w", ev.Topic, ev.ID, err)
@@ -73,6 +74,9 @@ func (s *session) routeEvent(ctx context.Context, row *decoding.Row, ev *outbox.
 		if dl != nil {
 			dl.SourceTable = row.Relation.Namespace + "." + row.Relation.Name
 			return s.deadLetter(ctx, row, dl)
+		}
+		if unmarked {
+			t.noteUnmarked(p, ev.Type, gen)
 		}
 	}
 	t.lastTx = row.CommitLSN

@@ -3,10 +3,12 @@ package relay
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pglogrepl"
 
 	"github.com/deltabus/deltabus/catalog"
+	"github.com/deltabus/deltabus/pii"
 	"github.com/deltabus/deltabus/sink"
 	"github.com/deltabus/deltabus/usererr"
 )
@@ -31,6 +33,33 @@ type topicView struct {
 	// pending hold explains (the relay restarted since): the first event
 	// that passes its contract clears it.
 	staleHold bool
+	// unmarkedType was classified at unmarkedGen of a registry that marks
+	// nothing (pii.Protector.Unmarked): its events skip the Protector
+	// while that generation lasts.
+	unmarkedType string
+	unmarkedGen  uint64
+	unmarkedSet  bool
+}
+
+// unmarked reports whether events of typ may skip the Protector p.
+func (t *topicView) unmarked(p *pii.Protector, typ string) bool {
+	if !t.unmarkedSet || typ != t.unmarkedType {
+		return false
+	}
+	gen, ok := p.Unmarked()
+	return ok && gen == t.unmarkedGen
+}
+
+// noteUnmarked records that p passed an event of typ, classified at gen of
+// a registry that marked nothing then, when it still marks nothing at gen.
+func (t *topicView) noteUnmarked(p *pii.Protector, typ string, gen uint64) {
+	if now, ok := p.Unmarked(); !ok || now != gen {
+		return
+	}
+	if typ != t.unmarkedType {
+		t.unmarkedType = strings.Clone(typ) // typ may alias the receive buffer
+	}
+	t.unmarkedGen, t.unmarkedSet = gen, true
 }
 
 // topics opens topic tables lazily, once per session, and gives each

@@ -113,7 +113,7 @@ func (e *encoder) pageEnd(spec *colSpec, c *Column, from, rows int, dict bool) i
 	to := from
 	for to < limit {
 		next := min(to+8, limit)
-		if to > from && int(c.Offs[next]-c.Offs[from])+4*(next-from) > pageBytes {
+		if to > from && c.spanBytes(from, next)+4*(next-from) > pageBytes {
 			break
 		}
 		to = next

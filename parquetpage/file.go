@@ -83,12 +83,34 @@ func NewSchema(pq *schema.Schema, specs []Spec, createdBy string) (*Schema, erro
 // INT32 uses I32 and INT64 I64 (one element per row). Valid, when not
 // nil, is a validity bitmap (bit i of byte i/8, LSB first, set when row i
 // has a value); a NULL row keeps its slot (an empty range, any number).
+//
+// Repeat, in a byte array column, says that every present row holds Data,
+// whole (Offs is not read): a column of one value, such as the source of
+// every event a relay writes, is neither copied per row nor compared.
 type Column struct {
-	Data  []byte
-	Offs  []int32
-	I32   []int32
-	I64   []int64
-	Valid []byte
+	Data   []byte
+	Offs   []int32
+	I32    []int32
+	I64    []int64
+	Valid  []byte
+	Repeat bool
+}
+
+// bytesAt is row r's value in a byte array column.
+func (c *Column) bytesAt(r int) []byte {
+	if c.Repeat {
+		return c.Data
+	}
+	return c.Data[c.Offs[r]:c.Offs[r+1]]
+}
+
+// spanBytes is the bytes of the values of rows [from, to) of a byte array
+// column.
+func (c *Column) spanBytes(from, to int) int {
+	if c.Repeat {
+		return len(c.Data) * countValid(c.Valid, from, to)
+	}
+	return int(c.Offs[to] - c.Offs[from])
 }
 
 // encoders holds the scratch of chunk encoding for any File.
@@ -265,6 +287,9 @@ func (cs *colSpec) check(c *Column, rows int) error {
 		return fmt.Errorf("validity bitmap of %d bytes for %d rows", len(c.Valid), rows)
 	case cs.width == 4 && len(c.I32) < rows, cs.width == 8 && len(c.I64) < rows:
 		return fmt.Errorf("fewer values than the %d rows", rows)
+	case c.Repeat && cs.width != 0:
+		return errors.New("a repeated value in a column of numbers")
+	case c.Repeat:
 	case cs.width == 0 && len(c.Offs) < rows+1:
 		return fmt.Errorf("%d offsets for %d rows", len(c.Offs), rows)
 	case cs.width == 0 && (c.Offs[0] < 0 || int(c.Offs[rows]) > len(c.Data)):

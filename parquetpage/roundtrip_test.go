@@ -478,3 +478,46 @@ func FuzzRoundTrip(f *testing.F) {
 		roundTrip(t, seed, shapes...)
 	})
 }
+
+// TestRepeat: byte array columns given as one repeated value
+// (Column.Repeat) are written as the very bytes of the same values given
+// one per row, dictionary-encoded or PLAIN over several pages, with NULLs
+// among them, and read back so.
+func TestRepeat(t *testing.T) {
+	as, s := testSchema(t)
+	r := rand.New(rand.NewPCG(11, 11))
+	vals := map[int]string{0: "deltabus-7301234567890123456-deltabus", 1: "x", 2: strings.Repeat("p", 300), 3: ""}
+	for _, sh := range []shape{{rows: 1, distinct: 1, maxLen: 10}, {rows: 30_000, nullPct: 20, distinct: 1, maxLen: 10},
+		{rows: 25_000, distinct: 1, maxLen: 10}, {rows: 700, nullPct: 100, distinct: 1, maxLen: 10}} {
+		g := randomGroup(r, sh)
+		for c, v := range vals {
+			for i := range g.vals[c] {
+				if g.vals[c][i] != nil || !testFields[c].Nullable {
+					g.vals[c][i] = v
+				}
+			}
+		}
+		want := writeGroups(t, s, []group{g})
+		checkFile(t, as, want, []group{g})
+		cols := g.columns()
+		for c, v := range vals {
+			cols[c].Data, cols[c].Offs, cols[c].Repeat = []byte(v), nil, true
+		}
+		var buf bytes.Buffer
+		f := NewFile(s, &buf)
+		if err := f.WriteRowGroup(g.rows, cols); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf.Bytes(), want) {
+			t.Fatalf("%d rows: repeated values written as %d bytes, one per row as %d, and they differ", g.rows, buf.Len(), len(want))
+		}
+	}
+	cols := randomGroup(r, shape{rows: 3, distinct: 1}).columns()
+	cols[4].Repeat = true
+	if err := NewFile(s, &bytes.Buffer{}).WriteRowGroup(3, cols); err == nil || !strings.Contains(err.Error(), "repeated") {
+		t.Fatalf("a repeated INT32 column: %v", err)
+	}
+}

@@ -48,7 +48,7 @@ func equalRows(spec *colSpec, c *Column, a, b int) bool {
 	case 8:
 		return c.I64[a] == c.I64[b]
 	}
-	return bytes.Equal(c.Data[c.Offs[a]:c.Offs[a+1]], c.Data[c.Offs[b]:c.Offs[b+1]])
+	return c.Repeat || bytes.Equal(c.Data[c.Offs[a]:c.Offs[a+1]], c.Data[c.Offs[b]:c.Offs[b+1]])
 }
 
 // valueBytes returns the value of row r: a byte array's bytes, or a
@@ -62,7 +62,7 @@ func (e *encoder) valueBytes(spec *colSpec, c *Column, r int) []byte {
 		binary.LittleEndian.PutUint64(e.key[:], uint64(c.I64[r]))
 		return e.key[:8]
 	}
-	return c.Data[c.Offs[r]:c.Offs[r+1]]
+	return c.bytesAt(r)
 }
 
 // appendPlain appends the present values of rows [from, to) to e.page,
@@ -103,10 +103,10 @@ func appendInt64s(b []byte, vals []int64, valid []byte, from int) []byte {
 // appendByteArrays appends the byte arrays of rows [from, to), skipping
 // NULL rows.
 func appendByteArrays(b []byte, c *Column, from, to int) []byte {
-	b = slices.Grow(b, int(c.Offs[to]-c.Offs[from])+4*(to-from))
+	b = slices.Grow(b, c.spanBytes(from, to)+4*(to-from))
 	for r := from; r < to; r++ {
 		if c.Valid == nil || isValid(c.Valid, r) {
-			v := c.Data[c.Offs[r]:c.Offs[r+1]]
+			v := c.bytesAt(r)
 			b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
 			b = append(b, v...)
 		}
@@ -134,7 +134,7 @@ func (e *encoder) stats(spec *colSpec, c *Column, rows int, dict bool) metadata.
 	default:
 		for r := range rows {
 			if isValid(c.Valid, r) {
-				lo, hi = widen(lo, hi, c.Data[c.Offs[r]:c.Offs[r+1]], !found)
+				lo, hi = widen(lo, hi, c.bytesAt(r), !found)
 				found = true
 			}
 		}

@@ -230,7 +230,7 @@ func BenchmarkEncodeVsPqarrow(b *testing.B) {
 			var buf bytes.Buffer
 			fill := func() {
 				for i := range rows {
-					rg.appendEvent(g.next(i), "deltabus-1-bench", colSource, &st)
+					rg.appendEvent(g.next(i), "deltabus-1-bench", true, colSource, &st)
 				}
 			}
 			var direct, viaArrow time.Duration

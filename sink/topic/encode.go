@@ -68,6 +68,9 @@ func (b *pendingRows) encode(f *parquetpage.File, ncols int) error {
 		if c.bitmap {
 			cols[i].Valid = c.valid
 		}
+		if c.repN > 0 {
+			cols[i] = parquetpage.Column{Data: []byte(c.rep), Repeat: true}
+		}
 	}
 	err := f.WriteRowGroup(b.rows, cols[:ncols])
 	b.release()

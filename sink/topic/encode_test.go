@@ -176,7 +176,7 @@ func TestFooterMatchesPqarrow(t *testing.T) {
 	rows := new(pendingRows)
 	var fs fileStats
 	for i := range dls {
-		rows.appendDeadLetter(&dls[i], "deltabus-1-test", &fs)
+		rows.appendDeadLetter(&dls[i], "deltabus-1-test", true, &fs)
 	}
 	rec := recordOf(deadLetterSchema, rows)
 	if err := pw.Write(rec); err != nil {
@@ -240,6 +240,7 @@ func compareFooters(t *testing.T, got, want []byte) {
 // recordOf wraps the pending rows' buffers, without copying, as an Arrow
 // record (as FileWriter did for pqarrow); release the record before the rows.
 func recordOf(schema *arrow.Schema, b *pendingRows) arrow.RecordBatch {
+	b.settle()
 	fields := schema.Fields()
 	cols := make([]arrow.Array, len(fields))
 	for i, f := range fields {

@@ -38,6 +38,7 @@ const restoreRowGroupBytes = 8 << 20
 // offsets, int32s, int64s, validity bytes, nulls), a bitmap flag, then the
 // buffers as they are in memory (read back by this process only).
 func (s *stage) add(b *pendingRows, ncols int) error {
+	b.settle()
 	var hdr []byte
 	size := 0
 	for c := range ncols {
@@ -90,6 +91,7 @@ func (s *stage) restore(ch stagedChunk, b *pendingRows, ncols int) error {
 	if b.bufs == nil {
 		b.bufs = &rowBuffers{oneOff: true}
 	}
+	b.settle()
 	for c := range ncols {
 		var n [7]int
 		for i := range n {
@@ -128,6 +130,8 @@ func (b *pendingRows) appendRows(src *pendingRows, ncols int) {
 	if b.bufs == nil {
 		b.bufs = &rowBuffers{oneOff: true}
 	}
+	b.settle()
+	src.settle()
 	for c := range ncols {
 		s := &src.bufs.cols[c]
 		b.bufs.cols[c].appendChunk(s.data, s.offs, s.i32, s.i64, s.valid, s.bitmap, b.rows, src.rows)

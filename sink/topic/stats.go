@@ -41,6 +41,9 @@ type fileStats struct {
 	bound  [numDeadLetterCols]minMax
 	source stringBounds
 	topic  stringBounds
+	// ownSource: the writer's own source (FileOptions.Source) is within
+	// source's bounds already (appendEvent adds it once per file).
+	ownSource bool
 }
 
 // stringBounds are the exact minimum and maximum of a string column.

@@ -211,7 +211,8 @@ func (w *FileWriter) Append(e *outbox.Event) error {
 		return err
 	}
 	before := w.rows.rawSize
-	w.rows.appendEvent(e, w.sourceOf(e), colSource, w.current())
+	src, own := w.sourceOf(e)
+	w.rows.appendEvent(e, src, own, colSource, w.current())
 	w.bytes += w.rows.rawSize - before
 	return w.afterAppend()
 }
@@ -222,16 +223,19 @@ func (w *FileWriter) AppendDeadLetter(d *outbox.DeadLetter) error {
 		return err
 	}
 	before := w.rows.rawSize
-	w.rows.appendDeadLetter(d, w.sourceOf(&d.Event), w.current())
+	src, own := w.sourceOf(&d.Event)
+	w.rows.appendDeadLetter(d, src, own, w.current())
 	w.bytes += w.rows.rawSize - before
 	return w.afterAppend()
 }
 
-func (w *FileWriter) sourceOf(e *outbox.Event) string {
+// sourceOf is the source column of e: the writer's own (FileOptions.Source:
+// the same string for every row, own) or the event's.
+func (w *FileWriter) sourceOf(e *outbox.Event) (src string, own bool) {
 	if w.opts.Source != "" {
-		return w.opts.Source
+		return w.opts.Source, true
 	}
-	return e.Source
+	return e.Source, false
 }
 
 func (w *FileWriter) usable(deadLetter bool) error {

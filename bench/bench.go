@@ -24,6 +24,13 @@
 // and each round also times a relay that encrypts both (personal.go): CPU
 // per event plain, contracts only and personal, same rounds.
 //
+// Each round of a drain also times, beside the measured relay, a relay
+// without transaction records (Options.RecordsOff, on by default: lines
+// _records_off and _vs_records_off, what the records cost) and, with
+// Options.OtherBin, another build (lines _other_build and
+// _vs_other_build: alternating builds on the same WAL, to find what a
+// change cost); sides.go.
+//
 // The relay runs with --stop-at, so that it exits by itself at the drain's
 // end as pg_recvlogical does at --endpos: nothing polls the database while
 // a drain is timed. The start-up figures time both tools from exec to exit

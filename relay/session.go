@@ -43,6 +43,8 @@ type session struct {
 	// lastData is when the last data message arrived (the loop turn's
 	// time): a backlog's batch closes once the stream is quiet (dueAt).
 	lastData time.Time
+	// quietMark is the last answer of quietAt.
+	quietMark time.Time
 	// serverEnd is the server's WAL end in the last keepalive: it sent
 	// every change before it (advanceIdle).
 	serverEnd pglogrepl.LSN
@@ -384,9 +386,18 @@ func (s *session) dueAt() time.Time {
 }
 
 // quietAt is when the stream will have been quiet for quietAfter since the
-// last data message, rounded up to a quietStep.
+// last data message, or up to a quietStep later: the answer moves once per
+// quietStep while data flows. It is asked for every message; rounding with
+// Time.Truncate (a division of the wall clock) cost 1.5% of the relay's CPU.
 func (s *session) quietAt() time.Time {
-	return s.lastData.Add(quietAfter).Truncate(quietStep).Add(quietStep)
+	at := s.lastData.Add(quietAfter)
+	if s.lastData.IsZero() {
+		return at // the walsender caught up (handleCopyData): quiet long ago
+	}
+	if at.After(s.quietMark) || s.quietMark.Sub(at) > quietStep {
+		s.quietMark = at.Add(quietStep)
+	}
+	return s.quietMark
 }
 
 // maybeHandoff gives the current batch to the committer when it is due and

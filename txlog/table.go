@@ -163,21 +163,26 @@ func mustEncoding() *parquetpage.Schema {
 	return s
 }
 
-// encoder holds a Writer's column buffers from one commit to the next.
+// encoder holds a Writer's column buffers and file buffer from one commit
+// to the next.
 type encoder struct {
 	cols [7]parquetpage.Column
+	buf  bytes.Buffer
 }
 
-// encode writes source's entries as one Parquet file (snappy).
+// keptFileBytes bounds the file buffer an encoder keeps between commits.
+const keptFileBytes = 4 << 20
+
+// encode writes source's entries as one Parquet file (snappy). The bytes
+// are the encoder's until its next call.
 func (e *encoder) encode(source string, ents []Entry) ([]byte, error) {
 	c := &e.cols
 	for i := range c {
 		c[i] = parquetpage.Column{Data: c[i].Data[:0], Offs: append(c[i].Offs[:0], 0), I64: c[i].I64[:0]}
 	}
+	c[0] = parquetpage.Column{Data: []byte(source), Repeat: true} // one source per file
 	for i := range ents {
 		en := &ents[i]
-		c[0].Data = append(c[0].Data, source...)
-		c[0].Offs = append(c[0].Offs, int32(len(c[0].Data)))
 		c[1].I64 = append(c[1].I64, en.Xid)
 		c[2].I64 = append(c[2].I64, en.CommitLSN)
 		c[3].I64 = append(c[3].I64, en.EndLSN)
@@ -186,16 +191,18 @@ func (e *encoder) encode(source string, ents []Entry) ([]byte, error) {
 		c[6].Data = append(c[6].Data, en.Topics...)
 		c[6].Offs = append(c[6].Offs, int32(len(c[6].Data)))
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(c[6].Data) + 48*len(ents) + 1024)
-	f := parquetpage.NewFile(encoding, &buf)
+	if e.buf.Cap() > keptFileBytes {
+		e.buf = bytes.Buffer{}
+	}
+	e.buf.Reset()
+	f := parquetpage.NewFile(encoding, &e.buf)
 	if err := f.WriteRowGroup(len(ents), c[:]); err != nil {
 		return nil, err
 	}
 	if err := f.Close(); err != nil {
 		return nil, err
 	}
-	return buf.Bytes(), nil
+	return e.buf.Bytes(), nil
 }
 
 // stats are the file's Delta statistics: exact bounds of source (one
@@ -215,7 +222,7 @@ func stats(source string, ents []Entry) string {
 	b, _ := json.Marshal(map[string]any{
 		"numRecords": len(ents),
 		"minValues":  map[string]any{"source": source, "commit_lsn": ents[0].CommitLSN, "commit_time": f(floor(minT))},
-		"maxValues":  map[string]any{"source": source, "commit_lsn": ents[len(ents)-1].CommitLSN, "commit_time": f(floor(maxT+999))},
+		"maxValues":  map[string]any{"source": source, "commit_lsn": ents[len(ents)-1].CommitLSN, "commit_time": f(floor(maxT + 999))},
 		"nullCount":  zero,
 	})
 	return string(b)

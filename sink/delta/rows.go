@@ -1,19 +1,41 @@
 package delta
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/deltabus/deltabus/storage"
 )
+
+// EncodeParquet writes rec as one zstd-compressed Parquet file: the data
+// file of a small internal table (reconcile's results, the republish
+// audit), which ReadParquetRows reads back.
+func EncodeParquet(rec arrow.RecordBatch) ([]byte, error) {
+	var buf bytes.Buffer
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithCreatedBy("deltabus"))
+	w, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props, pqarrow.DefaultWriterProps())
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Write(rec); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
 
 // ReadParquetRows calls fn for every row of the parquet file at key (a store
 // key: a log path already URL-decoded), as a map from top-level column name

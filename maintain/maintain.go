@@ -1,6 +1,6 @@
 // Package maintain keeps a store's tables fast for months: per table (a
-// topic's own, or a topic group's, shared by its topics, maintained once)
-// it compacts small files (sink/topic.Compact: OPTIMIZE commits with
+// topic's own, or a topic group's, shared by its topics, maintained once,
+// and the transaction records' _transactions) it compacts small files (sink/topic.Compact: OPTIMIZE commits with
 // dataChange=false that commute with the relay's appends; a group's
 // table is compacted into files of one topic each), deletes log
 // entries older than delta.logRetentionDuration (delta.CleanupLog: the
@@ -39,6 +39,7 @@ import (
 	"github.com/deltabus/deltabus/sink/topic"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/subscribe/members"
+	"github.com/deltabus/deltabus/txlog"
 )
 
 // Options choose what a run does. The zero value compacts, cleans the log
@@ -245,6 +246,10 @@ func (r tableRun) fail(step string, err error) {
 }
 
 func (r tableRun) compact(ctx context.Context) {
+	if r.t.table == txlog.Table {
+		r.compactRecords(ctx)
+		return
+	}
 	co := r.opts.Compact
 	co.SplitTopics = r.t.group != "" // a group's table: outputs of one topic each
 	ctx, span := r.opts.startSpan(ctx, ".compact")
@@ -252,6 +257,17 @@ func (r tableRun) compact(ctx context.Context) {
 	endSpan(span, err, attribute.Int("deltabus.files_removed", res.FilesRemoved), attribute.Int("deltabus.files_added", res.FilesAdded))
 	r.tr.Compacted, r.tr.Written, r.tr.compactVersion = res.FilesRemoved, res.FilesAdded, res.Versions
 	if err != nil && !errors.Is(err, delta.ErrRewriteConflict) {
+		r.fail("compact", err)
+	}
+}
+
+// compactRecords merges the transaction records' small files (txlog).
+func (r tableRun) compactRecords(ctx context.Context) {
+	ctx, span := r.opts.startSpan(ctx, ".compact")
+	res, err := txlog.Compact(ctx, r.root, r.opts.Logger)
+	endSpan(span, err, attribute.Int("deltabus.files_removed", res.FilesRemoved), attribute.Int("deltabus.files_added", res.FilesAdded))
+	r.tr.Compacted, r.tr.Written, r.tr.compactVersion = res.FilesRemoved, res.FilesAdded, res.Versions
+	if err != nil {
 		r.fail("compact", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/storage"
+	"github.com/deltabus/deltabus/txlog"
 )
 
 // target is one table a run maintains: a topic's own, or a group's shared
@@ -73,8 +74,9 @@ func targets(ctx context.Context, root storage.Store, opts Options) ([]target, e
 	for _, g := range groups {
 		get(catalog.GroupTable(g.Name))
 	}
+	get(txlog.Table) // the transaction records, maintained when they exist
 	for _, t := range byTable {
-		if t.group == "" && len(t.topics) == 0 {
+		if t.group == "" && len(t.topics) == 0 && t.table != txlog.Table {
 			t.topics = []string{t.table} // a topic whose entry did not read
 		}
 	}

@@ -63,6 +63,14 @@ type committer struct {
 	overlap bool
 	loggedC chan struct{}
 	txw     *txlog.Writer // the transaction records (txrecords.go), opened at the first
+	// held are the records of batches whose topic commits are durable but
+	// whose records wait for the next records commit (RecordsInterval);
+	// heldAck is the acknowledgement they hold back, heldBatches how many
+	// batches they are (still pending: the committer is not idle).
+	held        []txlog.Entry
+	heldAck     pglogrepl.LSN
+	heldBatches int32
+	recordsAt   time.Time
 
 	errOnce   sync.Once
 	err       error
@@ -119,22 +127,43 @@ func (c *committer) runFiles(ctx context.Context) {
 	}
 }
 
-// runLogs is the logs stage.
+// runLogs is the logs stage. Records held back (heldRecords) are
+// committed when the interval passes, or when the stage ends.
 func (c *committer) runLogs(ctx context.Context) {
-	for b := range c.logs {
+	var flush <-chan time.Time
+	for {
+		var b *batch
+		select {
+		case b = <-c.logs:
+			if b == nil { // closed: the session ends, nothing is held back
+				c.flushRecords(ctx)
+				return
+			}
+		case <-flush:
+			flush = nil
+			c.flushRecords(ctx)
+			continue
+		}
 		if c.failed() != nil {
 			c.drop(b)
 			c.logged()
 			continue
 		}
-		if err := c.commitBatch(ctx, b); err != nil {
+		held, err := c.commitBatch(ctx, b)
+		if err != nil {
 			c.fail(err)
 			c.drop(b)
 			c.logged()
 			continue
 		}
-		c.pending.Add(-1)
-		c.signal(true) // the session acknowledges what is now durable
+		if held {
+			if flush == nil {
+				flush = time.After(time.Until(c.recordsAt.Add(c.recordsInterval())))
+			}
+		} else {
+			c.pending.Add(-1)
+			c.signal(true) // the session acknowledges what is now durable
+		}
 		c.logged()
 	}
 }
@@ -270,7 +299,10 @@ func (c *committer) prepareBatch(ctx context.Context, b *batch) error {
 	return g.Wait()
 }
 
-func (c *committer) commitBatch(ctx context.Context, b *batch) (err error) {
+// commitBatch commits b's tables, then its records, then moves the
+// durable position to b's acknowledgement; held reports that b's records
+// (and with them its acknowledgement) wait for the next records commit.
+func (c *committer) commitBatch(ctx context.Context, b *batch) (held bool, err error) {
 	start := b.startedAt
 	b.loggingAt = time.Now()
 	ctx = b.trace.commitContext(ctx, b)
@@ -281,18 +313,20 @@ func (c *committer) commitBatch(ctx context.Context, b *batch) (err error) {
 		g.Go(func() error { return c.commitTopic(gctx, b, name) })
 	}
 	if err := g.Wait(); err != nil {
-		return err
+		return false, err
 	}
-	if err := c.commitRecords(ctx, b); err != nil {
-		return err
+	if held = c.holdRecords(b); !held {
+		if err := c.commitRecords(ctx, b.records); err != nil {
+			return false, err
+		}
+		c.advance(b.ackLSN())
 	}
-	c.advance(b.ackLSN())
 	c.r.batchStart.Store(start.UnixNano())
 	c.r.health.progress(time.Now())
 	c.r.metrics.batchCommitted(b, time.Since(start))
 	c.r.log.Debug("batch committed", "batch", b.seq, "events", b.events, "tables", len(b.order),
-		"txs", b.txs, "end_lsn", b.endLSN, "took", time.Since(start))
-	return nil
+		"txs", b.txs, "end_lsn", b.endLSN, "took", time.Since(start), "records_held", held)
+	return held, nil
 }
 
 // commitTopic commits one table of b: a topic's own, or a group's with

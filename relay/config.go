@@ -63,6 +63,11 @@ type Config struct {
 	// (catalog.Resolved) at most every ResolvedInterval (0: each second).
 	TransactionRecords bool
 	ResolvedInterval   time.Duration
+	// RecordsInterval is the shortest time between two commits of the
+	// transaction records (txrecords.go): the records of the batches
+	// committed meanwhile wait, and so does their acknowledgement. 0
+	// takes DefaultRecordsInterval; negative: a records commit per batch.
+	RecordsInterval time.Duration
 	StatusInterval     time.Duration // standby status update period
 	// StreamTimeout is how long the replication stream may stay silent,
 	// a reply having been asked for, before the session is declared dead

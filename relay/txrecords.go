@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 
@@ -155,23 +156,78 @@ func (s *session) splitRecords(b, next *batch) {
 	}
 }
 
-// commitRecords commits b's transaction records (the batch's topic
-// commits all returned).
-func (c *committer) commitRecords(ctx context.Context, b *batch) error {
-	if len(b.records) == 0 {
+// DefaultRecordsInterval is the shortest time between two commits of the
+// transaction records (Config.RecordsInterval). Each commit adds a file
+// the writer keeps in memory (a tombstone once maintenance compacts it),
+// so a records commit per batch would grow the relay's memory with the
+// batch rate; at most one a second, the acknowledgement waits up to a
+// second more, the events' visibility not at all.
+const DefaultRecordsInterval = time.Second
+
+func (c *committer) recordsInterval() time.Duration {
+	switch d := c.r.cfg.RecordsInterval; {
+	case d < 0:
+		return 0
+	case d == 0:
+		return DefaultRecordsInterval
+	default:
+		return d
+	}
+}
+
+// holdRecords decides whether b's records wait for the next records
+// commit: when records are held already, or when the last records commit
+// was less than the interval ago. Held, they keep b's acknowledgement
+// back (and b pending, so the session does not acknowledge past it from a
+// keepalive) until flushRecords commits them: a crash before that replays
+// their transactions, whose events the topics skip and whose records are
+// made again.
+func (c *committer) holdRecords(b *batch) bool {
+	if len(c.held) == 0 && (len(b.records) == 0 || time.Since(c.recordsAt) >= c.recordsInterval()) {
+		return false
+	}
+	c.held = append(c.held, b.records...)
+	c.heldAck = max(c.heldAck, b.ackLSN())
+	c.heldBatches++
+	return true
+}
+
+// flushRecords commits the held records, then acknowledges the batches
+// they held back.
+func (c *committer) flushRecords(ctx context.Context) {
+	if c.heldBatches == 0 {
+		return
+	}
+	if c.failed() == nil {
+		if err := c.commitRecords(ctx, c.held); err != nil {
+			c.fail(err)
+		} else {
+			c.advance(c.heldAck)
+		}
+	}
+	c.pending.Add(-c.heldBatches)
+	c.held, c.heldBatches = c.held[:0], 0
+	c.signal(true)
+}
+
+// commitRecords commits transaction records (their batches' topic commits
+// all returned).
+func (c *committer) commitRecords(ctx context.Context, recs []txlog.Entry) error {
+	if len(recs) == 0 {
 		return nil
 	}
 	if c.txw == nil {
 		c.txw = txlog.NewWriter(c.r.store, c.r.id.AppID)
 	}
-	if err := c.txw.Commit(ctx, b.records); err != nil {
+	c.recordsAt = time.Now()
+	if err := c.txw.Commit(ctx, recs); err != nil {
 		if errors.Is(err, txlog.ErrFenced) {
 			return fatalError{fmt.Errorf("another relay of this source (appId %q) already recorded transactions up to LSN %s; this instance is a zombie and stops: %w",
-				c.r.id.AppID, b.lastLSN, err)}
+				c.r.id.AppID, pglogrepl.LSN(recs[len(recs)-1].CommitLSN), err)}
 		}
 		return err
 	}
-	c.r.metrics.transactionsRecorded(len(b.records))
+	c.r.metrics.transactionsRecorded(len(recs))
 	return nil
 }
 

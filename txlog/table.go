@@ -77,7 +77,8 @@ func arrowSchema() *arrow.Schema {
 }
 
 // newTable is version 0 of the table: protocol (1, 7, [appendOnly,
-// changeDataFeed]), as the topic tables.
+// changeDataFeed]), as the topic tables; files replaced by compaction are
+// kept one day (Compact).
 func newTable() (delta.Metadata, delta.Protocol) {
 	name := Table
 	created := time.Now().UnixMilli()
@@ -85,7 +86,11 @@ func newTable() (delta.Metadata, delta.Protocol) {
 			Format:       delta.Format{Provider: "parquet", Options: map[string]string{}},
 			SchemaString: schemaString(), PartitionColumns: []string{},
 			Configuration: map[string]string{"delta.appendOnly": "true", "delta.enableChangeDataFeed": "true",
-				"delta.checkpointInterval": "100", "delta.logRetentionDuration": "interval 30 days"},
+				"delta.checkpointInterval": "100", "delta.logRetentionDuration": "interval 30 days",
+				// A tombstone of every file compaction replaces is kept in
+				// the writer's memory for this long: a day of them, not
+				// the topics' week.
+				"delta.deletedFileRetentionDuration": "interval 1 day"},
 			CreatedTime: &created},
 		delta.Protocol{MinReaderVersion: 1, MinWriterVersion: 7, WriterFeatures: []string{"appendOnly", "changeDataFeed"}}
 }

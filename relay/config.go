@@ -68,7 +68,7 @@ type Config struct {
 	// committed meanwhile wait, and so does their acknowledgement. 0
 	// takes DefaultRecordsInterval; negative: a records commit per batch.
 	RecordsInterval time.Duration
-	StatusInterval     time.Duration // standby status update period
+	StatusInterval  time.Duration // standby status update period
 	// StreamTimeout is how long the replication stream may stay silent,
 	// a reply having been asked for, before the session is declared dead
 	// and a new one starts (liveness.go). 0 derives it from the server's

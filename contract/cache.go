@@ -82,12 +82,9 @@ type Cache struct {
 	schemas  map[string]*Schema // by key
 	relisted map[subjectKey]time.Time
 	sighted  map[subjectKey]struct{} // classified once (personal.go)
-	// legacyNoted: the operator was told, once, that a schema without
-	// $schema registered before draft-07 was the default is read as 2020-12.
-	legacyNoted bool
-	gen         atomic.Uint64
-	none        atomic.Bool // loaded, and the registry holds nothing
-	static      bool
+	gen      atomic.Uint64
+	none     atomic.Bool // loaded, and the registry holds nothing
+	static   bool
 }
 
 type topicState struct {
@@ -289,6 +286,19 @@ func (c *Cache) due(k subjectKey) bool {
 	return true
 }
 
+// legacyNoted holds the stores whose operator was told, once per process
+// (a relay holds more than one Cache of its store), that schemas
+// registered without $schema before drafts were recorded are read as
+// 2020-12.
+var legacyNoted sync.Map
+
+// told reports whether store's operator was told already, and notes that
+// they are now.
+func told(store string) bool {
+	_, was := legacyNoted.LoadOrStore(store, true)
+	return was
+}
+
 func (c *Cache) schemaLocked(ctx context.Context, obj storage.Object, topic, typ string, version int32) (*Schema, error) {
 	if s := c.schemas[obj.Key]; s != nil {
 		return s, nil
@@ -305,8 +315,7 @@ func (c *Cache) schemaLocked(ctx context.Context, obj storage.Object, topic, typ
 	if err != nil {
 		return nil, fmt.Errorf("contract %s/%s v%d in %s cannot be used (%v): it was not registered by `relay contract register`; move it away", topic, typ, version, c.src, err)
 	}
-	if s.Legacy && !c.legacyNoted {
-		c.legacyNoted = true
+	if s.Legacy && !told(c.src.String()) {
 		c.o.Logger.Info("contracts: a registered schema without $schema is read as JSON Schema draft 2020-12, as when it was registered; "+
 			"schemas registered from now on without $schema are read as draft-07, as Confluent Schema Registry reads them "+
 			"(relay contract register --draft 2020-12 keeps 2020-12; relay contract show names each version's draft)",

@@ -325,7 +325,7 @@ func (c *committer) commitBatch(ctx context.Context, b *batch) (held bool, err e
 	c.r.health.progress(time.Now())
 	c.r.metrics.batchCommitted(b, time.Since(start))
 	c.r.log.Debug("batch committed", "batch", b.seq, "events", b.events, "tables", len(b.order),
-		"txs", b.txs, "end_lsn", b.endLSN, "took", time.Since(start), "records_held", held)
+		"txs", b.txs, "end_lsn", b.endLSN, "took", time.Since(start), "records_pending", held)
 	return held, nil
 }
 

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
+
+	"github.com/jackc/pglogrepl"
 
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/pgsource"
@@ -58,14 +61,23 @@ func Recover(ctx context.Context, cfg Config, store storage.Store, opts Options)
 func beginRecovery(ctx context.Context, cfg Config, store storage.Store, st slotState, opts Options) error {
 	m := *st.id.Marker
 	if st.slot.Exists && st.slot.WALStatus != "lost" && m.RecoveringSince == nil {
-		_, err := FollowTimeline(ctx, cfg, store, st.id, st.src, &st.slot.ConfirmedLSN, opts)
-		if err == nil {
-			return fmt.Errorf("recover: replication slot %q is healthy (wal_status=%s): nothing to recover; run `relay run`", cfg.Slot, st.slot.WALStatus)
-		}
-		if !errors.Is(err, ErrSlotAfterFork) {
+		followed, err := FollowTimeline(ctx, cfg, store, st.id, st.src, &st.slot.ConfirmedLSN, opts)
+		if err != nil && !errors.Is(err, ErrSlotAfterFork) {
 			return err
 		}
-		m = *st.id.Marker
+		if err == nil {
+			past, err := pastWALEnd(ctx, store, st.id.AppID, followed, st.slot.WALEnd)
+			if err != nil {
+				return fmt.Errorf("recover: %w", err)
+			}
+			if !past {
+				return fmt.Errorf("recover: replication slot %q is healthy (wal_status=%s): nothing to recover; run `relay run`", cfg.Slot, st.slot.WALStatus)
+			}
+			// The topics hold positions past the source's WAL: a
+			// database restored in place (its slot with it). The relay
+			// refuses to stream; the recovery re-reads the outbox.
+			m = followed
+		}
 	}
 	now := time.Now().UTC()
 	m.RecoveringSince = &now
@@ -122,4 +134,20 @@ func slotAndMarker(ctx context.Context, cfg Config, store storage.Store, what st
 		return cfg, st, fmt.Errorf("%s: %w", what, err)
 	}
 	return cfg, st, nil
+}
+
+// pastWALEnd reports whether a table holds a position of the source past
+// the source's WAL end (mapped by the marker's epochs): its LSNs went back
+// without a timeline to say so, and streaming would skip its new
+// transactions (the relay refuses to, naming the recovery).
+func pastWALEnd(ctx context.Context, store storage.Store, appID string, m catalog.Marker, walEnd pglogrepl.LSN) (bool, error) {
+	pos, err := m.Positions()
+	if err != nil {
+		return false, err
+	}
+	scan, err := scanSince(ctx, store, appID, pglogrepl.LSN(math.MaxInt64), nil)
+	if err != nil {
+		return false, err
+	}
+	return pos.Through(scan.highest) > int64(walEnd), nil
 }

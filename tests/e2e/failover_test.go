@@ -226,7 +226,8 @@ func checkPhantomsShown(t *testing.T, env []string, addr string, n int) {
 // TestFailoverToCaughtUpStandby: a standby that had received everything
 // the relay published: after the recovery nothing is lost, duplicated or
 // phantom, and every command (rebuild, janitor, status, doctor) works with
-// the HA DSN whose first host is gone.
+// the HA DSN whose first host is gone. A slot made on the new primary after
+// the promotion is refused, naming the recovery, which replaces it.
 func TestFailoverToCaughtUpStandby(t *testing.T) {
 	ha := newHACluster(t, 0, false)
 	url, store := localStore(t)
@@ -249,11 +250,19 @@ func TestFailoverToCaughtUpStandby(t *testing.T) {
 	if out := waitExit(t, p, 2*time.Minute); !strings.Contains(out, "relay bootstrap --recover") {
 		t.Fatalf("the relay exited without naming the recovery:\n%s", p.tail())
 	}
+	// A slot someone made on the new primary after the promotion: the
+	// transactions between the fork and its creation reached no slot, so
+	// the relay refuses to stream from it, and the recovery replaces it.
+	newPrimary := ha.standby.DSN("postgres")
+	(&pgtest.DB{DSN: newPrimary}).Exec(t, "SELECT pg_create_logical_replication_slot('deltabus', 'pgoutput')")
+	(&pgtest.DB{DSN: newPrimary}).Exec(t, `INSERT INTO outbox (topic, key, type, payload) VALUES ('orders', 'gap', 'Created', '{}')`)
+	if code, _, stderr := runCLI(t, env, "run", "--metrics-addr", ""); code == 0 || !strings.Contains(stderr, "was created on timeline 2 after") || !strings.Contains(stderr, "relay bootstrap --recover") {
+		t.Fatalf("relay run on a slot made after the promotion: exit %d, stderr %q; want a refusal naming the recovery", code, stderr)
+	}
 	if code, stdout, stderr := runCLI(t, env, "bootstrap", "--recover"); code != 0 {
 		t.Fatalf("bootstrap --recover: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	p = startRelay(t, env)
-	newPrimary := ha.standby.DSN("postgres")
 	waitSlotActive(t, newPrimary, "deltabus", p)
 	prod.run(ctx, t, ha.dsn, 2, 400)
 	waitDrained(t, newPrimary, "deltabus", time.Minute)

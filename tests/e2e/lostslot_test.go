@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/storage"
 	"github.com/deltabus/deltabus/tests/pgtest"
 	"github.com/deltabus/deltabus/verify"
@@ -98,4 +99,37 @@ func invalidateSlot(t testing.TB, db *pgtest.DB, conn *pgx.Conn) {
 		}
 	}
 	t.Fatal("PostgreSQL never invalidated the slot")
+}
+
+// TestUnfinishedRecoveryIsRefused: a `relay bootstrap --recover` that died
+// after marking the marker (the slot it was making may exist) leaves a
+// store the relay refuses to stream for, naming the command; the recovery
+// run again ends it, and the relay streams.
+func TestUnfinishedRecoveryIsRefused(t *testing.T) {
+	r := relayedThenStopped(t)
+	ctx := context.Background()
+	m, ok, err := catalog.ReadMarker(ctx, r.store, soleAppID(t, r.store))
+	if err != nil || !ok {
+		t.Fatalf("marker: %v %v", ok, err)
+	}
+	began := time.Now().UTC()
+	m.RecoveringSince = &began
+	if err := catalog.WriteMarker(ctx, r.store, m); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, r.env, "run", "--metrics-addr", "")
+	if code == 0 || !strings.Contains(stderr, "did not finish") || !strings.Contains(stderr, "relay bootstrap --recover") {
+		t.Fatalf("relay run after an unfinished recovery: exit %d, stderr %q", code, stderr)
+	}
+	if code, stdout, stderr := runCLI(t, r.env, "bootstrap", "--recover"); code != 0 {
+		t.Fatalf("bootstrap --recover: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if m, _, _ := catalog.ReadMarker(ctx, r.store, m.AppID); m.RecoveringSince != nil {
+		t.Fatal("the recovery left its mark in the marker")
+	}
+	p := startRelay(t, r.env)
+	waitSlotActive(t, r.db.DSN, "deltabus", p)
+	if err := p.stop(time.Minute); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -53,6 +53,26 @@ def now_ns():
     return time.time_ns()
 
 
+def ack_within_lease(group, ack_ids, lease_end):
+    """Acknowledges, retrying while the server cannot be reached and the
+    leases hold: an acknowledgement repeated after one that landed succeeds
+    again, so a retry after a server restart loses nothing. Returns None
+    when the leases ended first; the events are then handed out again."""
+    backoff = 0.1
+    while True:
+        try:
+            return group.ack(ack_ids)
+        except urllib.error.HTTPError as e:
+            if e.code < 500:
+                raise
+        except (urllib.error.URLError, OSError):
+            pass
+        if time.monotonic() + backoff > lease_end:
+            return None
+        time.sleep(backoff)
+        backoff = min(backoff * 2, 1)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--url", default=os.environ.get("DELTABUS_SERVE_URL", "http://127.0.0.1:8089"))
@@ -79,6 +99,7 @@ def main():
     backoff = 0.1
     while not stopping:
         try:
+            asked = time.monotonic()
             msgs = group.receive(args.member, max=args.max, wait_ms=2000, visibility_ms=args.visibility_ms)
             received = now_ns()
         except urllib.error.HTTPError as e:
@@ -107,10 +128,19 @@ def main():
         if not done:
             continue
         sent = now_ns()
+        if args.trace:  # the acknowledgement may land and this member die before it hears so
+            for line in lines:
+                print(json.dumps({"member": args.member, "event_id": line["event_id"], "delivery": line["delivery"],
+                                  "acking": True, "ack_sent_ns": sent}), flush=True)
+        # The leases were granted after the request was sent: they end no
+        # earlier than its sending plus the visibility.
         try:
-            res = group.ack(done)
-        except (urllib.error.URLError, OSError):
-            continue  # not acknowledged: handed out again once the leases end
+            res = ack_within_lease(group, done, asked + args.visibility_ms / 1000)
+        except urllib.error.HTTPError as e:  # our request is wrong: retrying cannot help
+            print(f"consumer.py: {e.code}: {json.load(e).get('error')}", file=sys.stderr)
+            return 1
+        if res is None:
+            continue  # not acknowledged: handed out again now that the leases ended
         failed = {f["ack_id"] for f in res.get("failed", [])}
         for ack_id, line in zip(done, lines):
             if args.trace:

@@ -69,7 +69,7 @@ class Group {
     return answer.messages;
   }
 
-  ack(ackIds: string[]): Promise<{ acked: number; failed: { ack_id: string; reason: string }[] }> {
+  ack(ackIds: string[]): Promise<AckAnswer> {
     return this.post("ack", { ack_ids: ackIds });
   }
 
@@ -84,6 +84,27 @@ function flag(name: string, def?: string): string | undefined {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+type AckAnswer = { acked: number; failed: { ack_id: string; reason: string }[] };
+
+// ackWithinLease acknowledges, retrying while the server cannot be reached
+// and the leases hold: an acknowledgement repeated after one that landed
+// succeeds again, so a retry after a server restart loses nothing. It
+// returns undefined when the leases ended first; the events are then
+// handed out again. A 4xx answer is thrown: retrying cannot help.
+async function ackWithinLease(group: Group, ackIds: string[], leaseEnd: number): Promise<AckAnswer | undefined> {
+  let backoff = 100;
+  for (;;) {
+    try {
+      return await group.ack(ackIds);
+    } catch (e) {
+      if (e instanceof HTTPError && e.status < 500) throw e;
+    }
+    if (performance.now() + backoff > leaseEnd) return undefined;
+    await sleep(backoff);
+    backoff = Math.min(backoff * 2, 1000);
+  }
+}
 // Wall-clock nanoseconds, finer than Date.now() (tests compare them with
 // other processes' clocks on the same machine).
 const nowNs = () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
@@ -110,6 +131,7 @@ async function main(): Promise<number> {
   let backoff = 100;
   while (!stopping) {
     let msgs: Message[];
+    const asked = performance.now();
     try {
       msgs = await group.receive(member, max, 2000, visibilityMs);
     } catch (e) {
@@ -137,13 +159,24 @@ async function main(): Promise<number> {
     }
     if (done.length === 0) continue;
     const sent = nowNs();
-    let failed = new Set<string>();
-    try {
-      const res = await group.ack(done);
-      failed = new Set(res.failed.map((f) => f.ack_id));
-    } catch {
-      continue; // not acknowledged: handed out again once the leases end
+    if (trace) {
+      // The acknowledgement may land and this member die before it hears so.
+      for (const l of lines) {
+        const acking = { member, event_id: l.event_id, delivery: l.delivery, acking: true, ack_sent_ns: sent.toString() };
+        process.stdout.write(JSON.stringify(acking) + "\n");
+      }
     }
+    let res: AckAnswer | undefined;
+    try {
+      // The leases were granted after the request was sent: they end no
+      // earlier than its sending plus the visibility.
+      res = await ackWithinLease(group, done, asked + visibilityMs);
+    } catch (e) {
+      console.error(`consumer.ts: ${e instanceof HTTPError ? e.status : "ack"}: ${(e as Error).message}`);
+      return 1;
+    }
+    if (!res) continue; // not acknowledged: handed out again now that the leases ended
+    const failed = new Set(res.failed.map((f) => f.ack_id));
     done.forEach((ackId, i) => {
       if (trace) {
         lines[i].ack_sent_ns = sent.toString();

@@ -285,6 +285,11 @@ type listType struct {
 	Type     string             `json:"type"`
 	Mode     compat.Mode        `json:"compatibility"`
 	Versions []contract.Version `json:"versions"`
+	// The draft the latest version is read in ("draft-07", "2020-12"...),
+	// and whether it was registered without $schema before draft-07
+	// became the default.
+	Draft  string `json:"draft"`
+	Legacy bool   `json:"legacy,omitempty"`
 }
 
 func cmdContractList(ctx context.Context, env *cliEnv, args []string) int {
@@ -306,7 +311,13 @@ func cmdContractList(ctx context.Context, env *cliEnv, args []string) int {
 	rep := listReport{Types: []listType{}, Policies: map[string]contract.Policy{}}
 	topics := map[string]bool{}
 	for _, s := range subs {
-		rep.Types = append(rep.Types, listType{Topic: s.Topic, Type: s.Type, Mode: s.Mode, Versions: s.Versions})
+		lt := listType{Topic: s.Topic, Type: s.Type, Mode: s.Mode, Versions: s.Versions, Draft: "unreadable"}
+		if latest, err := reg.Contract(ctx, s.Topic, s.Type, 0); err == nil { // contract show says why not
+			lt.Draft, lt.Legacy = contract.DraftName(latest.Draft), latest.Legacy
+		} else if ctx.Err() != nil {
+			return contractFail(env, err)
+		}
+		rep.Types = append(rep.Types, lt)
 		topics[s.Topic] = true
 	}
 	if *topic != "" {
@@ -326,14 +337,19 @@ func cmdContractList(ctx context.Context, env *cliEnv, args []string) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tTYPE\tCOMPATIBILITY\tVERSIONS\tLATEST REGISTERED\tTOPIC POLICY")
+	fmt.Fprintln(tw, "TOPIC\tTYPE\tCOMPATIBILITY\tVERSIONS\tDRAFT\tLATEST REGISTERED\tTOPIC POLICY")
 	for _, t := range rep.Types {
 		last := t.Versions[len(t.Versions)-1]
 		vs := make([]int32, len(t.Versions))
 		for i, v := range t.Versions {
 			vs[i] = v.Version
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\tv%s\t%s\t%s\n", t.Topic, t.Type, t.Mode, joinVersions(vs), last.Registered.UTC().Format(time.RFC3339), policyText(rep.Policies[t.Topic]))
+		draft := t.Draft
+		if t.Legacy {
+			draft += " (legacy)" // contract show says why
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\tv%s\t%s\t%s\t%s\n", t.Topic, t.Type, t.Mode, joinVersions(vs), draft,
+			last.Registered.UTC().Format(time.RFC3339), policyText(rep.Policies[t.Topic]))
 	}
 	_ = tw.Flush()
 	return exitOK

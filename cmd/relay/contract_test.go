@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -210,5 +211,21 @@ func TestContractDrafts(t *testing.T) {
 		if code != c.code || !strings.Contains(out+errOut, c.out) {
 			t.Errorf("relay contract %q: exit %d, want %d with %q\n%s%s", c.args, code, c.code, c.out, out, errOut)
 		}
+	}
+	// list says which draft each type's latest version is read in.
+	code, out, errOut := runContract(t, store, "list", "--json")
+	var rep listReport
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil {
+		t.Fatalf("relay contract list --json: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	want := map[string]string{"Tuple": "draft-07", "Prefix": "2020-12", "Old": "draft-04"}
+	for _, lt := range rep.Types {
+		if d, ok := want[lt.Type]; ok && lt.Draft != d {
+			t.Errorf("relay contract list: type %s read in %s, want %s\n%s", lt.Type, lt.Draft, d, out)
+		}
+		delete(want, lt.Type)
+	}
+	if len(want) > 0 {
+		t.Errorf("relay contract list: types %v missing\n%s", want, out)
 	}
 }

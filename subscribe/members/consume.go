@@ -1,6 +1,7 @@
 package members
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -79,7 +80,11 @@ func Consume(ctx context.Context, src Source, group, topic string, h Handler, o 
 	req := ReceiveRequest{Member: o.Member, Max: o.Max, Wait: o.Wait, Visibility: o.Visibility, Want: o.Want, PassNewer: o.PassNewer, Reveal: o.Reveal}
 	acks := newAcker(src, group, topic, o)
 	defer acks.close()
+	visibility := cmp.Or(o.Visibility, DefaultVisibility)
 	for backoff := 100 * time.Millisecond; ; {
+		// The leases are granted after the request is sent: they end no
+		// earlier than now plus the visibility.
+		leaseEnd := time.Now().Add(visibility)
 		msgs, err := src.Receive(ctx, group, topic, req)
 		if ctx.Err() != nil {
 			return nil
@@ -111,7 +116,7 @@ func Consume(ctx context.Context, src Source, group, topic string, h Handler, o 
 			}
 			done = append(done, msgs[i].AckID)
 		}
-		acks.send(done, failed)
+		acks.send(done, failed, leaseEnd)
 	}
 }
 
@@ -127,7 +132,10 @@ type acker struct {
 	stop         bool
 }
 
-type ackBatch struct{ done, failed []string }
+type ackBatch struct {
+	done, failed []string
+	leaseEnd     time.Time // the batch's leases end no earlier
+}
 
 func newAcker(src Source, group, topic string, o ConsumeOptions) *acker {
 	a := &acker{src: src, group: group, topic: topic, o: o, wake: make(chan struct{}, 1), done: make(chan struct{})}
@@ -135,12 +143,12 @@ func newAcker(src Source, group, topic string, o ConsumeOptions) *acker {
 	return a
 }
 
-func (a *acker) send(done, failed []string) {
+func (a *acker) send(done, failed []string, leaseEnd time.Time) {
 	if len(done)+len(failed) == 0 {
 		return
 	}
 	a.mu.Lock()
-	a.q = append(a.q, ackBatch{done, failed})
+	a.q = append(a.q, ackBatch{done, failed, leaseEnd})
 	a.mu.Unlock()
 	select {
 	case a.wake <- struct{}{}:
@@ -168,17 +176,17 @@ func (a *acker) run() {
 		a.q = nil
 		a.mu.Unlock()
 		var done, failed []string
+		var leaseEnd time.Time
 		for _, b := range q {
 			done, failed = append(done, b.done...), append(failed, b.failed...)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if len(done) > 0 {
-			if res, err := a.src.Ack(ctx, a.group, a.topic, done); err != nil {
-				a.o.Logger.Warn("members: acknowledging failed; those events are handed out again", "member", a.o.Member, "events", len(done), "err", err)
-			} else if len(res.Failed) > 0 {
-				a.o.Logger.Warn("members: acknowledgements refused", "member", a.o.Member, "first", res.Failed[0].AckID, "reason", res.Failed[0].Reason, "refused", len(res.Failed))
+			if leaseEnd.IsZero() || b.leaseEnd.Before(leaseEnd) {
+				leaseEnd = b.leaseEnd
 			}
 		}
+		if len(done) > 0 {
+			a.ack(done, leaseEnd)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if len(failed) > 0 {
 			if _, err := a.src.Nack(ctx, a.group, a.topic, failed, a.o.RetryAfter); err != nil {
 				a.o.Logger.Warn("members: giving events back failed; they are handed out again once their lease ends", "member", a.o.Member, "err", err)
@@ -191,5 +199,31 @@ func (a *acker) run() {
 		if len(q) == 0 {
 			<-a.wake
 		}
+	}
+}
+
+// ack acknowledges, retrying while the source is unavailable and the
+// leases hold (not once the member stops): an acknowledgement repeated
+// after one that landed succeeds again, so a server restart between the
+// two costs no redelivery.
+func (a *acker) ack(done []string, leaseEnd time.Time) {
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, time.Second) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := a.src.Ack(ctx, a.group, a.topic, done)
+		cancel()
+		a.mu.Lock()
+		stop := a.stop
+		a.mu.Unlock()
+		switch {
+		case err == nil:
+			if len(res.Failed) > 0 {
+				a.o.Logger.Warn("members: acknowledgements refused", "member", a.o.Member, "first", res.Failed[0].AckID, "reason", res.Failed[0].Reason, "refused", len(res.Failed))
+			}
+			return
+		case !IsUnavailable(err) || stop || time.Now().Add(backoff).After(leaseEnd):
+			a.o.Logger.Warn("members: acknowledging failed; those events are handed out again", "member", a.o.Member, "events", len(done), "err", err)
+			return
+		}
+		time.Sleep(backoff)
 	}
 }

@@ -2,9 +2,11 @@ package members_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,4 +82,74 @@ func TestSmallBufferStillDelivers(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.Check(t, tp.Order, tp.Keys, true)
+}
+
+// failingAcks is the in-process source whose first acknowledgements fail
+// as over a network: alternately never reaching the server (a server
+// restarting) and landing with the answer lost (a server dying after its
+// entry landed).
+type failingAcks struct {
+	members.Source
+	mu   sync.Mutex
+	fail int
+}
+
+func (u *failingAcks) Ack(ctx context.Context, group, topic string, ids []string) (members.AckResult, error) {
+	u.mu.Lock()
+	fail := u.fail
+	if fail > 0 {
+		u.fail--
+	}
+	u.mu.Unlock()
+	if fail%2 == 1 {
+		return members.AckResult{}, members.Unavailable(errors.New("connection refused"))
+	}
+	res, err := u.Source.Ack(ctx, group, topic, ids)
+	if err == nil && fail > 0 {
+		return members.AckResult{}, members.Unavailable(errors.New("connection reset by peer"))
+	}
+	return res, err
+}
+
+// TestConsumeRepeatsAnUnansweredAck: a member whose acknowledgements got
+// no answer, whether they landed or not, sends them again while the
+// leases hold, and the repeat succeeds: no event is handed out twice.
+func TestConsumeRepeatsAnUnansweredAck(t *testing.T) {
+	root := localRoot(t)
+	tp := memberstest.NewTopic(t, root, "orders")
+	tp.CommitKeyed(60, 6)
+	gs := members.New(root, members.Options{PollInterval: 10 * time.Millisecond})
+	defer gs.Close()
+	src := &failingAcks{Source: gs, fail: 6}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	seen := map[string]int{}
+	err := members.Consume(ctx, src, "g", "orders", func(_ context.Context, m *members.Message) error {
+		if seen[m.Event.ID]++; len(seen) == len(tp.Order) {
+			go func() { // stop once the last acknowledgement is in
+				for ctx.Err() == nil {
+					if st := gs.Status(); len(st) == 1 && st[0].Acked == int64(len(tp.Order)) {
+						cancel()
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}()
+		}
+		return nil
+	}, members.ConsumeOptions{Member: "m", Max: 5, Wait: 100 * time.Millisecond, Visibility: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.fail != 0 {
+		t.Fatalf("%d acknowledgements were still to fail: the test did not run as planned", src.fail)
+	}
+	st := gs.Status()
+	if len(st) != 1 || st[0].Acked != int64(len(tp.Order)) || st[0].Redelivered != 0 {
+		t.Fatalf("status %+v: want %d events acknowledged, none handed out again", st, len(tp.Order))
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("event %s handed to the member %d times", id, n)
+		}
+	}
 }

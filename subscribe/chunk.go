@@ -41,11 +41,11 @@ func (c *chunk) id(k int) string {
 }
 
 // key returns the dedup key of event k: its source and id.
-func (c *chunk) key(k int) dedupKey {
+func (c *chunk) key(k int) DedupKey {
 	if c.events != nil {
-		return dedupKey{c.events[k].Source, c.events[k].ID}
+		return DedupKey{c.events[k].Source, c.events[k].ID}
 	}
-	return dedupKey{c.str(cSource, k), c.str(cID, k)}
+	return DedupKey{c.str(cSource, k), c.str(cID, k)}
 }
 
 // event sets *e to event k. Its strings share the chunk's allocations,

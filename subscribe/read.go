@@ -53,16 +53,16 @@ func (s *subscription) deliverChunk(ctx context.Context, c *chunk, k int, pos Po
 		}
 		s.pos = Position{Version: pos.Version, Offset: pos.Offset + int64(m)}
 		switch id := c.key(k); {
-		case s.seen.contains(id):
-			s.log.Debug("subscribe: duplicate event dropped", "event_id", id.id, "source", id.source, "version", pos.Version, "offset", pos.Offset)
+		case s.seen.Contains(id):
+			s.log.Debug("subscribe: duplicate event dropped", "event_id", id.ID, "source", id.Source, "version", pos.Version, "offset", pos.Offset)
 		case s.o.Columns:
 			s.cols.add(c, k, m, pos, vt)
-			s.seen.add(id)
+			s.seen.Add(id)
 		default:
 			at := len(s.batch)
 			s.batch = slices.Grow(s.batch, m)[:at+m]
 			c.fill(s.batch[at:], k, pos, vt)
-			s.seen.add(id)
+			s.seen.Add(id)
 		}
 		k, pos = k+m, s.pos
 		if s.pending() >= s.o.BatchSize {

@@ -92,16 +92,16 @@ func TestDedupWindowDropsRepeatedIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkOrder(t, c.events, 5)
-	w := newWindow(3)
-	k := func(id string) dedupKey { return dedupKey{"deltabus-1-s", id} }
+	w := NewDedupWindow(3)
+	k := func(id string) DedupKey { return DedupKey{"deltabus-1-s", id} }
 	for _, id := range []string{"a", "b", "c", "d"} {
-		w.add(k(id))
+		w.Add(k(id))
 	}
-	if w.contains(k("a")) || !w.contains(k("b")) || !w.contains(k("d")) || len(w.count) != 3 {
+	if w.Contains(k("a")) || !w.Contains(k("b")) || !w.Contains(k("d")) || len(w.count) != 3 {
 		t.Fatalf("window of 3 after 4 ids: %v", w.count)
 	}
 	// Two sources' events with one id are two events.
-	if w.contains(dedupKey{"deltabus-2-s", "d"}) {
+	if w.Contains(DedupKey{"deltabus-2-s", "d"}) {
 		t.Fatal("another source's event with the same id taken for a duplicate")
 	}
 }

@@ -42,7 +42,7 @@ type subscription struct {
 	cols  Columns       // the pending batch by column (Options.Columns)
 	held  []*chunk      // chunks cols refers to, recycled once it is flushed
 	free  chan<- *chunk // where held chunks go back
-	seen  *window
+	seen  *DedupWindow
 	async *committer     // background checkpoint writes (at-least-once stores)
 	reuse []*decodeReuse // the decode workers' buffers; nil while idle
 }
@@ -73,7 +73,7 @@ func Subscribe(ctx context.Context, store storage.Store, topic, group string, h 
 		o.Checkpoints = NewStoreCheckpoints(store)
 	}
 	s := &subscription{root: store, topic: topic, group: group, h: h, o: o, phantoms: NewPhantoms(store),
-		cps: o.Checkpoints, log: o.Logger.With("topic", topic, "group", group), seen: newWindow(o.Dedup)}
+		cps: o.Checkpoints, log: o.Logger.With("topic", topic, "group", group), seen: NewDedupWindow(o.Dedup)}
 	if o.Reveal != nil {
 		if o.Columns {
 			return errors.New("subscribe: Options.Reveal decrypts events; Options.Columns hands over the stored columns: use one of them")

@@ -73,7 +73,7 @@ type index struct {
 	keys   map[string]*keyQueue
 	ready  readyHeap
 	timed  timedHeap
-	seen   *window
+	seen   *subscribe.DedupWindow
 	nextN  int64
 	readTo Position // after the last event the reader delivered
 	unread int      // records not acknowledged
@@ -91,7 +91,7 @@ func eventBytes(ev *subscribe.Event) int64 {
 }
 
 func newIndex(dedup int, from Position) *index {
-	return &index{byPos: map[Position]*record{}, keys: map[string]*keyQueue{}, seen: newWindow(dedup), readTo: from}
+	return &index{byPos: map[Position]*record{}, keys: map[string]*keyQueue{}, seen: subscribe.NewDedupWindow(dedup), readTo: from}
 }
 
 // buffered is the number of records held.
@@ -100,9 +100,9 @@ func (x *index) buffered() int { return len(x.buf) - x.front }
 // add appends the next event read. Events before the state's Low were
 // acknowledged: only their ids are remembered.
 func (x *index) add(ev *subscribe.Event, st *state, now time.Time) {
-	id := dedupKey{ev.Source, ev.ID}
-	dup := x.seen.contains(id)
-	x.seen.add(id)
+	id := subscribe.DedupKey{Source: ev.Source, ID: ev.ID}
+	dup := x.seen.Contains(id)
+	x.seen.Add(id)
 	p := ev.Position
 	x.readTo = Position{Version: p.Version, Offset: p.Offset + 1}
 	if st.isAcked(p) {
@@ -278,42 +278,4 @@ func (x *index) oldest() *record {
 		return x.buf[x.front]
 	}
 	return nil
-}
-
-// window remembers the last n event ids read: a ring plus a count per
-// id, so memory is O(n) whatever the stream.
-type window struct {
-	ring  []dedupKey // grows to n
-	n     int
-	next  int
-	count map[dedupKey]int
-}
-
-// dedupKey identifies an event across the sources of a shared topic.
-type dedupKey struct{ source, id string }
-
-func newWindow(n int) *window {
-	if n <= 0 {
-		return nil
-	}
-	return &window{n: n, count: map[dedupKey]int{}}
-}
-
-func (w *window) contains(id dedupKey) bool { return w != nil && w.count[id] > 0 }
-
-func (w *window) add(id dedupKey) {
-	if w == nil {
-		return
-	}
-	if len(w.ring) < w.n {
-		w.ring = append(w.ring, id)
-	} else {
-		old := w.ring[w.next]
-		if w.count[old]--; w.count[old] <= 0 {
-			delete(w.count, old)
-		}
-		w.ring[w.next] = id
-		w.next = (w.next + 1) % len(w.ring)
-	}
-	w.count[id]++
 }

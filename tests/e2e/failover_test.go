@@ -521,20 +521,7 @@ func TestFailoverSlotBehindStandby(t *testing.T) {
 // cut in commit LSNs would skip.
 func checkCutAfterFailover(t *testing.T, env []string, dsn string, store storage.Store) {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var want []string
-	rows, err := conn.Query(ctx, "SELECT id::text FROM outbox ORDER BY 1")
-	if err == nil {
-		want, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := queryStrings(t, dsn, "SELECT id::text FROM outbox ORDER BY 1")
 	var got []string
 	eventually(t, 30*time.Second, "a cut holding every event of the new primary", func() bool {
 		code, stdout, stderr := runCLI(t, env, "consume", "--topics", strings.Join(topics, ","))

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/republish"
 	"github.com/deltabus/deltabus/storage"
@@ -35,15 +33,7 @@ func writeBatch(t testing.TB, db *pgtest.DB, topic string, n int) []string {
 // insertedIDs runs an INSERT ... RETURNING id::text and returns the ids.
 func insertedIDs(t testing.TB, db *pgtest.DB, insert string) []string {
 	t.Helper()
-	rows, err := db.Conn(t).Query(context.Background(), insert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ids
+	return queryStrings(t, db.DSN, insert)
 }
 
 // publicationGap writes n events of topic while the outbox is out of the

@@ -101,7 +101,13 @@ func replaceDataDir(t *testing.T, src, dst string) {
 
 // outboxIDs returns the ids of the outbox rows whose key is like pattern,
 // sorted.
-func outboxIDs(t *testing.T, dsn, pattern string) []string {
+func outboxIDs(t testing.TB, dsn, pattern string) []string {
+	t.Helper()
+	return queryStrings(t, dsn, "SELECT id::text FROM outbox WHERE key LIKE $1 ORDER BY 1", pattern)
+}
+
+// queryStrings runs a query of one text column on dsn and returns its rows.
+func queryStrings(t testing.TB, dsn, query string, args ...any) []string {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -109,13 +115,13 @@ func outboxIDs(t *testing.T, dsn, pattern string) []string {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, "SELECT id::text FROM outbox WHERE key LIKE $1 ORDER BY 1", pattern)
+	rows, err := conn.Query(ctx, query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ids
+	return out
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,7 +42,7 @@ func cmdCatalog(ctx context.Context, env *cliEnv, args []string) int {
 	if err := describePersonal(*schemas); err != nil {
 		return fail(env, exitUsage, err)
 	}
-	*ucURL, *cat, *schema = cmpOr(*ucURL, env.getenv(envUC)), cmpOr(*cat, env.getenv(envUCCatalog)), cmpOr(*schema, env.getenv(envUCSchema))
+	*ucURL, *cat, *schema = cmp.Or(*ucURL, env.getenv(envUC)), cmp.Or(*cat, env.getenv(envUCCatalog)), cmp.Or(*schema, env.getenv(envUCSchema))
 	if *ucURL == "" || *cat == "" || *schema == "" {
 		return fail(env, exitUsage, usererr.New(nil, "want --unity-catalog URL, --catalog C and --schema S (or %s, %s and %s)", envUC, envUCCatalog, envUCSchema))
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,7 +47,7 @@ func cmdGroups(ctx context.Context, env *cliEnv, args []string) int {
 	fmt.Fprintln(tw, "GROUP\tTABLE\tPATTERNS\tCOMMIT INTERVAL\tTOPICS")
 	for _, in := range infos {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", in.Group, in.Table, strings.Join(in.Patterns, ","),
-			cmpOr(in.CommitInterval, "relay's"), cmpOr(strings.Join(in.Members, ","), "-"))
+			cmp.Or(in.CommitInterval, "relay's"), cmp.Or(strings.Join(in.Members, ","), "-"))
 	}
 	_ = tw.Flush()
 	return exitOK

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -145,7 +146,7 @@ func printMaintain(env *cliEnv, rep maintain.Report, dry bool) {
 		if len(t.Errors) > 0 {
 			note = strings.Join(t.Errors, "; ")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", t.Table, cmpOr(t.Group, "-"), t.Compacted, t.Written, t.LogDeleted,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", t.Table, cmp.Or(t.Group, "-"), t.Compacted, t.Written, t.LogDeleted,
 			t.FilesDeleted, t.Earliest, note)
 	}
 	_ = tw.Flush()

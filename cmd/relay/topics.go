@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -77,15 +78,15 @@ func printTopics(env *cliEnv, infos []topicmeta.Info) {
 		}
 		srcs := make([]string, 0, len(in.Sources))
 		for _, s := range in.Sources {
-			srcs = append(srcs, cmpOr(s.Database, s.AppID))
+			srcs = append(srcs, cmp.Or(s.Database, s.AppID))
 		}
 		desc := firstLine(in.Description)
 		if in.Problem != "" {
 			desc = strings.TrimSpace(desc + " [" + in.Problem + "]")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", in.Topic, cmpOr(in.Owner, "-"), cmpOr(in.Group, "-"), in.Version, in.RecordsText(), last,
-			strings.TrimPrefix(in.LogRetention, "interval "), cmpOr(strings.Join(srcs, ","), "-"),
-			topicmeta.ContractsText(in.Contracts), topicmeta.PersonalText(in.PersonalColumns), cmpOr(desc, "-"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", in.Topic, cmp.Or(in.Owner, "-"), cmp.Or(in.Group, "-"), in.Version, in.RecordsText(), last,
+			strings.TrimPrefix(in.LogRetention, "interval "), cmp.Or(strings.Join(srcs, ","), "-"),
+			topicmeta.ContractsText(in.Contracts), topicmeta.PersonalText(in.PersonalColumns), cmp.Or(desc, "-"))
 	}
 	_ = tw.Flush()
 }
@@ -97,13 +98,6 @@ func firstLine(s string) string {
 	}
 	if cut {
 		s += "…"
-	}
-	return s
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
 	}
 	return s
 }
@@ -165,13 +159,13 @@ func cmdTopicsDescribe(ctx context.Context, env *cliEnv, args []string) int {
 	case errors.Is(err, topicmeta.ErrShared):
 		return describedInGroup(ctx, env, store, in)
 	case errors.Is(err, topicmeta.ErrNoTable):
-		fmt.Fprintf(env.stdout, "topic %s described (owner %s); it has no table yet: `relay run` writes the description into the table once it exists\n", *name, cmpOr(m.Owner, "none"))
+		fmt.Fprintf(env.stdout, "topic %s described (owner %s); it has no table yet: `relay run` writes the description into the table once it exists\n", *name, cmp.Or(m.Owner, "none"))
 	case err != nil:
 		return fail(env, exitFailure, fmt.Errorf("the description is recorded in the catalog, but: %w", err))
 	case changed:
-		fmt.Fprintf(env.stdout, "topic %s described (owner %s); its table's metaData carries the description and column comments from version %d\n", *name, cmpOr(m.Owner, "none"), v)
+		fmt.Fprintf(env.stdout, "topic %s described (owner %s); its table's metaData carries the description and column comments from version %d\n", *name, cmp.Or(m.Owner, "none"), v)
 	default:
-		fmt.Fprintf(env.stdout, "topic %s described (owner %s); its table already carried the description and column comments (version %d)\n", *name, cmpOr(m.Owner, "none"), v)
+		fmt.Fprintf(env.stdout, "topic %s described (owner %s); its table already carried the description and column comments (version %d)\n", *name, cmp.Or(m.Owner, "none"), v)
 	}
 	return exitOK
 }
@@ -181,7 +175,7 @@ func cmdTopicsDescribe(ctx context.Context, env *cliEnv, args []string) int {
 // topics), and brings the group table's own description up to date.
 func describedInGroup(ctx context.Context, env *cliEnv, store storage.Store, in topicmeta.Info) int {
 	fmt.Fprintf(env.stdout, "topic %s described (owner %s); it shares group %s's table %s, whose metaData describes the group and its topics: the topic's owner and description are kept in the catalog (relay topics, the operator's page, Unity Catalog)\n",
-		in.Topic, cmpOr(in.Owner, "none"), in.Group, in.Table)
+		in.Topic, cmp.Or(in.Owner, "none"), in.Group, in.Table)
 	gi, _, ok, err := topicmeta.LoadGroup(ctx, store, in.Group)
 	if err != nil {
 		return fail(env, exitFailure, fmt.Errorf("the description is recorded in the catalog, but: %w", err))

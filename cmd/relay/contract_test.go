@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/deltabus/deltabus/catalog"
 	"github.com/deltabus/deltabus/contract/compat"
 )
 
@@ -227,5 +229,18 @@ func TestContractDrafts(t *testing.T) {
 	}
 	if len(want) > 0 {
 		t.Errorf("relay contract list: types %v missing\n%s", want, out)
+	}
+	// A stored schema that cannot be read is listed as such; the others
+	// still are.
+	key, err := catalog.Key(catalog.KindContract, "t", "Old", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(storeDir, filepath.FromSlash(key)), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runContract(t, store, "list")
+	if code != 0 || !regexp.MustCompile(`(?m)^t\s+Old\s+\S+\s+v1\s+unreadable\s`).MatchString(out) || !strings.Contains(out, "2020-12") {
+		t.Errorf("relay contract list with Old's schema unreadable: exit %d\n%s%s", code, out, errOut)
 	}
 }
